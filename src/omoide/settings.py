@@ -1,0 +1,136 @@
+"""Settings: one typed object, read from explicit arguments, ``OMOIDE_*`` environment
+variables and an optional TOML file, in that order of precedence.
+
+The TOML file is ``$OMOIDE_CONFIG`` when set, else ``./omoide.toml`` when it exists.
+Keys in the file are the field names below (``database_url = "sqlite:///..."``).
+
+Invalid settings fail at start with :class:`~omoide.errors.ConfigError` naming the
+environment variable and the allowed values.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from omoide.errors import ConfigError
+from omoide.models import KeyPolicy
+
+DEFAULT_DATABASE_URL = "sqlite:///./data/omoide.db"
+_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")
+
+
+def config_file() -> Path | None:
+    """The TOML settings file in use, if any."""
+    explicit = os.environ.get("OMOIDE_CONFIG")
+    if explicit:
+        return Path(explicit)
+    default = Path("omoide.toml")
+    return default if default.is_file() else None
+
+
+class Settings(BaseSettings):
+    """Every setting of omoide. Environment variable: ``OMOIDE_`` + the field name in upper case."""
+
+    model_config = SettingsConfigDict(env_prefix="OMOIDE_", env_nested_delimiter="__", extra="forbid", frozen=True)
+
+    # ---- storage
+    database_url: str = Field(
+        DEFAULT_DATABASE_URL,
+        description="sqlite:///PATH (embedded default) or postgresql://USER:PASS@HOST/DB (PostgreSQL + pgvector).",
+    )
+    db_pool_min: int = Field(1, ge=1, le=1000, description="PostgreSQL pool: minimum connections.")
+    db_pool_max: int = Field(10, ge=1, le=1000, description="PostgreSQL pool: maximum connections.")
+    db_busy_timeout_ms: int = Field(5000, ge=0, description="SQLite: how long a writer waits for the lock.")
+    migrate_on_start: bool = Field(True, description="Apply pending migrations when a store opens.")
+
+    # ---- sessions (short-term memory)
+    session_window: int = Field(20, ge=1, le=10_000, description="Messages in the prompt window (seed 001: 20).")
+    session_key_policy: KeyPolicy = Field(KeyPolicy.USER_CHANNEL, description="How conversations map to sessions.")
+    session_expire_after_seconds: float = Field(
+        24 * 3600, gt=0, description="Sessions idle longer than this become 'expired'."
+    )
+    session_expire_batch_size: int = Field(500, ge=1, description="Sessions expired per batch by the cleanup.")
+    max_message_bytes: int = Field(
+        64 * 1024, ge=256, description="Largest accepted message (UTF-8 bytes of its JSON content)."
+    )
+    optimistic_lock_attempts: int = Field(5, ge=1, le=50, description="Re-read-and-retry attempts on a version conflict.")
+
+    # ---- JSONL agent transcripts (seed 002)
+    transcripts_dir: Path = Field(Path("data/transcripts"), description="Root of the JSONL session files.")
+
+    # ---- logging
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["console", "json"] = "console"
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith(_SCHEMES):
+            raise ValueError(
+                "must start with sqlite:/// (e.g. sqlite:///./data/omoide.db) or postgresql:// "
+                "(e.g. postgresql://user:pass@localhost/omoide)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_pool(self) -> Settings:
+        if self.db_pool_min > self.db_pool_max:
+            raise ValueError(f"db_pool_min ({self.db_pool_min}) must not exceed db_pool_max ({self.db_pool_max})")
+        return self
+
+    @property
+    def backend(self) -> Literal["sqlite", "postgresql"]:
+        return "sqlite" if self.database_url.startswith("sqlite") else "postgresql"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = config_file()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ()) if part != "__root__"]
+    name = loc[0] if loc else ""
+    where = f"OMOIDE_{name.upper()} ({name})" if name else "settings"
+    msg = str(error.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    field = Settings.model_fields.get(name)
+    hint = f" — {field.description}" if field is not None and field.description else ""
+    return f"{where}: {msg}{hint}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings (arguments > environment > TOML file > defaults).
+
+    Raises:
+        ConfigError: a value is invalid or unknown; the message names each bad setting.
+    """
+    path = config_file()
+    if path is not None and not path.is_file():
+        raise ConfigError(f"OMOIDE_CONFIG points at {str(path)!r}, which is not a file")
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = [_describe(dict(err)) for err in exc.errors()]
+        raise ConfigError("invalid settings:\n  " + "\n  ".join(lines), errors=lines) from None
+    except (OSError, ValueError) as exc:  # e.g. an unreadable or malformed TOML file
+        raise ConfigError(f"cannot read settings file {str(path)!r}: {exc}") from exc
+
+
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "config_file", "load_settings"]

@@ -1,0 +1,145 @@
+"""The store contract: what every storage backend must do, and how.
+
+A backend is one class that opens a database, applies migrations and implements the
+store Protocols. This issue defines :class:`SessionStore` (short-term memory); the
+knowledge, memory and summary Protocols join it as their features land, backed by
+tables every backend already creates (see ``docs/schema.md``).
+
+Contract notes that every implementation honours (and ``tests/conformance`` checks):
+
+* Ids are database-assigned integers; keys and platform ids are strings.
+* Every timestamp read back is an aware UTC ``datetime``.
+* ``append_message`` is atomic: it allocates the next ``seq`` of the session (1, 2, 3, …),
+  inserts the message, bumps ``version``, sets ``status='active'`` and moves
+  ``last_active_at`` forward, all in one transaction. Concurrent appends to one
+  session never lose a message or reuse a ``seq``.
+* A message whose ``message_id`` (platform id) is already stored in the same workspace
+  is not stored again: the stored copy is returned with ``created=False``.
+* Read-then-write state changes (:meth:`SessionStore.update_session`) are guarded by
+  the ``version`` read: a stale version raises :class:`~omoide.errors.VersionConflict`,
+  and the caller re-reads before retrying (see :mod:`omoide.sessions`).
+* Missing ids: getters return ``None``; mutators raise
+  :class:`~omoide.errors.SessionNotFound`.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Protocol, Self, runtime_checkable
+
+from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
+
+
+class Capability(enum.StrEnum):
+    """Optional features a backend declares in ``store.capabilities``."""
+
+    SKIP_LOCKED = "skip_locked"  # workers can claim rows with FOR UPDATE SKIP LOCKED
+    ANN_INDEX = "ann_index"  # approximate nearest-neighbour index (pgvector HNSW)
+    FULL_TEXT = "full_text"  # lexical index over omoide's own tokens (FTS5 / tsvector)
+    CONCURRENT_WRITERS = "concurrent_writers"  # several writers commit in parallel
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """Opening, migrating and closing a backend."""
+
+    url: str
+    backend: str  # "sqlite" or "postgresql"
+    capabilities: frozenset[Capability]
+
+    async def open(self) -> None:
+        """Connect (and migrate when the store was created with ``migrate=True``)."""
+
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied (empty when up to date).
+
+        Safe to call concurrently from several processes: exactly one applies each
+        version, the others wait and then see it applied.
+        """
+
+    async def schema_version(self) -> int:
+        """The newest applied migration version (0 for an empty database)."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class SessionStore(Lifecycle, Protocol):
+    """Short-term memory: sessions and their append-only messages."""
+
+    async def get_or_create_session(self, key: SessionKey) -> Session:
+        """Return the session with this key, creating it (status active) if absent.
+
+        Concurrent calls with the same key return the same session.
+        """
+
+    async def get_session(self, key: str) -> Session | None:
+        """The session with this key string, or ``None``."""
+
+    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
+        """The session with this id, or ``None``."""
+
+    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
+        """Append one message; return ``(stored_message, created)``.
+
+        See the module docstring for atomicity and idempotency. Re-activates an
+        archived or expired session.
+
+        Raises:
+            SessionNotFound: no session has this id.
+        """
+
+    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
+        """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
+
+    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
+        """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``.
+
+        ``after_seq=session.archived_seq`` gives the messages not yet in long-term memory.
+        """
+
+    async def list_sessions(
+        self,
+        *,
+        workspace_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Session]:
+        """Sessions, most recently active first, optionally filtered."""
+
+    async def update_session(
+        self,
+        session_id: SessionId,
+        *,
+        expected_version: int,
+        status: SessionStatus | None = None,
+        window_start_seq: int | None = None,
+    ) -> Session:
+        """Change a session's state if its version is still ``expected_version``.
+
+        Bumps ``version`` and returns the updated session.
+
+        Raises:
+            VersionConflict: the session changed since it was read.
+            SessionNotFound: no session has this id.
+        """
+
+    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
+        """Mark at most ``batch_size`` active sessions idle since before ``idle_before``
+        as expired (bumping their version); return how many were marked.
+
+        A session that receives a message concurrently is never expired by this call.
+        """
+
+    async def delete_session(self, session_id: SessionId) -> bool:
+        """Delete a session and all its messages; ``False`` when it did not exist."""
+
+
+__all__ = ["Capability", "Lifecycle", "SessionStore"]

