@@ -44,6 +44,17 @@ class _PgServer:
         return self.url_for(name)
 
 
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never read the developer's OMOIDE_* variables or ./omoide.toml."""
+    for name in list(os.environ):
+        if name.startswith("OMOIDE_") and not name.startswith("OMOIDE_TEST_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OMOIDE_CONFIG", str(tmp_path / "no-such-omoide.toml"))
+    monkeypatch.delenv("OMOIDE_CONFIG")
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[_PgServer]:
     external = os.environ.get("OMOIDE_TEST_POSTGRES_URL")

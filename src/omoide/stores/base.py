@@ -112,7 +112,7 @@ class SessionStore(Lifecycle, Protocol):
         limit: int = 100,
         offset: int = 0,
     ) -> list[Session]:
-        """Sessions, most recently active first, optionally filtered."""
+        """Sessions, most recently active first (ties: newest id first), optionally filtered."""
 
     async def update_session(
         self,

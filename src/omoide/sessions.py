@@ -1,0 +1,199 @@
+"""Short-term memory: sessions as a bot uses them.
+
+:class:`Sessions` sits between a caller and a :class:`~omoide.stores.base.SessionStore`.
+It resolves keys, validates messages (size, content) before anything is written,
+re-reads and retries optimistic-lock conflicts, and expires idle sessions in batches.
+
+The FIFO window (seed 001: 20 messages) is a *view*: :meth:`Sessions.history` returns the
+newest ``window`` messages, but older messages stay stored until the archiver has moved
+them into long-term memory (:meth:`Sessions.unarchived` lists what it still has to do).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from omoide.concurrency import with_optimistic_retry
+from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
+from omoide.keys import parse_session_key, session_key
+from omoide.models import KeyPolicy, Message, Session, SessionKey, SessionStatus, TextBlock, utcnow
+from omoide.settings import Settings
+from omoide.stores.base import SessionStore
+
+KeyLike = SessionKey | str
+
+
+def validate_message(message: Message, *, max_bytes: int) -> None:
+    """Reject a message that must not be stored.
+
+    Raises:
+        MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
+        InvalidContent: it has no content (only empty text blocks).
+    """
+    if not isinstance(message, Message):
+        raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
+    if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
+        raise InvalidContent("message is empty: it needs some text or a tool block")
+    size = len(message.content_json().encode("utf-8"))
+    if size > max_bytes:
+        raise MessageTooLarge(
+            f"message is {size:,} bytes; the limit is {max_bytes:,} (raise OMOIDE_MAX_MESSAGE_BYTES, "
+            "or split the message / store large files as documents)",
+            size=size,
+            limit=max_bytes,
+        )
+
+
+class Sessions:
+    """Session operations with validation and conflict retries. Reached as ``Memory.sessions``."""
+
+    def __init__(self, store: SessionStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # ------------------------------------------------------------------ keys
+
+    def key(
+        self,
+        *,
+        platform: str | None = None,
+        workspace: str | int,
+        channel: str | int | None = None,
+        thread: str | int | None = None,
+        user: str | int | None = None,
+        agent: str | None = None,
+        policy: KeyPolicy | str | None = None,
+    ) -> SessionKey:
+        """Build a key with the configured policy (``OMOIDE_SESSION_KEY_POLICY``) unless one is given."""
+        return session_key(
+            platform=platform,
+            workspace=workspace,
+            channel=channel,
+            thread=thread,
+            user=user,
+            agent=agent,
+            policy=policy or self.settings.session_key_policy,
+        )
+
+    @staticmethod
+    def _key(key: KeyLike) -> SessionKey:
+        return key if isinstance(key, SessionKey) else parse_session_key(key)
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_or_create(self, key: KeyLike) -> Session:
+        return await self.store.get_or_create_session(self._key(key))
+
+    async def get(self, key: KeyLike) -> Session:
+        """The stored session.
+
+        Raises:
+            SessionNotFound: no session has this key.
+        """
+        text = str(key) if isinstance(key, SessionKey) else self._key(key).value
+        session = await self.store.get_session(text)
+        if session is None:
+            raise SessionNotFound(f"no session with key {text!r}; `omoide sessions list` shows the keys")
+        return session
+
+    async def history(self, key: KeyLike, *, window: int | None = None) -> list[Message]:
+        """The prompt window: the newest ``window`` (default ``OMOIDE_SESSION_WINDOW``) messages, oldest first.
+
+        An unknown key has an empty history.
+        """
+        size = window or self.settings.session_window
+        if size < 1:
+            raise InvalidContent(f"window must be at least 1, got {size}")
+        session = await self.store.get_session(self._key(key).value)
+        if session is None:
+            return []
+        return await self.store.history(session.id, window=size)
+
+    async def messages(self, key: KeyLike, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
+        """Every stored message of the session (oldest first), not just the window."""
+        session = await self.get(key)
+        return await self.store.messages(session.id, after_seq=after_seq, limit=limit)
+
+    async def unarchived(self, key: KeyLike) -> list[Message]:
+        """Messages not yet moved to long-term memory (``seq > archived_seq``)."""
+        session = await self.get(key)
+        return await self.store.messages(session.id, after_seq=session.archived_seq)
+
+    async def list_sessions(
+        self,
+        *,
+        workspace: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Session]:
+        return await self.store.list_sessions(workspace_id=workspace, status=status, limit=limit, offset=offset)
+
+    # ------------------------------------------------------------------ writes
+
+    async def append(self, key: KeyLike, message: Message) -> Message:
+        """Validate and append one message, creating the session if needed.
+
+        Re-delivering a platform ``message_id`` that is already stored returns the stored
+        message and stores nothing.
+
+        Raises:
+            MessageTooLarge, InvalidContent: the message was rejected; nothing was stored.
+        """
+        stored, _created = await self.append_checked(key, message)
+        return stored
+
+    async def append_checked(self, key: KeyLike, message: Message) -> tuple[Message, bool]:
+        """Like :meth:`append`, also saying whether the message was new."""
+        validate_message(message, max_bytes=self.settings.max_message_bytes)
+        session = await self.get_or_create(key)
+        try:
+            return await self.store.append_message(session.id, message)
+        except SessionNotFound:  # deleted between the two calls: create it again, once
+            session = await self.get_or_create(key)
+            return await self.store.append_message(session.id, message)
+
+    async def reset(self, key: KeyLike) -> Session:
+        """Start a fresh conversation: the window becomes empty.
+
+        The earlier messages stay stored until they are archived; nothing is lost.
+        """
+
+        async def attempt() -> Session:
+            session = await self.get(key)
+            return await self.store.update_session(
+                session.id, expected_version=session.version, window_start_seq=session.last_seq
+            )
+
+        return await with_optimistic_retry(attempt, attempts=self.settings.optimistic_lock_attempts, what="reset")
+
+    async def set_status(self, key: KeyLike, status: SessionStatus) -> Session:
+        """Change a session's status (re-reading and retrying on conflicts)."""
+
+        async def attempt() -> Session:
+            session = await self.get(key)
+            return await self.store.update_session(session.id, expected_version=session.version, status=status)
+
+        return await with_optimistic_retry(attempt, attempts=self.settings.optimistic_lock_attempts, what="set_status")
+
+    async def delete(self, key: KeyLike) -> bool:
+        """Delete a session and its messages. ``False`` when there was no such session."""
+        session = await self.store.get_session(self._key(key).value)
+        if session is None:
+            return False
+        return await self.store.delete_session(session.id)
+
+    async def expire_idle(self, *, now: datetime | None = None, idle_for: timedelta | None = None) -> int:
+        """Expire every session idle longer than ``idle_for`` (default ``OMOIDE_SESSION_EXPIRE_AFTER_SECONDS``),
+        in batches of ``OMOIDE_SESSION_EXPIRE_BATCH_SIZE``; return how many were expired."""
+        idle = idle_for if idle_for is not None else timedelta(seconds=self.settings.session_expire_after_seconds)
+        cutoff = (now or utcnow()) - idle
+        total = 0
+        while True:
+            count = await self.store.expire_idle(idle_before=cutoff, batch_size=self.settings.session_expire_batch_size)
+            total += count
+            if count < self.settings.session_expire_batch_size:
+                return total
+
+
+__all__ = ["KeyLike", "Sessions", "validate_message"]
