@@ -4,6 +4,8 @@ Operations, each timed one at a time through the driver's pool (latency, not thr
 
 * ``append``: one transaction: ``UPDATE sessions ... RETURNING last_seq`` + ``INSERT`` of a message
   (jsonb content), i.e. exactly what ``append_message`` does;
+* ``append1``: the same append as one statement (``WITH s AS (UPDATE ... RETURNING) INSERT ... SELECT``),
+  one round trip instead of four (BEGIN, UPDATE, INSERT, COMMIT);
 * ``window``: load the newest 20 messages of a session (jsonb decoded to Python objects);
 * ``vector``: insert one 384-dimensional ``halfvec`` (pgvector's ``register_vector`` for each driver);
 * ``append_x8``: eight concurrent appenders on eight sessions (pool of 4), time per append
@@ -92,6 +94,11 @@ APPEND_INSERT = (
     "INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, is_bot, "
     "platform_message_id, created_at) VALUES ({p}) RETURNING id"
 )
+APPEND_ONE = (  # the same append as one statement: one round trip, its own transaction
+    "WITH s AS (" + APPEND_UPDATE + ") "
+    "INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, is_bot, "
+    "platform_message_id, created_at) SELECT {sid}, s.workspace_id, s.last_seq, {p} FROM s RETURNING id"
+)
 WINDOW_SQL = (
     "SELECT id, seq, role, content, author_id, is_bot, platform_message_id, created_at FROM session_messages "
     "WHERE session_id = {sid} AND seq > {after} ORDER BY seq DESC LIMIT {limit}"
@@ -112,6 +119,7 @@ class Driver(Protocol):
     async def open(self, uri: str, min_size: int, max_size: int) -> None: ...
     async def close(self) -> None: ...
     async def append(self, session_id: int, n: int) -> None: ...
+    async def append_one(self, session_id: int, n: int) -> None: ...
     async def window(self, session_id: int) -> list[Any]: ...
     async def vector(self, chunk_id: int, vec: HalfVector) -> None: ...
 
@@ -138,6 +146,7 @@ class AsyncpgDriver:
         self.pool: asyncpg.Pool | None = None
         self.upd = APPEND_UPDATE.format(created="$2", sid="$1")
         self.ins = APPEND_INSERT.format(p=_params("dollar", 9))
+        self.one = APPEND_ONE.format(created="$2", sid="$1", p="$3, $4, $5, $6, $7, $2")
         self.win = WINDOW_SQL.format(sid="$1", after="$2", limit="$3")
         self.vec = VECTOR_SQL.format(p=_params("dollar", 3))
 
@@ -164,6 +173,11 @@ class AsyncpgDriver:
                 self.ins, session_id, row["workspace_id"], row["last_seq"], "user", _CONTENT, "u1", False, None, now
             )
 
+    async def append_one(self, session_id: int, n: int) -> None:
+        assert self.pool is not None
+        async with self.pool.acquire() as conn:
+            await conn.fetchval(self.one, session_id, datetime.now(UTC), "user", _CONTENT, "u1", False, None)
+
     async def window(self, session_id: int) -> list[Any]:
         assert self.pool is not None
         async with self.pool.acquire() as conn:
@@ -182,6 +196,9 @@ class PsycopgDriver:
         self.pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self.upd = APPEND_UPDATE.format(created="%s", sid="%s")
         self.ins = APPEND_INSERT.format(p=_params("pct", 9))
+        self.one = APPEND_ONE.format(
+            created="%(created)s", sid="%(sid)s", p="%(role)s, %(content)s, %(author)s, %(bot)s, %(pid)s, %(created)s"
+        )
         self.win = WINDOW_SQL.format(sid="%s", after="%s", limit="%s")
         self.vec = VECTOR_SQL.format(p=_params("pct", 3))
 
@@ -211,6 +228,20 @@ class PsycopgDriver:
             cur = await conn.execute(self.upd, (now, session_id))  # created first: placeholder order
             seq, ws = await cur.fetchone()  # type: ignore[misc]
             await conn.execute(self.ins, (session_id, ws, seq, "user", Jsonb(_CONTENT), "u1", False, None, now))
+
+    async def append_one(self, session_id: int, n: int) -> None:
+        assert self.pool is not None
+        params = {
+            "created": datetime.now(UTC),
+            "sid": session_id,
+            "role": "user",
+            "content": Jsonb(_CONTENT),
+            "author": "u1",
+            "bot": False,
+            "pid": None,
+        }
+        async with self.pool.connection() as conn:
+            await conn.execute(self.one, params)
 
     async def window(self, session_id: int) -> list[Any]:
         assert self.pool is not None
@@ -263,9 +294,11 @@ async def _round(driver: Driver, uri: str, iterations: int, session_ids: list[in
         sid = session_ids[0]
         for i in range(30):  # warm-up: pool, prepared statements, caches
             await driver.append(sid, i)
+            await driver.append_one(sid, i)
             await driver.window(sid)
             await driver.vector(chunk_base + 10_000_000 + i, vecs[i % len(vecs)])
         samples.add("append", await _timed(iterations, lambda i: driver.append(sid, i)))
+        samples.add("append1", await _timed(iterations, lambda i: driver.append_one(sid, i)))
         samples.add("window", await _timed(iterations, lambda i: driver.window(sid)))
         samples.add("vector", await _timed(iterations, lambda i: driver.vector(chunk_base + i, vecs[i])))
         samples.add("append_x8", await _concurrent(driver, session_ids, max(1, iterations // 4)))
@@ -291,7 +324,9 @@ async def _setup(uri: str) -> tuple[list[int], str]:
     try:
         await conn.execute(SCHEMA)
         ids = [
-            await conn.fetchval("INSERT INTO sessions (session_key, workspace_id) VALUES ($1, 'w1') RETURNING id", f"k{i}")
+            await conn.fetchval(
+                "INSERT INTO sessions (session_key, workspace_id) VALUES ($1, 'w1') RETURNING id", f"k{i}"
+            )
             for i in range(SESSIONS)
         ]
         server = await conn.fetchval(
@@ -319,7 +354,7 @@ async def run(uri: str, rounds: int, iterations: int) -> dict[str, Samples]:
                 totals[d.name].add(op, values)
     print("asyncpg* = asyncpg with a no-op pool reset (see AsyncpgDriver)\n")
     print(f"{'op':<10} {'driver':<8} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'n':>6}")
-    for op in ("append", "window", "vector", "append_x8"):
+    for op in ("append", "append1", "window", "vector", "append_x8"):
         for d in drivers:
             v = totals[d.name].by_op[op]
             print(f"{op:<10} {d.name:<8} {_pct(v, 50):8.3f} {_pct(v, 95):8.3f} {statistics.fmean(v):8.3f} {len(v):6d}")

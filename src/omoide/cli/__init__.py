@@ -1,0 +1,86 @@
+"""The ``omoide`` command: a thin layer over :class:`omoide.Memory`.
+
+Every command has ``--help`` with an example; database selection is ``--db URL`` or
+``OMOIDE_DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from omoide import __version__
+from omoide.cli import sessions
+from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.errors import OmoideError
+
+app = typer.Typer(
+    name="omoide",
+    help="omoide (思い出): memory for chat bots and agents — sessions, knowledge, memories, summaries, cited answers.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(sessions.app, name="sessions")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"omoide {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Configure logging once for every command."""
+    from omoide.logging import configure_logging
+    from omoide.settings import load_settings
+
+    try:
+        configure_logging(load_settings())
+    except OmoideError as exc:
+        typer.echo(f"Error: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command(epilog="Example: omoide migrate --db postgresql://omoide:secret@localhost/omoide")
+def migrate(db: DbOption = None, json_: JsonOption = False) -> None:
+    """Create or upgrade the database schema (safe to run from several processes at once)."""
+
+    async def main() -> None:
+        from omoide.settings import load_settings
+        from omoide.stores import open_store
+
+        settings = load_settings(**({"database_url": db} if db else {}))
+        async with open_store(settings=settings, migrate=False) as store:
+            applied = await store.migrate()
+            version = await store.schema_version()
+        if json_:
+            print_json({"applied": applied, "schema_version": version, "backend": store.backend})
+        elif applied:
+            console.print(f"Applied migration(s) {', '.join(map(str, applied))}; schema version {version}.")
+        else:
+            console.print(f"Schema is up to date (version {version}).")
+
+    run(main, json_errors=json_)
+
+
+@app.command(epilog="Example: omoide demo --db sqlite:///./data/demo.db")
+def demo(db: DbOption = None) -> None:
+    """Run the offline demo on the embedded SQLite default."""
+    from omoide.cli.demo import run_demo
+
+    run(lambda: run_demo(db))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main", "open_memory"]

@@ -1,0 +1,90 @@
+"""Shared CLI plumbing: options, running coroutines, rendering results and errors.
+
+Commands are thin: they parse options, call :class:`omoide.Memory`, and render. Every
+:class:`~omoide.errors.OmoideError` is shown as one line (plus a hint) and exits 1; with
+``--json`` the error is printed as ``{"error": {"code": ..., "message": ...}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from omoide.engine import Memory
+from omoide.errors import OmoideError
+from omoide.settings import load_settings
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Database URL (sqlite:///PATH or postgresql://…). Default: $OMOIDE_DATABASE_URL or sqlite:///./data/omoide.db.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+@asynccontextmanager
+async def open_memory(db: str | None) -> AsyncIterator[Memory]:
+    overrides: dict[str, Any] = {"database_url": db} if db else {}
+    async with Memory.open(load_settings(**overrides)) as mem:
+        yield mem
+
+
+def run(main: Callable[[], Awaitable[T]], *, json_errors: bool = False) -> T:
+    """Run an async command body; turn omoide errors into a clean message and exit code 1."""
+    try:
+        return asyncio.run(_call(main))
+    except OmoideError as exc:
+        if json_errors:
+            print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False))
+        else:
+            err_console.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err_console.print("[yellow]Interrupted.[/]")
+        raise typer.Exit(130) from None
+
+
+async def _call(main: Callable[[], Awaitable[T]]) -> T:
+    return await main()
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums and datetimes → plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "to_dict"):
+            return value.to_dict()
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+
+
+__all__ = ["DbOption", "JsonOption", "console", "err_console", "open_memory", "print_json", "run", "to_jsonable"]

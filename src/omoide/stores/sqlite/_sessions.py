@@ -1,0 +1,304 @@
+"""Session and message operations as plain synchronous functions on one connection.
+
+Each function is one whole store operation: :class:`~omoide.stores.sqlite.SqliteStore`
+runs it in the thread that owns the connection, so an operation costs one thread hop
+however many statements it runs (see ``docs/bench-notes/sqlite-driver.md``). Writers
+run inside ``BEGIN IMMEDIATE`` (the caller opens it with
+:func:`~omoide.stores.sqlite._conn.in_write_transaction`); readers are single
+statements, so each sees one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from omoide.errors import SessionNotFound, VersionConflict
+from omoide.models import (
+    KeyPolicy,
+    Message,
+    MessageId,
+    Session,
+    SessionId,
+    SessionKey,
+    SessionStatus,
+    blocks_from_json,
+)
+from omoide.stores.sqlite._conn import format_ts, parse_ts
+
+SESSION_COLUMNS = (
+    "id, session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id, "
+    "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at"
+)
+MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
+
+Row = Sequence[Any]
+
+
+def session_from_row(row: Row) -> Session:
+    return Session(
+        id=SessionId(row[0]),
+        key=row[1],
+        policy=KeyPolicy(row[2]),
+        platform=row[3],
+        workspace_id=row[4],
+        channel_id=row[5],
+        thread_id=row[6],
+        user_id=row[7],
+        agent_id=row[8],
+        status=SessionStatus(row[9]),
+        version=row[10],
+        last_seq=row[11],
+        archived_seq=row[12],
+        window_start_seq=row[13],
+        last_active_at=parse_ts(row[14]),
+        created_at=parse_ts(row[15]),
+    )
+
+
+def message_from_row(row: Row) -> Message:
+    return Message(
+        row[3],
+        blocks_from_json(row[4]),
+        author_id=row[5],
+        author_name=row[6],
+        is_bot=bool(row[7]),
+        message_id=row[8],
+        created_at=parse_ts(row[9]),
+        id=MessageId(row[0]),
+        session_id=SessionId(row[1]),
+        seq=row[2],
+    )
+
+
+# ----------------------------------------------------------------------------- reads
+
+
+def get_session(conn: sqlite3.Connection, key: str) -> Session | None:
+    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ?", (key,)).fetchone()
+    return session_from_row(row) if row is not None else None
+
+
+def get_session_by_id(conn: sqlite3.Connection, session_id: int) -> Session | None:
+    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return session_from_row(row) if row is not None else None
+
+
+def history(conn: sqlite3.Connection, session_id: int, window: int) -> list[Message]:
+    """The newest ``window`` messages after the session's ``window_start_seq``, oldest first.
+
+    One statement (one snapshot); walks the ``UNIQUE (session_id, seq)`` index backwards.
+    """
+    rows = conn.execute(
+        f"""
+        SELECT {MESSAGE_COLUMNS} FROM session_messages
+        WHERE session_id = ?1
+          AND seq > (SELECT window_start_seq FROM sessions WHERE id = ?1)
+        ORDER BY seq DESC
+        LIMIT ?2
+        """,
+        (session_id, window),
+    ).fetchall()
+    rows.reverse()
+    return [message_from_row(row) for row in rows]
+
+
+def messages(conn: sqlite3.Connection, session_id: int, after_seq: int, limit: int | None) -> list[Message]:
+    rows = conn.execute(
+        f"""
+        SELECT {MESSAGE_COLUMNS} FROM session_messages
+        WHERE session_id = ? AND seq > ?
+        ORDER BY seq
+        LIMIT ?
+        """,
+        (session_id, after_seq, -1 if limit is None else limit),
+    ).fetchall()
+    return [message_from_row(row) for row in rows]
+
+
+def list_sessions(
+    conn: sqlite3.Connection, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
+) -> list[Session]:
+    where: list[str] = []
+    params: list[Any] = []
+    if workspace_id is not None:
+        where.append("workspace_id = ?")
+        params.append(workspace_id)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status.value)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions {clause} ORDER BY last_active_at DESC, id DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
+    ).fetchall()
+    return [session_from_row(row) for row in rows]
+
+
+# ---------------------------------------------------------------------------- writes
+# Each runs inside the caller's BEGIN IMMEDIATE transaction.
+
+
+def get_or_create_session(conn: sqlite3.Connection, key: SessionKey, now: datetime) -> Session:
+    """Insert the session unless its key exists, then read it back (race-free: one UNIQUE key)."""
+    stamp = format_ts(now)
+    conn.execute(
+        """
+        INSERT INTO sessions (session_key, policy, platform, workspace_id, channel_id, thread_id, user_id,
+                              agent_id, status, version, last_seq, archived_seq, window_start_seq,
+                              last_active_at, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 0, 0, 0, ?, ?)
+        ON CONFLICT (session_key) DO NOTHING
+        """,
+        (
+            key.value,
+            KeyPolicy(key.policy).value,
+            key.platform,
+            key.workspace,
+            key.channel,
+            key.thread,
+            key.user,
+            key.agent,
+            stamp,
+            stamp,
+        ),
+    )
+    session = get_session(conn, key.value)
+    assert session is not None  # inserted or already there, inside this write transaction
+    return session
+
+
+def append_message(conn: sqlite3.Connection, session_id: int, message: Message) -> tuple[Message, bool]:
+    """Store ``message`` as the session's next ``seq`` unless its platform id is already stored.
+
+    Raises:
+        SessionNotFound: no session has this id.
+    """
+    if message.message_id is not None:
+        row = conn.execute(
+            f"""
+            SELECT {MESSAGE_COLUMNS} FROM session_messages
+            WHERE workspace_id = (SELECT workspace_id FROM sessions WHERE id = ?)
+              AND platform_message_id = ?
+            """,
+            (session_id, message.message_id),
+        ).fetchone()
+        if row is not None:
+            return message_from_row(row), False
+    created_at = format_ts(message.created_at)
+    bumped = conn.execute(
+        """
+        UPDATE sessions
+        SET last_seq = last_seq + 1,
+            version = version + 1,
+            status = 'active',
+            last_active_at = max(last_active_at, ?)
+        WHERE id = ?
+        RETURNING last_seq, workspace_id
+        """,
+        (created_at, session_id),
+    ).fetchone()
+    if bumped is None:
+        raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+    seq, workspace_id = bumped
+    cursor = conn.execute(
+        """
+        INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, author_name,
+                                      is_bot, platform_message_id, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        (
+            session_id,
+            workspace_id,
+            seq,
+            message.role,
+            message.content_json(),
+            message.author_id,
+            message.author_name,
+            1 if message.is_bot else 0,
+            message.message_id,
+            created_at,
+        ),
+    )
+    message_id = cursor.lastrowid
+    assert message_id is not None
+    return message.with_stored(id=MessageId(message_id), session_id=SessionId(session_id), seq=seq), True
+
+
+def update_session(
+    conn: sqlite3.Connection,
+    session_id: int,
+    expected_version: int,
+    status: SessionStatus | None,
+    window_start_seq: int | None,
+) -> Session:
+    """Compare-and-set on ``version``.
+
+    Raises:
+        SessionNotFound: no session has this id.
+        VersionConflict: the session's version is no longer ``expected_version``.
+    """
+    row = conn.execute(
+        f"""
+        UPDATE sessions
+        SET status = coalesce(?, status),
+            window_start_seq = coalesce(?, window_start_seq),
+            version = version + 1
+        WHERE id = ? AND version = ?
+        RETURNING {SESSION_COLUMNS}
+        """,
+        (None if status is None else status.value, window_start_seq, session_id, expected_version),
+    ).fetchone()
+    if row is not None:
+        return session_from_row(row)
+    current = conn.execute("SELECT version FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if current is None:
+        raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+    raise VersionConflict(
+        f"session {session_id} changed since it was read (version {current[0]}, expected {expected_version}); "
+        "re-read it and retry",
+        session_id=session_id,
+        expected_version=expected_version,
+        actual_version=current[0],
+    )
+
+
+def expire_idle(conn: sqlite3.Connection, idle_before: datetime, batch_size: int) -> int:
+    """Expire the ``batch_size`` longest-idle active sessions idle since before ``idle_before``."""
+    cursor = conn.execute(
+        """
+        UPDATE sessions
+        SET status = 'expired', version = version + 1
+        WHERE id IN (
+            SELECT id FROM sessions
+            WHERE status = 'active' AND last_active_at < ?
+            ORDER BY last_active_at, id
+            LIMIT ?
+        )
+        """,
+        (format_ts(idle_before), batch_size),
+    )
+    return cursor.rowcount
+
+
+def delete_session(conn: sqlite3.Connection, session_id: int) -> bool:
+    """Delete the session; its messages go with it (``ON DELETE CASCADE``)."""
+    return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+
+__all__ = [
+    "append_message",
+    "delete_session",
+    "expire_idle",
+    "get_or_create_session",
+    "get_session",
+    "get_session_by_id",
+    "history",
+    "list_sessions",
+    "message_from_row",
+    "messages",
+    "session_from_row",
+    "update_session",
+]

@@ -1,0 +1,153 @@
+"""Versioned migrations for the SQLite backend.
+
+Each :class:`Migration` is a numbered, named tuple of statements. :func:`apply_pending`
+runs every pending migration inside one ``BEGIN IMMEDIATE`` transaction and records each
+in ``schema_migrations(version, name, applied_at)``:
+
+* ``BEGIN IMMEDIATE`` takes the database's write lock before reading the applied
+  versions, so when two processes migrate the same file at once, the second waits
+  (busy timeout) and then finds everything applied: each version is applied and
+  recorded exactly once.
+* SQLite DDL is transactional, so a failing migration leaves no half-built schema.
+  Statements run one by one with ``execute`` (``executescript`` would commit).
+* A database whose newest version is higher than the newest migration known here was
+  migrated by a newer omoide; :class:`~omoide.errors.MigrationError` says so instead of
+  letting old code write to a schema it does not know.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+
+from omoide.errors import MigrationError
+from omoide.models import utcnow
+from omoide.stores.sqlite._conn import format_ts, in_write_transaction
+from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema change: ``version`` (1, 2, 3, …), a short ``name`` and its SQL statements."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "initial schema: sessions, messages, knowledge, embeddings, memories, summaries, FTS5",
+        V1,
+    ),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def _has_migrations_table(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+    return row is not None
+
+
+def applied_versions(conn: sqlite3.Connection) -> list[int]:
+    """The versions recorded in ``schema_migrations``, ascending (empty for a new database)."""
+    if not _has_migrations_table(conn):
+        return []
+    return [int(row[0]) for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The newest applied version (0 for a new database)."""
+    versions = applied_versions(conn)
+    return versions[-1] if versions else 0
+
+
+def check_not_newer(version: int, *, where: str) -> None:
+    """Raise :class:`MigrationError` when ``version`` is newer than this code knows.
+
+    Raises:
+        MigrationError: the database was migrated by a newer omoide.
+    """
+    if version > LATEST_VERSION:
+        raise MigrationError(
+            f"the database {where} has schema version {version}, but this omoide only knows versions up to "
+            f"{LATEST_VERSION}: it was migrated by a newer omoide. Upgrade omoide (pip install -U omoide) "
+            "or point OMOIDE_DATABASE_URL at another database",
+            version=version,
+            latest=LATEST_VERSION,
+        )
+
+
+def pending(conn: sqlite3.Connection, *, where: str = "") -> list[Migration]:
+    """Migrations not yet applied, in order (read-only; for ``omoide migrate --dry-run``).
+
+    Raises:
+        MigrationError: the database is newer than this code.
+    """
+    done = applied_versions(conn)
+    check_not_newer(done[-1] if done else 0, where=where)
+    applied = set(done)
+    return [m for m in MIGRATIONS if m.version not in applied]
+
+
+def apply_pending(
+    conn: sqlite3.Connection,
+    *,
+    where: str = "",
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+    now: datetime | None = None,
+) -> list[int]:
+    """Apply every pending migration in one write transaction; return the versions applied.
+
+    ``conn`` must be in autocommit mode (no open transaction). Safe to run from several
+    processes at once (see the module docstring).
+
+    Raises:
+        MigrationError: the database is newer than this code.
+        sqlite3.Error: the caller maps it (the transaction has been rolled back).
+    """
+    known = {m.version for m in migrations}
+    # Fast path without the write lock: nothing to do in the common case.
+    if known <= set(applied_versions(conn)):
+        check_not_newer(current_version(conn), where=where)
+        return []
+
+    def run(c: sqlite3.Connection) -> list[int]:
+        c.execute(SCHEMA_MIGRATIONS_TABLE)
+        applied = {int(row[0]) for row in c.execute("SELECT version FROM schema_migrations")}
+        check_not_newer(max(applied, default=0), where=where)
+        stamp = format_ts(now or utcnow())
+        done: list[int] = []
+        for migration in migrations:
+            if migration.version in applied:
+                continue
+            for statement in migration.statements:
+                c.execute(statement)
+            c.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, stamp),
+            )
+            done.append(migration.version)
+        return done
+
+    done = in_write_transaction(conn, run)
+    for version in done:
+        logger.info("sqlite_migration_applied version=%d where=%s", version, where)
+    return done
+
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "Migration",
+    "applied_versions",
+    "apply_pending",
+    "check_not_newer",
+    "current_version",
+    "pending",
+]

@@ -1,0 +1,234 @@
+"""The SQLite schema, one tuple of statements per migration (see ``docs/schema.md``).
+
+SQLite specifics, compared with the PostgreSQL schema:
+
+* ids are ``INTEGER PRIMARY KEY AUTOINCREMENT`` (never reused, like an identity column);
+* timestamps are ISO-8601 UTC text ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``, so text order
+  is time order and ``max()`` / ``<`` work on them;
+* JSON (content blocks, metadata, tags, locations) is stored as text;
+* vectors are float32 BLOBs (``length(embedding) = 4 * dimensions``);
+* lexical search uses FTS5 tables with *external content* (``knowledge_chunks_fts``,
+  ``memories_fts``) that index the ``lexical`` column, kept in sync by triggers. omoide
+  writes its own space-separated tokens into ``lexical`` (Japanese morphemes or n-grams),
+  so the ``unicode61`` tokenizer only has to split on spaces and fold case/diacritics.
+
+Statements are kept apart (no ``executescript``, which commits) so that a migration runs
+inside the migrator's ``BEGIN IMMEDIATE`` transaction: SQLite DDL is transactional.
+"""
+
+from __future__ import annotations
+
+FTS_TOKENIZE = "unicode61 remove_diacritics 2"
+
+SCHEMA_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    applied_at  TEXT NOT NULL
+)
+"""
+
+
+def _fts_sync(table: str, fts: str) -> tuple[str, ...]:
+    """An external-content FTS5 table over ``table.lexical`` and the triggers that keep it in sync."""
+    return (
+        f"""
+        CREATE VIRTUAL TABLE {fts} USING fts5(
+            lexical,
+            content='{table}',
+            content_rowid='id',
+            tokenize='{FTS_TOKENIZE}'
+        )
+        """,
+        f"""
+        CREATE TRIGGER {table}_fts_insert AFTER INSERT ON {table} BEGIN
+            INSERT INTO {fts}(rowid, lexical) VALUES (new.id, new.lexical);
+        END
+        """,
+        f"""
+        CREATE TRIGGER {table}_fts_delete AFTER DELETE ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, lexical) VALUES ('delete', old.id, old.lexical);
+        END
+        """,
+        f"""
+        CREATE TRIGGER {table}_fts_update AFTER UPDATE OF lexical ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, lexical) VALUES ('delete', old.id, old.lexical);
+            INSERT INTO {fts}(rowid, lexical) VALUES (new.id, new.lexical);
+        END
+        """,
+    )
+
+
+V1_SESSIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        id                INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_key       TEXT NOT NULL UNIQUE,
+        policy            TEXT NOT NULL CHECK (policy IN ('user_channel', 'channel', 'thread', 'agent')),
+        platform          TEXT NOT NULL,
+        workspace_id      TEXT NOT NULL,
+        channel_id        TEXT,
+        thread_id         TEXT,
+        user_id           TEXT,
+        agent_id          TEXT,
+        status            TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived', 'expired')),
+        version           INTEGER NOT NULL DEFAULT 1,
+        last_seq          INTEGER NOT NULL DEFAULT 0 CHECK (last_seq >= 0),
+        archived_seq      INTEGER NOT NULL DEFAULT 0 CHECK (archived_seq >= 0),
+        window_start_seq  INTEGER NOT NULL DEFAULT 0 CHECK (window_start_seq >= 0),
+        last_active_at    TEXT NOT NULL,
+        created_at        TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX sessions_status_last_active_idx ON sessions (status, last_active_at)",
+    "CREATE INDEX sessions_workspace_last_active_idx ON sessions (workspace_id, last_active_at)",
+    """
+    CREATE TABLE session_messages (
+        id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id           INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        workspace_id         TEXT NOT NULL,
+        seq                  INTEGER NOT NULL CHECK (seq > 0),
+        role                 TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        content              TEXT NOT NULL,
+        author_id            TEXT,
+        author_name          TEXT,
+        is_bot               INTEGER NOT NULL DEFAULT 0 CHECK (is_bot IN (0, 1)),
+        platform_message_id  TEXT,
+        created_at           TEXT NOT NULL,
+        UNIQUE (session_id, seq)
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX session_messages_platform_id_uq
+        ON session_messages (workspace_id, platform_message_id)
+        WHERE platform_message_id IS NOT NULL
+    """,
+)
+
+V1_KNOWLEDGE: tuple[str, ...] = (
+    """
+    CREATE TABLE knowledge_sources (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace_id  TEXT NOT NULL,
+        type          TEXT NOT NULL,
+        title         TEXT,
+        uri           TEXT,
+        status        TEXT NOT NULL DEFAULT 'pending'
+                      CHECK (status IN ('pending', 'processing', 'ready', 'failed')),
+        metadata      TEXT NOT NULL DEFAULT '{}',
+        error         TEXT,
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        claimed_at    TEXT,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX knowledge_sources_workspace_created_idx ON knowledge_sources (workspace_id, created_at)",
+    "CREATE INDEX knowledge_sources_status_idx ON knowledge_sources (status)",
+    """
+    CREATE TABLE knowledge_chunks (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        source_id     INTEGER NOT NULL REFERENCES knowledge_sources (id) ON DELETE CASCADE,
+        workspace_id  TEXT NOT NULL,
+        channel_id    TEXT,
+        thread_id     TEXT,
+        chunk_index   INTEGER NOT NULL,
+        content       TEXT NOT NULL,
+        lexical       TEXT NOT NULL DEFAULT '',
+        location      TEXT NOT NULL DEFAULT '{}',
+        author_ids    TEXT NOT NULL DEFAULT '[]',
+        token_count   INTEGER NOT NULL DEFAULT 0,
+        started_at    TEXT,
+        ended_at      TEXT,
+        created_at    TEXT NOT NULL,
+        UNIQUE (source_id, chunk_index)
+    )
+    """,
+    """
+    CREATE INDEX knowledge_chunks_workspace_channel_started_idx
+        ON knowledge_chunks (workspace_id, channel_id, started_at)
+    """,
+    *_fts_sync("knowledge_chunks", "knowledge_chunks_fts"),
+    """
+    CREATE TABLE chunk_embeddings (
+        chunk_id      INTEGER NOT NULL REFERENCES knowledge_chunks (id) ON DELETE CASCADE,
+        workspace_id  TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        dimensions    INTEGER NOT NULL CHECK (dimensions > 0),
+        embedding     BLOB NOT NULL CHECK (length(embedding) = 4 * dimensions),
+        content_hash  TEXT,
+        embedded_at   TEXT NOT NULL,
+        PRIMARY KEY (chunk_id, model)
+    )
+    """,
+    "CREATE INDEX chunk_embeddings_workspace_model_idx ON chunk_embeddings (workspace_id, model)",
+)
+
+V1_MEMORIES: tuple[str, ...] = (
+    """
+    CREATE TABLE memories (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace_id  TEXT NOT NULL,
+        user_id       TEXT NOT NULL,
+        content       TEXT NOT NULL,
+        lexical       TEXT NOT NULL DEFAULT '',
+        category      TEXT NOT NULL DEFAULT 'general',
+        tags          TEXT NOT NULL DEFAULT '[]',
+        metadata      TEXT NOT NULL DEFAULT '{}',
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX memories_workspace_user_created_idx ON memories (workspace_id, user_id, created_at)",
+    *_fts_sync("memories", "memories_fts"),
+    """
+    CREATE TABLE memory_embeddings (
+        memory_id     INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        workspace_id  TEXT NOT NULL,
+        user_id       TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        dimensions    INTEGER NOT NULL CHECK (dimensions > 0),
+        embedding     BLOB NOT NULL CHECK (length(embedding) = 4 * dimensions),
+        embedded_at   TEXT NOT NULL,
+        PRIMARY KEY (memory_id, model)
+    )
+    """,
+    "CREATE INDEX memory_embeddings_workspace_user_model_idx ON memory_embeddings (workspace_id, user_id, model)",
+)
+
+V1_SUMMARIES: tuple[str, ...] = (
+    """
+    CREATE TABLE summaries (
+        id                        INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace_id              TEXT NOT NULL,
+        scope                     TEXT NOT NULL CHECK (scope IN ('thread', 'channel', 'workspace', 'user')),
+        scope_id                  TEXT NOT NULL,
+        kind                      TEXT NOT NULL CHECK (kind IN ('short_term', 'long_term')),
+        version                   INTEGER NOT NULL CHECK (version > 0),
+        content                   TEXT NOT NULL,
+        source_message_count      INTEGER NOT NULL DEFAULT 0,
+        source_latest_message_at  TEXT,
+        metadata                  TEXT NOT NULL DEFAULT '{}',
+        created_at                TEXT NOT NULL,
+        UNIQUE (workspace_id, scope, scope_id, kind, version)
+    )
+    """,
+)
+
+V1: tuple[str, ...] = V1_SESSIONS + V1_KNOWLEDGE + V1_MEMORIES + V1_SUMMARIES
+
+# Every table and FTS table of the current schema, for tests and `omoide db` status output.
+TABLES: tuple[str, ...] = (
+    "sessions",
+    "session_messages",
+    "knowledge_sources",
+    "knowledge_chunks",
+    "knowledge_chunks_fts",
+    "chunk_embeddings",
+    "memories",
+    "memories_fts",
+    "memory_embeddings",
+    "summaries",
+)
+
+__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1"]

@@ -1,0 +1,372 @@
+"""The SQLite backend: :class:`SqliteStore`.
+
+Threading model (chosen by measurement, ``docs/bench-notes/sqlite-driver.md``): every
+store operation is one synchronous function (``_sessions.py``) that runs, whole, in a
+worker thread, so the event loop pays one thread hop per operation instead of one per
+statement as with aiosqlite.
+
+* **One writer**: a single-thread executor owns the only write connection. Writes are
+  serialised in the process (SQLite allows one writer anyway) and each runs in
+  ``BEGIN IMMEDIATE`` … ``COMMIT``, which also serialises them against other processes
+  (waiting up to ``db_busy_timeout_ms``).
+* **Readers**: a small pool of ``query_only`` connections in their own executor. In WAL
+  mode they read a committed snapshot while the writer writes; a read started after a
+  write returned sees that write.
+* An in-memory database (``sqlite:///:memory:``) exists only on its one connection, so
+  there every operation runs on the writer.
+
+:mod:`sqlite3` errors become omoide errors inside the worker thread, in
+:func:`~omoide.stores.sqlite._conn.map_sqlite_errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
+from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
+from omoide.settings import Settings
+from omoide.stores.base import Capability
+from omoide.stores.sqlite import _sessions as ops
+from omoide.stores.sqlite import migrations
+from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_READERS = 2
+MIGRATE_BUSY_TIMEOUT_MS = 60_000  # a process migrating waits at least this long for another one
+
+
+@dataclass(slots=True)
+class _Connections:
+    """The open state: executors and connections (``None`` on the store while closed)."""
+
+    writer: sqlite3.Connection
+    writer_executor: ThreadPoolExecutor
+    readers: list[sqlite3.Connection] = field(default_factory=list)
+    reader_pool: queue.SimpleQueue[sqlite3.Connection] = field(default_factory=queue.SimpleQueue)
+    reader_executor: ThreadPoolExecutor | None = None
+
+
+class SqliteStore:
+    """Session store on an SQLite file (the embedded default backend).
+
+    Example:
+        >>> store = SqliteStore("sqlite:///./data/omoide.db", settings=load_settings(), migrate=True)  # doctest: +SKIP
+        >>> async with store:                                                   # doctest: +SKIP
+        ...     session = await store.get_or_create_session(key)
+
+    Args:
+        url: ``sqlite:///PATH`` (relative or absolute; missing directories are created)
+            or ``sqlite:///:memory:``.
+        settings: ``db_busy_timeout_ms`` is used.
+        migrate: apply pending migrations in :meth:`open`.
+        readers: reader connections (and threads) beside the writer.
+
+    Raises:
+        ConfigError: the URL is not an SQLite URL or ``readers`` is below 1.
+    """
+
+    backend = "sqlite"
+    capabilities: frozenset[Capability] = frozenset({Capability.FULL_TEXT})
+
+    def __init__(self, url: str, *, settings: Settings, migrate: bool, readers: int = DEFAULT_READERS) -> None:
+        if readers < 1:
+            raise ConfigError(f"SqliteStore needs at least one reader connection, got readers={readers}")
+        self.url = url
+        self.path = path_from_url(url)
+        self._settings = settings
+        self._migrate_on_open = migrate
+        self._reader_count = readers
+        self._conns: _Connections | None = None
+        self._lifecycle_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        state = "open" if self._conns is not None else "closed"
+        return f"<SqliteStore {self.url!r} {state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Connect (creating the file and its directory), migrate if asked, start the readers.
+
+        Raises:
+            StoreUnavailable: the file cannot be opened or created, or stayed locked.
+            MigrationError: the database was migrated by a newer omoide.
+            StoreError: any other SQLite failure.
+        """
+        async with self._lifecycle_lock:
+            if self._conns is not None:
+                return
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omoide-sqlite-writer")
+            future = executor.submit(self._open_sync, executor)
+            try:
+                self._conns = await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                future.add_done_callback(_close_when_done)
+                executor.shutdown(wait=False)
+                raise
+            except BaseException:
+                executor.shutdown(wait=False)
+                raise
+            logger.debug("sqlite_store_opened path=%s readers=%d", self.path, len(self._conns.readers))
+
+    def _open_sync(self, executor: ThreadPoolExecutor) -> _Connections:
+        busy = self._settings.db_busy_timeout_ms
+        writer = connect(self.path, busy_timeout_ms=busy)
+        readers: list[sqlite3.Connection] = []
+        try:
+            with map_sqlite_errors("open", self.path):
+                if self._migrate_on_open:
+                    self._migrate_sync(writer)
+                else:
+                    migrations.check_not_newer(migrations.current_version(writer), where=repr(self.path))
+            if self.path != MEMORY:
+                readers = [connect(self.path, busy_timeout_ms=busy, readonly=True) for _ in range(self._reader_count)]
+        except BaseException:
+            for conn in (*readers, writer):
+                conn.close()
+            raise
+        conns = _Connections(writer=writer, writer_executor=executor, readers=readers)
+        if readers:
+            for conn in readers:
+                conns.reader_pool.put(conn)
+            conns.reader_executor = ThreadPoolExecutor(
+                max_workers=len(readers), thread_name_prefix="omoide-sqlite-reader"
+            )
+        return conns
+
+    async def close(self) -> None:
+        """Finish queued work and close every connection. Idempotent."""
+        async with self._lifecycle_lock:
+            conns, self._conns = self._conns, None
+            if conns is None:
+                return
+            if conns.reader_executor is not None:
+                await asyncio.to_thread(conns.reader_executor.shutdown, True)
+            await asyncio.wrap_future(conns.writer_executor.submit(_close_all, conns))
+            conns.writer_executor.shutdown(wait=True)
+            logger.debug("sqlite_store_closed path=%s", self.path)
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------- migrations
+
+    def _migrate_sync(self, conn: sqlite3.Connection) -> list[int]:
+        busy = self._settings.db_busy_timeout_ms
+        wait = max(busy, MIGRATE_BUSY_TIMEOUT_MS)
+        conn.execute(f"PRAGMA busy_timeout = {wait}")
+        try:
+            return migrations.apply_pending(conn, where=repr(self.path))
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {busy}")
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied (empty when up to date).
+
+        Safe to run from several processes at once: one applies each version, the
+        others wait for its lock (at least a minute) and then find it applied.
+
+        Raises:
+            MigrationError: the database was migrated by a newer omoide.
+            StoreUnavailable: another process held the write lock for too long.
+        """
+        return await self._on_writer("migrate", self._migrate_sync)
+
+    async def schema_version(self) -> int:
+        """The newest applied migration version (0 for an empty database)."""
+        return await self._read("schema_version", migrations.current_version)
+
+    async def pending_migrations(self) -> list[migrations.Migration]:
+        """Migrations not applied yet, in order (read-only; for ``omoide migrate --dry-run``).
+
+        Raises:
+            MigrationError: the database was migrated by a newer omoide.
+        """
+        return await self._read("pending_migrations", migrations.pending)
+
+    # -------------------------------------------------------------------- plumbing
+
+    def _require_open(self) -> _Connections:
+        conns = self._conns
+        if conns is None:
+            raise StoreError(
+                f"the SQLite store {self.url!r} is not open: use `async with store:` or call `await store.open()` first"
+            )
+        return conns
+
+    async def _on_writer(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(writer, *args)`` in the writer thread, outside any transaction."""
+        conns = self._require_open()
+        return await asyncio.wrap_future(conns.writer_executor.submit(self._run, operation, fn, conns.writer, args))
+
+    async def _write(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(writer, *args)`` in the writer thread inside ``BEGIN IMMEDIATE`` … ``COMMIT``."""
+        conns = self._require_open()
+        return await asyncio.wrap_future(conns.writer_executor.submit(self._run_tx, operation, fn, conns.writer, args))
+
+    async def _read(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(reader, *args)`` on a reader connection (the writer for ``:memory:``)."""
+        conns = self._require_open()
+        if conns.reader_executor is None:
+            return await asyncio.wrap_future(conns.writer_executor.submit(self._run, operation, fn, conns.writer, args))
+        return await asyncio.wrap_future(conns.reader_executor.submit(self._run_pooled, operation, fn, conns, args))
+
+    def _run(self, operation: str, fn: Callable[..., T], conn: sqlite3.Connection, args: tuple[Any, ...]) -> T:
+        with map_sqlite_errors(operation, self.path):
+            return fn(conn, *args)
+
+    def _run_tx(self, operation: str, fn: Callable[..., T], conn: sqlite3.Connection, args: tuple[Any, ...]) -> T:
+        with map_sqlite_errors(operation, self.path):
+            return in_write_transaction(conn, lambda c: fn(c, *args))
+
+    def _run_pooled(self, operation: str, fn: Callable[..., T], conns: _Connections, args: tuple[Any, ...]) -> T:
+        conn = conns.reader_pool.get()
+        try:
+            with map_sqlite_errors(operation, self.path):
+                return fn(conn, *args)
+        finally:
+            conns.reader_pool.put(conn)
+
+    # -------------------------------------------------------------------- sessions
+
+    async def get_or_create_session(self, key: SessionKey) -> Session:
+        """Return the session with this key, creating it (status active) if absent.
+
+        Raises:
+            InvalidSessionKey: ``key`` has no string form (build it with ``omoide.session_key``).
+        """
+        if not isinstance(key, SessionKey) or not key.value:
+            raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.session_key(...)")
+        session = await self._read("get_or_create_session", ops.get_session, key.value)
+        if session is not None:
+            return session
+        return await self._write("get_or_create_session", ops.get_or_create_session, key, utcnow())
+
+    async def get_session(self, key: str) -> Session | None:
+        """The session with this key string, or ``None``."""
+        return await self._read("get_session", ops.get_session, str(key))
+
+    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
+        """The session with this id, or ``None``."""
+        return await self._read("get_session_by_id", ops.get_session_by_id, int(session_id))
+
+    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
+        """Append one message as the session's next ``seq``; return ``(stored_message, created)``.
+
+        A message whose platform ``message_id`` is already stored in the session's
+        workspace is returned as stored, with ``created=False``.
+
+        Raises:
+            SessionNotFound: no session has this id.
+            InvalidInput: ``message`` is not a :class:`~omoide.models.Message`.
+        """
+        if not isinstance(message, Message):
+            raise InvalidInput(f"append_message needs an omoide.Message, got {type(message).__name__}")
+        return await self._write("append_message", ops.append_message, int(session_id), message)
+
+    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
+        """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
+        _check_count("window", window)
+        return await self._read("history", ops.history, int(session_id), window)
+
+    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
+        """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``."""
+        _check_count("after_seq", after_seq)
+        if limit is not None:
+            _check_count("limit", limit)
+        return await self._read("messages", ops.messages, int(session_id), after_seq, limit)
+
+    async def list_sessions(
+        self,
+        *,
+        workspace_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Session]:
+        """Sessions, most recently active first, optionally filtered."""
+        _check_count("limit", limit)
+        _check_count("offset", offset)
+        wanted = None if status is None else _status(status)
+        return await self._read("list_sessions", ops.list_sessions, workspace_id, wanted, limit, offset)
+
+    async def update_session(
+        self,
+        session_id: SessionId,
+        *,
+        expected_version: int,
+        status: SessionStatus | None = None,
+        window_start_seq: int | None = None,
+    ) -> Session:
+        """Change a session's state if its version is still ``expected_version``; bump the version.
+
+        Raises:
+            VersionConflict: the session changed since it was read.
+            SessionNotFound: no session has this id.
+            InvalidInput: unknown status or negative ``window_start_seq``.
+        """
+        new_status = None if status is None else _status(status)
+        if window_start_seq is not None:
+            _check_count("window_start_seq", window_start_seq)
+        return await self._write(
+            "update_session", ops.update_session, int(session_id), expected_version, new_status, window_start_seq
+        )
+
+    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
+        """Expire at most ``batch_size`` active sessions idle since before ``idle_before``; return the count."""
+        if batch_size < 1:
+            raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
+        return await self._write("expire_idle", ops.expire_idle, idle_before, batch_size)
+
+    async def delete_session(self, session_id: SessionId) -> bool:
+        """Delete a session and all its messages; ``False`` when it did not exist."""
+        return await self._write("delete_session", ops.delete_session, int(session_id))
+
+
+def _check_count(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def _status(value: SessionStatus | str) -> SessionStatus:
+    try:
+        return SessionStatus(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in SessionStatus)
+        raise InvalidInput(f"unknown session status {value!r}; allowed: {allowed}") from None
+
+
+def _close_all(conns: _Connections) -> None:
+    for conn in (*conns.readers, conns.writer):  # the writer last: the last connection checkpoints the WAL
+        try:
+            conn.close()
+        except sqlite3.Error as exc:
+            logger.warning("sqlite_close_failed error=%s", exc)
+
+
+def _close_when_done(future: Future[_Connections]) -> None:
+    """Close the connections of an :meth:`SqliteStore.open` whose caller was cancelled."""
+    if not future.cancelled() and future.exception() is None:
+        conns = future.result()
+        _close_all(conns)
+        if conns.reader_executor is not None:
+            conns.reader_executor.shutdown(wait=False)
+
+
+__all__ = ["DEFAULT_READERS", "SqliteStore"]

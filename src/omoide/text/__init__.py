@@ -1,0 +1,36 @@
+"""Text utilities: normalisation, Japanese-aware search tokens and sentence splitting.
+
+* :func:`tokenize_for_search` — lexical tokens for full-text search, the same call at
+  index and at query time (SudachiPy when installed, character bigrams otherwise).
+* :func:`split_sentences` — a rule-based splitter for Japanese, English and mixed chat text.
+* :func:`normalize` / :func:`is_japanese` — NFKC + lower case; a language guess for labels.
+"""
+
+from omoide.text._normalize import is_japanese, normalize
+from omoide.text.sentences import split_sentences
+from omoide.text.tokenize import (
+    NgramTokenizer,
+    SearchTokenizer,
+    SudachiTokenizer,
+    char_bigrams,
+    get_search_tokenizer,
+    search_tokenizer_name,
+    stem_english,
+    sudachi_available,
+    tokenize_for_search,
+)
+
+__all__ = [
+    "NgramTokenizer",
+    "SearchTokenizer",
+    "SudachiTokenizer",
+    "char_bigrams",
+    "get_search_tokenizer",
+    "is_japanese",
+    "normalize",
+    "search_tokenizer_name",
+    "split_sentences",
+    "stem_english",
+    "sudachi_available",
+    "tokenize_for_search",
+]

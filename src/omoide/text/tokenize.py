@@ -1,0 +1,221 @@
+"""Japanese-aware lexical tokens for full-text search.
+
+omoide tokenises text itself and hands the stores space-separated tokens (SQLite FTS5
+with its plain ``unicode61`` tokenizer, PostgreSQL ``to_tsvector('simple', ...)``),
+because neither database splits Japanese usefully: FTS5's trigram tokenizer cannot
+match a two-character word such as 天気, and PostgreSQL has no Japanese parser.
+
+:func:`tokenize_for_search` is used at **index time and at query time alike**; the
+symmetry is what makes a query token match a document token. How it works:
+
+1. :func:`~omoide.text.normalize`: NFKC + lower case (``ＡＢＣ`` → ``abc``, ``ｶﾀｶﾅ`` → ``カタカナ``).
+2. The text is cut into runs of Japanese characters (kanji, kana) and the rest.
+3. Outside Japanese runs, words are letters/digits (``3.11``, ``don't`` stay whole);
+   a trailing possessive ``'s`` is dropped and plurals get a light "S-stemmer"
+   (``dogs`` → ``dog``, ``parties`` → ``party``).
+4. Japanese runs go to one of two backends:
+
+   * ``sudachi`` (when SudachiPy and sudachidict-core are installed): morphological
+     analysis in split mode C, emitting each morpheme's *normalised form* (``いい`` →
+     ``良い``, ``住ん`` → ``住む``) and, for compounds, also their mode-A parts
+     (``東京都庁`` → ``東京都庁 東京 都庁``), so a query for a part finds the compound.
+     Particles, auxiliary verbs and symbols are dropped. One Sudachi call accepts at
+     most ~49 KB, so runs are cut into pieces of at most 10,000 characters (≤ 40 KB).
+   * ``ngram`` (dependency-free fallback): overlapping character bigrams of each run
+     (``今日は天気`` → ``今日 日は は天 天気``); a run of one character is kept whole.
+
+Both backends put a two-character word such as 天気 into the tokens of any sentence
+containing it *and* of the query ``天気``. Indexes built with one backend must be
+queried with the same one: :func:`search_tokenizer_name` names the active backend
+(e.g. ``"sudachi-core:v1"``) so a store can record it and re-index when it changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any, Literal, Protocol
+
+from omoide.errors import ConfigError
+from omoide.text._normalize import JA_RUN, WORD, normalize
+
+Backend = Literal["auto", "sudachi", "ngram"]
+
+MAX_SUDACHI_CHARS = 10_000
+"""Longest piece handed to Sudachi in one call (≤ 40 KB in UTF-8; Sudachi's limit is ~49 KB)."""
+
+_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "空白", "記号"})
+_SEGMENT = re.compile(f"(?P<ja>{JA_RUN.pattern})|(?P<word>{WORD.pattern})")
+
+
+class SearchTokenizer(Protocol):
+    """Text → lexical tokens. ``name`` identifies the backend and its version."""
+
+    name: str
+
+    def tokenize(self, text: str) -> list[str]:
+        """The search tokens of ``text`` (lower case, normalised, in text order)."""
+
+
+def stem_english(word: str) -> str:
+    """Drop a possessive ``'s`` and apply Harman's S-stemmer to an alphabetic word.
+
+    >>> [stem_english(w) for w in ["caroline's", "dogs", "parties", "glass", "bus"]]
+    ['caroline', 'dog', 'party', 'glass', 'bus']
+    """
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+def _segments(text: str) -> Iterator[tuple[bool, str]]:
+    """Yield ``(is_japanese_run, piece)`` for the normalised text, in order."""
+    for m in _SEGMENT.finditer(normalize(text)):
+        ja = m.group("ja")
+        if ja is not None:
+            yield True, ja
+        else:
+            word = stem_english(m.group("word"))
+            if word:
+                yield False, word
+
+
+def char_bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of ``run``; a one-character run is kept whole."""
+    if len(run) <= 2:
+        return [run] if run else []
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+class NgramTokenizer:
+    """The dependency-free backend: words outside Japanese, character bigrams inside."""
+
+    name = "ngram:v1"
+
+    def tokenize(self, text: str) -> list[str]:
+        out: list[str] = []
+        for is_ja, piece in _segments(text):
+            if is_ja:
+                out.extend(char_bigrams(piece))
+            else:
+                out.append(piece)
+        return out
+
+
+class SudachiTokenizer:
+    """The morphological backend: SudachiPy with the ``core`` dictionary.
+
+    Sudachi tokenizers are not safe to share between threads, so each thread builds its
+    own (about 50 ms; the dictionary file is memory-mapped and shared).
+
+    Raises:
+        ConfigError: SudachiPy or sudachidict-core is not installed.
+    """
+
+    name = "sudachi-core:v1"
+
+    def __init__(self) -> None:
+        if not sudachi_available():
+            raise ConfigError(
+                "the sudachi tokenizer needs SudachiPy and sudachidict-core: pip install sudachipy sudachidict-core"
+            )
+        self._local = threading.local()
+
+    def _tokenizer(self) -> Any:
+        tok = getattr(self._local, "tokenizer", None)
+        if tok is None:
+            from sudachipy import Dictionary, SplitMode
+
+            self._local.dictionary = Dictionary(dict="core")
+            tok = self._local.dictionary.tokenizer(mode=SplitMode.C)
+            self._local.tokenizer = tok
+            self._local.mode_a = SplitMode.A
+        return tok
+
+    def _analyse(self, run: str, out: list[str]) -> None:
+        tok = self._tokenizer()
+        mode_a = self._local.mode_a
+        for start in range(0, len(run), MAX_SUDACHI_CHARS):
+            for m in tok.tokenize(run[start : start + MAX_SUDACHI_CHARS]):
+                if m.part_of_speech()[0] in _DROPPED_POS:
+                    continue
+                form = normalize(m.normalized_form()) or m.surface()
+                out.append(form)
+                parts = m.split(mode_a)
+                if len(parts) > 1:
+                    for part in parts:
+                        if part.part_of_speech()[0] not in _DROPPED_POS:
+                            out.append(normalize(part.normalized_form()) or part.surface())
+
+    def tokenize(self, text: str) -> list[str]:
+        out: list[str] = []
+        for is_ja, piece in _segments(text):
+            if is_ja:
+                self._analyse(piece, out)
+            else:
+                out.append(piece)
+        return out
+
+
+@functools.cache
+def sudachi_available() -> bool:
+    """Whether SudachiPy and its core dictionary are importable."""
+    return importlib.util.find_spec("sudachipy") is not None and importlib.util.find_spec("sudachidict_core") is not None
+
+
+@functools.cache
+def get_search_tokenizer(backend: Backend = "auto") -> SearchTokenizer:
+    """The process-wide tokenizer for ``backend`` (``auto``: Sudachi when installed, else n-grams).
+
+    Raises:
+        ConfigError: ``backend`` is unknown, or ``sudachi`` was asked for but is not installed.
+    """
+    if backend == "auto":
+        backend = "sudachi" if sudachi_available() else "ngram"
+    if backend == "sudachi":
+        return SudachiTokenizer()
+    if backend == "ngram":
+        return NgramTokenizer()
+    raise ConfigError(f"unknown search tokenizer backend {backend!r}; expected auto, sudachi or ngram")
+
+
+def tokenize_for_search(text: str, *, backend: Backend = "auto") -> list[str]:
+    """Lexical search tokens of ``text``; use the same call at index and at query time.
+
+    >>> tokenize_for_search("Caroline's dogs", backend="ngram")
+    ['caroline', 'dog']
+    >>> tokenize_for_search("今日は天気", backend="ngram")
+    ['今日', '日は', 'は天', '天気']
+    """
+    return get_search_tokenizer(backend).tokenize(text)
+
+
+def search_tokenizer_name(backend: Backend = "auto") -> str:
+    """Name and version of the tokenizer ``backend`` resolves to, e.g. ``"sudachi-core:v1"``."""
+    return get_search_tokenizer(backend).name
+
+
+__all__ = [
+    "MAX_SUDACHI_CHARS",
+    "Backend",
+    "NgramTokenizer",
+    "SearchTokenizer",
+    "SudachiTokenizer",
+    "char_bigrams",
+    "get_search_tokenizer",
+    "search_tokenizer_name",
+    "stem_english",
+    "sudachi_available",
+    "tokenize_for_search",
+]

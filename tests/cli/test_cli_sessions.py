@@ -1,0 +1,184 @@
+"""The CLI as a user runs it: real databases, real commands, output read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from omoide.cli import app
+
+runner = CliRunner()
+KEY = "discord:g1:c=c1:u=u1"
+
+
+def omoide(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["migrate"],
+        ["demo"],
+        ["sessions", "list"],
+        ["sessions", "show"],
+        ["sessions", "append"],
+        ["sessions", "reset"],
+        ["sessions", "delete"],
+        ["sessions", "expire"],
+        ["sessions", "export"],
+        ["sessions", "import"],
+    ],
+)
+def test_every_command_has_help_with_an_example(command):
+    code, out, _ = omoide(*command, "--help")
+    assert code == 0
+    if command and command != ["sessions"]:
+        assert "Example: omoide" in out
+
+
+def test_migrate_then_append_list_show(db_url):
+    code, out, _ = omoide("migrate", "--db", db_url, "--json")
+    assert code == 0
+    assert json.loads(out)["schema_version"] >= 1
+    code, out, _ = omoide("migrate", "--db", db_url)
+    assert "up to date" in out
+
+    code, out, _ = omoide(
+        "sessions",
+        "append",
+        KEY,
+        "--text",
+        "こんにちは",
+        "--author",
+        "u1",
+        "--message-id",
+        "m1",
+        "--db",
+        db_url,
+        "--json",
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["created"] is True
+    assert data["message"]["seq"] == 1
+    # re-delivery of the same platform message id changes nothing
+    code, out, _ = omoide("sessions", "append", KEY, "--text", "こんにちは", "--message-id", "m1", "--db", db_url)
+    assert code == 0
+    assert "already stored" in out
+    code, out, _ = omoide("sessions", "append", KEY, "--role", "assistant", "--text", "やあ", "--db", db_url)
+    assert code == 0
+
+    code, out, _ = omoide("sessions", "list", "--db", db_url, "--json")
+    [session] = json.loads(out)
+    assert session["key"] == KEY
+    assert session["last_seq"] == 2
+
+    code, out, _ = omoide("sessions", "show", KEY, "--db", db_url, "--json")
+    shown = json.loads(out)
+    assert [m["content"][0]["text"] for m in shown["messages"]] == ["こんにちは", "やあ"]
+    code, out, _ = omoide("sessions", "show", KEY, "--db", db_url)
+    assert "こんにちは" in out
+
+
+def test_errors_are_one_clean_line(sqlite_url):
+    code, out, err = omoide("sessions", "show", "not-a-key", "--db", sqlite_url)
+    assert code == 1
+    assert "Error:" in err
+    assert "Traceback" not in out + err
+    code, out, _ = omoide("sessions", "show", "discord:g1:c=c1:u=nobody", "--db", sqlite_url, "--json")
+    assert code == 1
+    assert json.loads(out)["error"]["code"] == "SESSION_NOT_FOUND"
+    code, _, err = omoide("sessions", "append", KEY, "--text", "   ", "--db", sqlite_url)
+    assert code == 1
+    assert "empty" in err
+    code, _, err = omoide("sessions", "append", KEY, "--role", "system", "--text", "x", "--db", sqlite_url)
+    assert code == 2
+
+
+def test_bad_database_url_is_a_config_error():
+    code, _, err = omoide("sessions", "list", "--db", "mysql://nope")
+    assert code == 1
+    assert "OMOIDE_DATABASE_URL" in err
+
+
+def test_oversized_message_is_rejected_and_nothing_stored(sqlite_url, monkeypatch):
+    monkeypatch.setenv("OMOIDE_MAX_MESSAGE_BYTES", "1000")
+    code, _, err = omoide("sessions", "append", KEY, "--text", "あ" * 2000, "--db", sqlite_url)
+    assert code == 1
+    assert "limit is 1,000" in err
+    code, out, _ = omoide("sessions", "list", "--db", sqlite_url, "--json")
+    assert json.loads(out) == [] or all(s["last_seq"] == 0 for s in json.loads(out))
+
+
+def test_reset_delete_expire(sqlite_url):
+    for text in ("one", "two"):
+        omoide("sessions", "append", KEY, "--text", text, "--db", sqlite_url)
+    code, out, _ = omoide("sessions", "reset", KEY, "--db", sqlite_url)
+    assert code == 0
+    assert "#2" in out
+    code, out, _ = omoide("sessions", "show", KEY, "--db", sqlite_url, "--json")
+    assert json.loads(out)["messages"] == []
+    code, out, _ = omoide("sessions", "show", KEY, "--all", "--db", sqlite_url, "--json")
+    assert len(json.loads(out)["messages"]) == 2
+    code, out, _ = omoide("sessions", "expire", "--idle-hours", "0", "--db", sqlite_url)
+    assert code == 0
+    assert "Expired 1" in out
+    code, out, _ = omoide("sessions", "delete", KEY, "--yes", "--db", sqlite_url)
+    assert "Deleted" in out
+    code, out, _ = omoide("sessions", "delete", KEY, "--yes", "--db", sqlite_url)
+    assert "nothing deleted" in out
+
+
+def test_export_import_round_trip(db_url, tmp_path):
+    omoide(
+        "sessions",
+        "append",
+        KEY,
+        "--text",
+        "覚えておいて",
+        "--author",
+        "u1",
+        "--author-name",
+        "さくら",
+        "--message-id",
+        "m1",
+        "--db",
+        db_url,
+    )
+    omoide("sessions", "append", KEY, "--role", "assistant", "--text", "はい", "--message-id", "m2", "--db", db_url)
+    code, out, _ = omoide("sessions", "export", KEY, "--db", db_url)
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [r["type"] for r in lines] == ["user", "assistant"]
+    path = tmp_path / "chat.jsonl"
+    path.write_text(out, encoding="utf-8")
+
+    target = "agent:default:a=copy"
+    code, out, _ = omoide("sessions", "import", str(path), "--key", target, "--db", db_url)
+    assert code == 0, out
+    # platform message ids are unique per workspace, and "default" is another workspace than g1
+    assert "Imported 2 new" in out
+    code, out, _ = omoide("sessions", "show", target, "--db", db_url, "--json")
+    copied = json.loads(out)["messages"]
+    assert [(m["role"], m["author_name"], m["message_id"]) for m in copied] == [
+        ("user", "さくら", "m1"),
+        ("assistant", None, "m2"),
+    ]
+    # importing again adds nothing
+    code, out, _ = omoide("sessions", "import", str(path), "--key", target, "--db", db_url)
+    assert "Imported 0 new" in out
+
+
+def test_demo_runs_offline_and_is_idempotent(tmp_path):
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    code, out, err = omoide("demo", "--db", db)
+    assert code == 0, out + err
+    assert "Stored 24 new message(s)" in out
+    code, out, _ = omoide("demo", "--db", db)
+    assert code == 0
+    assert "Stored 0 new message(s)" in out

@@ -1,0 +1,148 @@
+"""Sessions through the Memory facade, on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from omoide import Memory, Message
+from omoide.errors import InvalidContent, InvalidSessionKey, MessageTooLarge, SessionNotFound, VersionConflict
+from omoide.models import SessionStatus, ToolResultBlock, ToolUseBlock, utcnow
+
+
+@pytest.fixture
+async def mem(settings):
+    async with Memory.open(settings) as m:
+        yield m
+
+
+def key_for(mem: Memory, user: str = "u1"):
+    return mem.session_key(platform="discord", workspace="g1", channel="c1", user=user)
+
+
+async def test_window_is_fifo_but_nothing_is_deleted(mem):
+    key = key_for(mem)
+    for i in range(30):
+        await mem.append(key, Message.user(f"m{i}"))
+    window = await mem.history(key)
+    assert [m.text for m in window] == [f"m{i}" for i in range(10, 30)]  # default window: 20 (seed 001)
+    assert len(await mem.sessions.unarchived(key)) == 30  # still stored for the archiver
+    assert [m.text for m in await mem.history(key, window=3)] == ["m27", "m28", "m29"]
+
+
+async def test_unknown_key_has_empty_history(mem):
+    assert await mem.history(key_for(mem, "ghost")) == []
+    with pytest.raises(SessionNotFound, match="omoide sessions list"):
+        await mem.sessions.get(key_for(mem, "ghost"))
+
+
+async def test_string_keys_are_parsed_and_checked(mem):
+    await mem.append("discord:g1:c=c1:u=u9", Message.user("hi"))
+    assert [m.text for m in await mem.history("discord:g1:c=c1:u=u9")] == ["hi"]
+    with pytest.raises(InvalidSessionKey):
+        await mem.append("discord::c=1", Message.user("hi"))
+
+
+async def test_bad_messages_store_nothing(mem, settings):
+    key = key_for(mem)
+    await mem.append(key, Message.user("kept"))
+    with pytest.raises(MessageTooLarge, match="OMOIDE_MAX_MESSAGE_BYTES"):
+        await mem.append(key, Message.user("x" * (settings.max_message_bytes + 1)))
+    with pytest.raises(InvalidContent, match="empty"):
+        await mem.append(key, Message.user("  \n "))
+    with pytest.raises(InvalidContent):
+        await mem.append(key, "just a string")  # type: ignore[arg-type]
+    assert [m.text for m in await mem.sessions.messages(key)] == ["kept"]
+
+
+async def test_tool_turns_are_stored_as_blocks(mem):
+    key = key_for(mem)
+    use = ToolUseBlock("toolu_1", "recall", {"query": "誕生日"})
+    await mem.append(key, Message("assistant", (use,), is_bot=True))
+    await mem.append(key, Message("user", (ToolResultBlock("toolu_1", "3月15日"),)))
+    window = await mem.history(key)
+    assert window[0].content == (use,)
+    assert window[1].content[0] == ToolResultBlock("toolu_1", "3月15日")
+
+
+class _InterleavingStore:
+    """A real store with one concurrent append injected just before the first guarded update."""
+
+    def __init__(self, inner, key):
+        self._inner = inner
+        self._key = key
+        self.conflicts = 0
+        self.injected = False
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def update_session(self, session_id, **kwargs):
+        if not self.injected:
+            self.injected = True
+            await self._inner.append_message(session_id, Message.user("sneaked in"))
+        try:
+            return await self._inner.update_session(session_id, **kwargs)
+        except VersionConflict:
+            self.conflicts += 1
+            raise
+
+
+async def test_reset_rereads_after_a_conflict(mem):
+    key = key_for(mem)
+    for text in ("a", "b"):
+        await mem.append(key, Message.user(text))
+    proxy = _InterleavingStore(mem.store, key)
+    mem.sessions.store = proxy  # type: ignore[assignment]
+    session = await mem.reset(key)
+    assert proxy.conflicts == 1
+    # the retry read the session again, so the reset covers the message that sneaked in
+    assert session.window_start_seq == 3
+    assert await mem.history(key) == []
+
+
+async def test_concurrent_resets_and_appends_all_succeed(mem):
+    key = key_for(mem)
+    await mem.append(key, Message.user("start"))
+
+    async def appender(n: int) -> None:
+        for i in range(20):
+            await mem.append(key, Message.user(f"{n}-{i}"))
+
+    async def resetter() -> None:
+        for _ in range(5):
+            await mem.reset(key)
+
+    await asyncio.gather(appender(1), appender(2), resetter())
+    session = await mem.sessions.get(key)
+    assert session.last_seq == 41
+    assert len(await mem.sessions.messages(key)) == 41
+
+
+async def test_expire_idle_loops_over_batches(settings):
+    async with Memory.open(settings, session_expire_batch_size=2) as mem:
+        for i in range(5):
+            await mem.append(key_for(mem, f"u{i}"), Message.user("hi"))
+        expired = await mem.sessions.expire_idle(now=utcnow() + timedelta(days=2), idle_for=timedelta(days=1))
+        assert expired == 5
+        assert all(s.status is SessionStatus.EXPIRED for s in await mem.sessions.list_sessions())
+        await mem.append(key_for(mem, "u0"), Message.user("back"))
+        assert (await mem.sessions.get(key_for(mem, "u0"))).status is SessionStatus.ACTIVE
+
+
+async def test_set_status(mem):
+    key = key_for(mem)
+    await mem.append(key, Message.user("hi"))
+    archived = await mem.sessions.set_status(key, SessionStatus.ARCHIVED)
+    assert archived.status is SessionStatus.ARCHIVED
+
+
+async def test_delete_then_append_recreates(mem):
+    key = key_for(mem)
+    await mem.append(key, Message.user("one"))
+    assert await mem.sessions.delete(key) is True
+    assert await mem.sessions.delete(key) is False
+    await mem.append(key, Message.user("two"))
+    assert [m.text for m in await mem.history(key)] == ["two"]
