@@ -171,7 +171,9 @@ class SudachiTokenizer:
 @functools.cache
 def sudachi_available() -> bool:
     """Whether SudachiPy and its core dictionary are importable."""
-    return importlib.util.find_spec("sudachipy") is not None and importlib.util.find_spec("sudachidict_core") is not None
+    return (
+        importlib.util.find_spec("sudachipy") is not None and importlib.util.find_spec("sudachidict_core") is not None
+    )
 
 
 @functools.cache

@@ -102,7 +102,11 @@ def _blocks(record: Record) -> list[ContentBlock]:
     if record["type"] == "assistant":
         return [block_from_dict(b) for b in record["content"]]
     if record["type"] == "tool_use":
-        return [block_from_dict({"type": "tool_use", "id": record["tool_use_id"], "name": record["name"], "input": record["input"]})]
+        return [
+            block_from_dict(
+                {"type": "tool_use", "id": record["tool_use_id"], "name": record["name"], "input": record["input"]}
+            )
+        ]
     if record["type"] == "tool_result":
         return [ToolResultBlock(record["tool_use_id"], record["content"], bool(record.get("is_error", False)))]
     return []

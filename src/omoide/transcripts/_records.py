@@ -1,4 +1,4 @@
-"""Transcript record types: building, validating, encoding and decoding JSONL lines.
+"""Transcript record types: building and validating records.
 
 A record is a plain JSON object (a ``dict`` here, typed with :class:`TypedDict`); see
 the package docstring for the format. :func:`validate_record` checks one decoded line
@@ -8,19 +8,14 @@ the package works on records that are known to be well formed.
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import time
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast
 
-from omoide.errors import CorruptTranscript, InvalidContent
+from omoide.errors import InvalidContent
 from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock, block_from_dict, ensure_utc
-
-logger = logging.getLogger("omoide.transcripts")
 
 RecordType: TypeAlias = Literal["user", "assistant", "tool_use", "tool_result", "compaction"]
 RECORD_TYPES: tuple[RecordType, ...] = ("user", "assistant", "tool_use", "tool_result", "compaction")
@@ -32,10 +27,6 @@ SUMMARY_ACK = "Understood, I have the context."
 
 EXTRA_FIELDS: tuple[str, ...] = ("author_id", "author_name", "is_bot", "message_id")
 """Optional fields any conversation record may carry (kept by DB ↔ JSONL round trips)."""
-
-
-class TornLineWarning(UserWarning):
-    """The last line of a transcript was cut short by a crash and was skipped."""
 
 
 class UserRecord(TypedDict):
@@ -207,7 +198,9 @@ def _json_type(value: Any) -> str:
 
 def _blocks(value: Any, allowed: tuple[type, ...], kind: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
-        raise InvalidContent(f"field 'content' of a {kind} record must be a string or an array, got {_json_type(value)}")
+        raise InvalidContent(
+            f"field 'content' of a {kind} record must be a string or an array, got {_json_type(value)}"
+        )
     out: list[dict[str, Any]] = []
     for i, item in enumerate(value):
         block = block_from_dict(item, where=f"content[{i}]")
@@ -294,88 +287,3 @@ def validate_record(raw: Any) -> Record:
         if is_error:
             out["is_error"] = True
     return cast(Record, out)
-
-
-# ------------------------------------------------------------------- JSONL coding
-
-
-def dumps_record(record: Record | Mapping[str, Any]) -> str:
-    """Encode one record as a JSONL line (compact UTF-8 JSON plus ``"\\n"``)."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def parse_jsonl(text: str, *, source: str = "<transcript>") -> list[Record]:
-    """Decode and validate the records of a JSONL transcript.
-
-    A torn *last* line (no trailing newline and not valid JSON: a crash mid-write) is
-    skipped with a :class:`TornLineWarning`. Sequence rules (every tool_result answers
-    a tool_use of the assistant turn just before it, compaction indexes point back) are
-    checked too, so a transcript that parses replays.
-
-    Args:
-        text: the whole file.
-        source: the file name used in error messages.
-
-    Raises:
-        CorruptTranscript: a malformed line; the message names ``source``, the 1-based
-            line number and the problem (``details``: ``path``, ``line``).
-    """
-    from omoide.transcripts._replay import check_sequence  # replay imports this module
-
-    records: list[Record] = []
-    lines = text.split("\n")
-    complete = lines[:-1]  # text ends with "\n" → last item is "", else it is an unterminated line
-    tail = lines[-1]
-    for number, line in enumerate(complete, start=1):
-        records.append(_parse_line(line, source, number))
-    if tail:
-        number = len(complete) + 1
-        try:
-            json.loads(tail)
-        except ValueError:
-            _warn_torn(source, number, len(tail.encode()))
-        else:
-            records.append(_parse_line(tail, source, number))
-    try:
-        check_sequence(records)
-    except InvalidContent as exc:
-        raise _corrupt(source, int(exc.details.get("index", 0)) + 1, exc.details.get("problem", exc.message)) from exc
-    return records
-
-
-def _parse_line(line: str, source: str, number: int) -> Record:
-    if not line.strip():
-        raise _corrupt(source, number, "empty line")
-    try:
-        raw = json.loads(line)
-    except ValueError as exc:
-        raise _corrupt(source, number, f"invalid JSON ({exc})") from exc
-    try:
-        return validate_record(raw)
-    except InvalidContent as exc:
-        raise _corrupt(source, number, exc.message) from exc
-
-
-def _corrupt(source: str, line: int, problem: str) -> CorruptTranscript:
-    return CorruptTranscript(
-        f"corrupt transcript {source}, line {line}: {problem}. "
-        "Fix or remove that line (the file is plain JSONL, one record per line).",
-        path=source,
-        line=line,
-        problem=problem,
-    )
-
-
-def _warn_torn(source: str, line: int, size: int) -> None:
-    logger.warning("transcript.torn_line path=%s line=%d bytes=%d", source, line, size)
-    warnings.warn(
-        f"{source}, line {line}: skipped a torn last line ({size} bytes without a newline, not valid JSON; "
-        "probably a crash mid-write)",
-        TornLineWarning,
-        stacklevel=3,
-    )
-
-
-def dumps_records(records: Iterable[Record | Mapping[str, Any]]) -> str:
-    """Encode records as a JSONL document."""
-    return "".join(dumps_record(r) for r in records)

@@ -49,18 +49,17 @@ class _Turn:
 
 
 def _segment(record: Record) -> tuple[str, list[dict[str, Any]], str | None]:
-    kind = record["type"]
-    if kind == "user":
+    if record["type"] == "user":
         content = record["content"]
         if isinstance(content, str):
             return "user", [{"type": "text", "text": content}], content
         return "user", [dict(b) for b in content], None
-    if kind == "assistant":
+    if record["type"] == "assistant":
         return "assistant", [dict(b) for b in record["content"]], None
-    if kind == "tool_use":
+    if record["type"] == "tool_use":
         block = {"type": "tool_use", "id": record["tool_use_id"], "name": record["name"], "input": record["input"]}
         return "assistant", [block], None
-    if kind == "tool_result":
+    if record["type"] == "tool_result":
         result: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": record["tool_use_id"],
@@ -69,7 +68,7 @@ def _segment(record: Record) -> tuple[str, list[dict[str, Any]], str | None]:
         if record.get("is_error"):
             result["is_error"] = True
         return "user", [result], None
-    raise AssertionError(f"not a conversation record: {kind}")  # compaction records are filtered by callers
+    raise AssertionError(f"not a conversation record: {record['type']}")  # callers filter compaction records
 
 
 def _build(
@@ -261,12 +260,16 @@ def compaction_point(records: Iterable[Mapping[str, Any]], compress_count: int) 
     """
     turns = _replay(_validated(records), apply_compaction=True)
     if not 1 <= compress_count <= len(turns):
-        raise InvalidInput(f"compress_count must be between 1 and {len(turns)} (the history length), got {compress_count}")
+        raise InvalidInput(
+            f"compress_count must be between 1 and {len(turns)} (the history length), got {compress_count}"
+        )
     cut = turns[compress_count - 1]
     if compress_count < len(turns):
         following = turns[compress_count]
         split = [
-            b["tool_use_id"] for b in following.blocks if b["type"] == "tool_result" and b["tool_use_id"] in cut.tool_uses
+            b["tool_use_id"]
+            for b in following.blocks
+            if b["type"] == "tool_result" and b["tool_use_id"] in cut.tool_uses
         ]
         if split:
             raise InvalidInput(

@@ -11,67 +11,13 @@ statements, so each sees one consistent snapshot.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from omoide.errors import SessionNotFound, VersionConflict
-from omoide.models import (
-    KeyPolicy,
-    Message,
-    MessageId,
-    Session,
-    SessionId,
-    SessionKey,
-    SessionStatus,
-    blocks_from_json,
-)
-from omoide.stores.sqlite._conn import format_ts, parse_ts
-
-SESSION_COLUMNS = (
-    "id, session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id, "
-    "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at"
-)
-MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
-
-Row = Sequence[Any]
-
-
-def session_from_row(row: Row) -> Session:
-    return Session(
-        id=SessionId(row[0]),
-        key=row[1],
-        policy=KeyPolicy(row[2]),
-        platform=row[3],
-        workspace_id=row[4],
-        channel_id=row[5],
-        thread_id=row[6],
-        user_id=row[7],
-        agent_id=row[8],
-        status=SessionStatus(row[9]),
-        version=row[10],
-        last_seq=row[11],
-        archived_seq=row[12],
-        window_start_seq=row[13],
-        last_active_at=parse_ts(row[14]),
-        created_at=parse_ts(row[15]),
-    )
-
-
-def message_from_row(row: Row) -> Message:
-    return Message(
-        row[3],
-        blocks_from_json(row[4]),
-        author_id=row[5],
-        author_name=row[6],
-        is_bot=bool(row[7]),
-        message_id=row[8],
-        created_at=parse_ts(row[9]),
-        id=MessageId(row[0]),
-        session_id=SessionId(row[1]),
-        seq=row[2],
-    )
-
+from omoide.models import KeyPolicy, Message, MessageId, Session, SessionId, SessionKey, SessionStatus
+from omoide.stores.sqlite._conn import format_ts
+from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, message_from_row, session_from_row
 
 # ----------------------------------------------------------------------------- reads
 
@@ -289,6 +235,8 @@ def delete_session(conn: sqlite3.Connection, session_id: int) -> bool:
 
 
 __all__ = [
+    "MESSAGE_COLUMNS",
+    "SESSION_COLUMNS",
     "append_message",
     "delete_session",
     "expire_idle",
@@ -299,6 +247,5 @@ __all__ = [
     "list_sessions",
     "message_from_row",
     "messages",
-    "session_from_row",
     "update_session",
 ]

@@ -1,0 +1,122 @@
+"""Stage 2 of the guard: replace the oldest part of a history with a summary.
+
+As in seed 002: the oldest ~50% of the turns are summarised by the chat model and
+replaced by a user turn ``[Previous conversation summary]\\n…`` and an assistant turn
+``Understood, I have the context.``; at least the newest ``max(4, 20%)`` turns are kept
+verbatim. Unlike the seed's sketch, the cut is moved back to the nearest plain user
+turn, so a ``tool_use`` is never separated from its ``tool_result`` and the result still
+alternates user/assistant.
+
+Compaction only changes the *prompt*. The replaced messages stay in the session store
+(and reach long-term memory through the archiver); :class:`Compaction` records which
+stored messages the summary covers (``through_seq``) so the caller can persist it and
+the next turn does not summarise the same messages again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from omoide.context.turns import message_text_for_summary
+from omoide.errors import ContextOverflow
+from omoide.models import Message, ToolResultBlock
+from omoide.providers.base import ChatModel
+
+SUMMARY_PREFIX = "[Previous conversation summary]\n"
+ACKNOWLEDGEMENT = "Understood, I have the context."
+SUMMARISER_SYSTEM = (
+    "You are a conversation summarizer. Be concise and factual. "
+    "Write the summary in the language the conversation is in (日本語の会話は日本語で要約してください)."
+)
+SUMMARY_REQUEST = (
+    "Summarise the conversation below so that the summary can replace it in a chat model's context. "
+    "Keep who said what, names, facts, numbers, dates, decisions, promises and open questions. "
+    "Do not add anything that is not in the conversation.\n\n<conversation>\n{conversation}\n</conversation>"
+)
+MAX_SUMMARY_INPUT_CHARS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What a compaction did.
+
+    Attributes:
+        summary: the summary text (without the prefix).
+        replaced_turns: how many turns of the prompt it replaced.
+        through_seq: the newest stored message ``seq`` the summary covers (``None`` if it
+            covered no stored message, e.g. only an earlier summary).
+    """
+
+    summary: str
+    replaced_turns: int
+    through_seq: int | None
+
+
+def summary_turns(summary: str) -> list[Message]:
+    """The two turns that stand for a summarised history (seed 002's format)."""
+    return [Message.user(SUMMARY_PREFIX + summary), Message.assistant(ACKNOWLEDGEMENT)]
+
+
+def is_summary_turn(message: Message) -> bool:
+    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
+
+
+def split_index(turns: Sequence[Message]) -> int | None:
+    """Where the kept part of ``turns`` begins, or ``None`` when nothing can be compacted.
+
+    ``turns`` must already alternate (see :func:`omoide.context.turns.normalise_turns`).
+    """
+    n = len(turns)
+    keep = max(4, int(n * 0.2))
+    compress = min(max(2, int(n * 0.5)), n - keep)
+    for i in range(compress, 0, -1):
+        turn = turns[i]
+        if turn.role == "user" and not any(isinstance(b, ToolResultBlock) for b in turn.content):
+            if i == 2 and is_summary_turn(turns[0]):
+                continue  # would only re-summarise the previous summary pair
+            return i
+    return None
+
+
+async def summarise(messages: Sequence[Message], model: ChatModel, *, max_tokens: int = 2048) -> str:
+    """Ask ``model`` for a summary of ``messages`` (plain text in, plain text out)."""
+    conversation = "\n\n".join(message_text_for_summary(m) for m in messages)
+    if len(conversation) > MAX_SUMMARY_INPUT_CHARS:  # keep the newest part: the oldest is least relevant
+        conversation = "…\n" + conversation[-MAX_SUMMARY_INPUT_CHARS:]
+    response = await model.complete(
+        [Message.user(SUMMARY_REQUEST.format(conversation=conversation))],
+        system=SUMMARISER_SYSTEM,
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
+    text = response.text.strip()
+    if not text:
+        raise ContextOverflow("the summariser returned an empty summary; cannot compact the history")
+    return text
+
+
+async def compact(
+    turns: Sequence[Message], model: ChatModel, *, max_summary_tokens: int = 2048
+) -> tuple[list[Message], Compaction] | None:
+    """Summarise the oldest part of ``turns``; ``None`` when there is nothing to compact."""
+    index = split_index(turns)
+    if index is None:
+        return None
+    old, kept = list(turns[:index]), list(turns[index:])
+    summary = await summarise(old, model, max_tokens=max_summary_tokens)
+    seqs = [m.seq for m in old if m.seq is not None]
+    record = Compaction(summary=summary, replaced_turns=index, through_seq=max(seqs) if seqs else None)
+    return [*summary_turns(summary), *kept], record
+
+
+__all__ = [
+    "ACKNOWLEDGEMENT",
+    "SUMMARY_PREFIX",
+    "Compaction",
+    "compact",
+    "is_summary_turn",
+    "split_index",
+    "summarise",
+    "summary_turns",
+]

@@ -1,0 +1,173 @@
+"""How :class:`~omoide.providers.local.extractive.ExtractiveChatModel` reads a prompt.
+
+The conventions are documented on ``ExtractiveChatModel``; this module implements them:
+evidence blocks (``[#n] …``), the question, the summarise instruction and the text to
+summarise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from omoide.models import Message, TextBlock, ToolResultBlock
+from omoide.text import is_japanese
+
+Mode = Literal["answer", "summarise"]
+
+EVIDENCE_MARKER = re.compile(r"^[ \t]*\[#(\d+)\][ \t]*", re.MULTILINE)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_META = re.compile(r"^(\([^()\n]{1,80}\)|（[^（）\n]{1,80}）|【[^【】\n]{1,80}】|\[[^\[\]\n]{1,80}\])\s*")
+_QUESTION_LABEL = re.compile(
+    r"^[ \t]*(?:question|q|質問|問い|問)[ \t]*[:：][ \t]*(?P<q>.+)$", re.IGNORECASE | re.MULTILINE
+)
+_SUMMARISE = re.compile(
+    r"\bsummari[sz](?:e|es|ed|ing)\b|\brecap\b|\btl;?dr\b"
+    r"|\b(?:write|give|produce|create|make|update|generate)\b[^.\n]{0,40}\bsummary\b"
+    r"|要約(?:し|して|する|せよ|を(?:作|書|生成|更新|出力))|まとめ(?:て|よ|る|なさい|を(?:作|書|生成|更新|出力))"
+    r"|サマリー?を(?:作|書|生成|更新|出力)|概要を(?:作|書|まとめ)",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(
+    r"^\s*(?:#+\s*)?(?:evidence|context|sources?|根拠|証拠|資料|参考|コンテキスト)\s*[:：]?\s*$", re.I
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One evidence block: ``[#number] (meta) text``."""
+
+    number: int
+    text: str
+    meta: str | None = None
+
+    @property
+    def citation(self) -> str:
+        return f"[#{self.number}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A piece of text to summarise when the prompt has no evidence blocks."""
+
+    text: str
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the extractive model was asked."""
+
+    mode: Mode
+    question: str
+    evidence: tuple[Evidence, ...]
+    passages: tuple[Passage, ...]
+    japanese: bool
+
+
+def message_text(message: Message) -> str:
+    """Text blocks and tool results of ``message``, joined by blank lines."""
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            parts.append(block.content)
+    return "\n\n".join(p for p in parts if p)
+
+
+def split_evidence(text: str) -> tuple[list[Evidence], str]:
+    """The evidence blocks in ``text`` and the text with the blocks removed.
+
+    A block starts at a line beginning with ``[#n]`` and runs to the next such line or
+    to the first blank line. A leading ``(…)``, ``（…）``, ``【…】`` or ``[…]`` of at most
+    80 characters is the block's metadata (date, speaker, channel), shown with quotes.
+    """
+    blocks: list[Evidence] = []
+    rest: list[str] = []
+    pos = 0
+    for m in EVIDENCE_MARKER.finditer(text):
+        if m.start() < pos:
+            continue
+        rest.append(text[pos : m.start()])
+        nxt = EVIDENCE_MARKER.search(text, m.end())
+        end = nxt.start() if nxt else len(text)
+        blank = _BLANK_LINE.search(text, m.end(), end)
+        if blank:
+            end = blank.start()
+        body = text[m.end() : end].strip()
+        meta: str | None = None
+        meta_match = _META.match(body)
+        if meta_match and meta_match.end() < len(body):
+            meta, body = meta_match.group(1), body[meta_match.end() :].strip()
+        if body:
+            blocks.append(Evidence(int(m.group(1)), body, meta))
+        pos = end
+    rest.append(text[pos:])
+    return blocks, "".join(rest)
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in _BLANK_LINE.split(text) if p.strip() and not _HEADING.match(p)]
+
+
+def find_question(instruction: str) -> str:
+    """The question in the non-evidence text of the last user message.
+
+    A line labelled ``Question:`` / ``Q:`` / ``質問:`` / ``問い:`` wins (the last one);
+    otherwise the last paragraph ending in ``?`` or ``？``; otherwise the last paragraph.
+    """
+    labelled = list(_QUESTION_LABEL.finditer(instruction))
+    if labelled:
+        return labelled[-1].group("q").strip()
+    paragraphs = _paragraphs(instruction)
+    for p in reversed(paragraphs):
+        if p.rstrip().endswith(("?", "？")):
+            return p
+    return paragraphs[-1] if paragraphs else ""
+
+
+def is_summarise_request(system: str, instruction: str) -> bool:
+    """Whether the system prompt or the user's instruction asks for a summary."""
+    if _QUESTION_LABEL.search(instruction):
+        return False
+    return bool(_SUMMARISE.search(system) or _SUMMARISE.search(instruction))
+
+
+def parse_request(messages: Sequence[Message], system: str | None) -> Request:
+    """Read the request the extractive model answers (see ``ExtractiveChatModel``)."""
+    system_text = system or ""
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    user_text = message_text(messages[last_user]) if last_user is not None else ""
+    system_evidence, system_rest = split_evidence(system_text)
+    user_evidence, instruction = split_evidence(user_text)
+    evidence = tuple(system_evidence + user_evidence)
+    summarise = is_summarise_request(system_rest, instruction)
+    question = "" if summarise else find_question(instruction)
+    passages: tuple[Passage, ...] = ()
+    if not question and not summarise and evidence:
+        summarise = True  # evidence with nothing asked: summarise it
+    if summarise and not evidence:
+        own = [p for p in _paragraphs(instruction) if not _SUMMARISE.search(p)]
+        if own:
+            passages = tuple(Passage(p) for p in own)
+        else:
+            earlier = messages[:last_user] if last_user is not None else messages
+            passages = tuple(
+                Passage(message_text(m), m.author_name or (None if m.role == "user" else "assistant"))
+                for m in earlier
+                if message_text(m).strip()
+            )
+    sample = question or instruction or " ".join(e.text for e in evidence[:5]) or " ".join(p.text for p in passages[:5])
+    return Request(
+        mode="summarise" if summarise else "answer",
+        question=question,
+        evidence=evidence,
+        passages=passages,
+        japanese=is_japanese(sample[:2000]),
+    )
+
+
+__all__ = ["EVIDENCE_MARKER", "Evidence", "Passage", "Request", "find_question", "parse_request", "split_evidence"]

@@ -1,0 +1,327 @@
+"""The offline "no LLM" chat model: answers by quoting evidence, summarises by extraction.
+
+omoide's default :class:`~omoide.providers.base.ChatModel` when no LLM is configured.
+It never invents text: every line of its output after the label is a sentence copied
+from its input, with the evidence's citation marker. It never calls tools
+(``stop_reason`` is ``end_turn``, or ``max_tokens`` when not even one sentence fits).
+
+Input conventions (prompt builders rely on these):
+
+* **Evidence blocks.** Anywhere in the system prompt or in the last user message
+  (text blocks and tool results), a line starting with ``[#n]`` opens evidence block
+  ``n``. The block runs to the next ``[#m]`` line or to the first blank line, so
+  separate the evidence from the rest of the prompt with a blank line and do not put
+  blank lines inside a block. A leading ``(…)``, ``（…）``, ``【…】`` or ``[…]`` of at
+  most 80 characters is the block's metadata (date, speaker) and is shown with quotes::
+
+      [#1] (2023-05-08 · Caroline) I went to the LGBTQ support group yesterday.
+      [#2] (2023-05-09 · Melanie) 昨日は公園で絵を描いた。
+
+* **Summarise or answer.** A request is a summarise request when the system prompt or
+  the last user message (outside the evidence) asks for one: ``summarise``/``summarize``,
+  ``recap``, ``TL;DR``, "write/give/update … summary", ``要約して``, ``まとめて``,
+  ``サマリーを作成`` and similar verb forms (the bare noun "summary" is *not* enough, so
+  a question prompt may mention "the channel summary"). A labelled question line
+  (``Question:``, ``Q:``, ``質問:``, ``問い:``) always means *answer*.
+* **The question** is the last labelled question line of the last user message, else
+  its last paragraph ending in ``?``/``？``, else its last paragraph (evidence removed).
+  Evidence with no question at all is summarised.
+* **What is summarised**: the evidence blocks if there are any; else the paragraphs of
+  the last user message that are not the instruction; else the earlier messages of the
+  conversation (each prefixed with its ``author_name`` when set). The system prompt is
+  never summarised, only searched for evidence and the instruction.
+
+Answering: evidence blocks are split into sentences; each sentence is scored by
+``0.5 × cosine`` (query vs sentence embeddings from the embedder, min-max scaled over
+the candidates) ``+ 0.5 ×`` the IDF-weighted share of the question's search tokens it
+contains. The best sentence and any others within 75 % of its score (at most
+``max_quotes``) are quoted, best first. When no sentence shares a token with the
+question the answer says so and quotes the closest sentences anyway.
+
+Summarising: sentences of at least 5 characters are embedded; maximal marginal
+relevance (λ = 0.7) against the centroid picks salient, non-redundant ones — a third of
+the sentences, at least 2 and at most ``max_summary_sentences`` — while they fit the
+``max_tokens`` budget; they are printed in their original order.
+
+Output starts with a label in the request's language — ``（抽出モード: LLM なし）`` for
+Japanese, ``(extractive mode: no LLM)`` otherwise — then one quoted sentence per line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import InvalidInput
+from omoide.models import Message, TextBlock
+from omoide.providers.base import (
+    ChatResponse,
+    Embedder,
+    StopReason,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    TokenCounter,
+    ToolSpec,
+    Usage,
+)
+from omoide.providers.local._prompt import Evidence, Request, parse_request
+from omoide.providers.local.hashing import ENGLISH_STOPWORDS, HashingEmbedder
+from omoide.providers.tokens import get_token_counter
+from omoide.text import split_sentences, tokenize_for_search
+from omoide.text._normalize import HIRAGANA_ONLY
+
+LABEL_JA = "（抽出モード: LLM なし）"
+LABEL_EN = "(extractive mode: no LLM)"
+MIN_SUMMARY_SENTENCE_CHARS = 5
+MMR_LAMBDA = 0.7
+QUOTE_RATIO = 0.75
+SUMMARY_RATIO = 1 / 3
+SUMMARY_MIN_SENTENCES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    text: str
+    position: int
+    evidence: Evidence | None = None
+    speaker: str | None = None
+
+    def render(self, japanese: bool) -> str:
+        quoted = f"「{self.text}」" if japanese else f"“{self.text}”"
+        parts = ["-"]
+        if self.evidence is not None and self.evidence.meta:
+            parts.append(self.evidence.meta)
+        elif self.speaker:
+            parts.append(f"{self.speaker}:")
+        parts.append(quoted)
+        if self.evidence is not None:
+            parts.append(self.evidence.citation)
+        return " ".join(parts)
+
+
+def _content_tokens(text: str) -> list[str]:
+    return [t for t in tokenize_for_search(text) if t not in ENGLISH_STOPWORDS and not HIRAGANA_ONLY.fullmatch(t)]
+
+
+class ExtractiveChatModel:
+    """A :class:`~omoide.providers.base.ChatModel` that quotes instead of generating.
+
+    See the module docstring for how it reads prompts. ``provider`` is ``"extractive"``
+    and ``model_id`` ``"extractive-v1"``.
+
+    Args:
+        embedder: embeds sentences for scoring and MMR (default: a
+            :class:`~omoide.providers.local.hashing.HashingEmbedder`).
+        max_quotes: most sentences quoted in an answer (default 3).
+        max_summary_sentences: most sentences in a summary (default 10).
+    """
+
+    provider = "extractive"
+    model_id = "extractive-v1"
+
+    def __init__(
+        self, embedder: Embedder | None = None, *, max_quotes: int = 3, max_summary_sentences: int = 10
+    ) -> None:
+        if max_quotes < 1 or max_summary_sentences < 1:
+            raise InvalidInput("max_quotes and max_summary_sentences must be at least 1")
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        self.max_quotes = max_quotes
+        self.max_summary_sentences = max_summary_sentences
+        self._counter = get_token_counter()
+
+    def __repr__(self) -> str:
+        return f"ExtractiveChatModel(embedder={self.embedder!r})"
+
+    # ------------------------------------------------------------------ public API
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+        max_tokens: int = 2048,
+        temperature: float | None = None,
+        top_p: float | None = None,
+    ) -> ChatResponse:
+        """Answer or summarise by extraction (``temperature``, ``top_p`` and ``tools`` are ignored).
+
+        Raises:
+            InvalidInput: no messages, or ``max_tokens`` below 1.
+        """
+        if not messages:
+            raise InvalidInput("ExtractiveChatModel.complete needs at least one message")
+        if max_tokens < 1:
+            raise InvalidInput(f"max_tokens must be at least 1, got {max_tokens}")
+        request = parse_request(messages, system)
+        label = LABEL_JA if request.japanese else LABEL_EN
+        budget = max_tokens - self._counter.count(label) - 1
+        if request.mode == "summarise":
+            lines = await self._summarise(request, budget)
+        else:
+            lines = await self._answer(request, budget)
+        text, stop = self._fit([label, *lines], max_tokens)
+        return ChatResponse(
+            content=(TextBlock(text),),
+            stop_reason=stop,
+            usage=Usage(
+                input_tokens=self._counter.count_messages(messages, system=system, tools=tools),
+                output_tokens=self._counter.count(text),
+            ),
+            model=self.model_id,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+        max_tokens: int = 2048,
+        temperature: float | None = None,
+        top_p: float | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """The same answer as :meth:`complete`, one line per ``TextDelta``, then ``StreamDone``."""
+        response = await self.complete(
+            messages, system=system, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
+        )
+        lines = response.text.split("\n")
+        for i, line in enumerate(lines):
+            yield TextDelta(line + ("\n" if i < len(lines) - 1 else ""))
+        yield StreamDone(response)
+
+    # ------------------------------------------------------------------ answering
+
+    async def _answer(self, request: Request, budget: int) -> list[str]:
+        ja = request.japanese
+        candidates = [_Candidate(s, 0, evidence=ev) for ev in request.evidence for s in split_sentences(ev.text)]
+        if not candidates:
+            return [
+                "根拠となる記録が見つからないため、回答できません。"
+                if ja
+                else "No evidence was found for this question, so there is nothing to quote."
+            ]
+        if not request.question.strip():
+            return await self._summarise(request, budget)
+        scores, lexical = await self._score(request.question, candidates)
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        best = scores[order[0]]
+        chosen = [i for i in order if scores[i] >= QUOTE_RATIO * best][: self.max_quotes]
+        if lexical[order[0]] > 0:
+            header = "根拠から該当する記述:" if ja else "From the evidence:"
+        else:
+            header = (
+                "根拠に直接の答えは見つかりませんでした。最も近い記述:"
+                if ja
+                else "The evidence has no direct answer; the closest passages:"
+            )
+        return [header, *(candidates[i].render(ja) for i in chosen)]
+
+    async def _score(self, question: str, candidates: list[_Candidate]) -> tuple[list[float], list[float]]:
+        query_vec = await self.embedder.embed_query(question)
+        sentence_vecs = await self.embedder.embed_documents([c.text for c in candidates])
+        cos = np.array([float(v @ query_vec) for v in sentence_vecs], dtype=np.float64)
+        spread = float(cos.max() - cos.min())
+        cos_scaled = (cos - cos.min()) / spread if spread > 1e-9 else np.ones_like(cos)
+
+        query_tokens = set(_content_tokens(question))
+        sentence_tokens = [set(_content_tokens(c.text)) for c in candidates]
+        df: Counter[str] = Counter(t for toks in sentence_tokens for t in toks if t in query_tokens)
+        n = len(candidates)
+        idf = {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in query_tokens}
+        total = sum(idf.values()) or 1.0
+        lexical = [sum(idf[t] for t in query_tokens & toks) / total for toks in sentence_tokens]
+        scores = [0.5 * float(c) + 0.5 * lex for c, lex in zip(cos_scaled, lexical, strict=True)]
+        return scores, lexical
+
+    # ------------------------------------------------------------------ summarising
+
+    async def _summarise(self, request: Request, budget: int) -> list[str]:
+        ja = request.japanese
+        candidates: list[_Candidate] = []
+        if request.evidence:
+            for ev in request.evidence:
+                candidates.extend(_Candidate(s, len(candidates), evidence=ev) for s in split_sentences(ev.text))
+        else:
+            for passage in request.passages:
+                candidates.extend(
+                    _Candidate(s, len(candidates), speaker=passage.speaker) for s in split_sentences(passage.text)
+                )
+        if not candidates:
+            return ["要約する内容がありません。" if ja else "There is nothing to summarise."]
+        substantial = [c for c in candidates if len(c.text) >= MIN_SUMMARY_SENTENCE_CHARS]
+        pool = substantial or candidates
+        vectors = await self.embedder.embed_documents([c.text for c in pool])
+        header = "要点（原文からの抜粋）:" if ja else "Key points (quoted from the source):"
+        left = budget - self._counter.count(header) - 1
+        limit = min(self.max_summary_sentences, max(SUMMARY_MIN_SENTENCES, math.ceil(len(pool) * SUMMARY_RATIO)))
+        chosen: list[_Candidate] = []
+        for i in _mmr(np.stack(vectors), len(pool)):
+            if len(chosen) >= limit:
+                break
+            cost = self._counter.count(pool[i].render(ja)) + 1
+            if cost <= left or not chosen:
+                chosen.append(pool[i])
+                left -= cost
+        chosen.sort(key=lambda c: c.position)
+        return [header, *(c.render(ja) for c in chosen)]
+
+    # ------------------------------------------------------------------ budget
+
+    def _fit(self, lines: list[str], max_tokens: int) -> tuple[str, StopReason]:
+        """Keep whole lines while the text fits ``max_tokens``; cut the first line only if nothing else fits."""
+        kept: list[str] = []
+        for line in lines:
+            candidate = "\n".join([*kept, line])
+            if self._counter.count(candidate) <= max_tokens:
+                kept.append(line)
+            elif len(kept) >= 2:
+                continue  # skip a quote that does not fit; a shorter later one may
+            else:
+                break
+        if len(kept) >= 3 or (len(kept) == len(lines)):
+            return "\n".join(kept), "end_turn"
+        # not even the label, a header and one quote fit: cut the text at the budget
+        return _truncate(self._counter, "\n".join(lines), max_tokens), "max_tokens"
+
+
+def _truncate(counter: TokenCounter, text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` (on a character boundary) with at most ``max_tokens`` tokens."""
+    count = counter.count
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def _mmr(vectors: npt.NDArray[np.float32], k: int, lam: float = MMR_LAMBDA) -> list[int]:
+    """Indices chosen by maximal marginal relevance against the centroid of ``vectors``."""
+    centroid = vectors.mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    relevance = vectors @ (centroid / norm) if norm > 0 else np.zeros(len(vectors), dtype=np.float32)
+    similarity = vectors @ vectors.T
+    chosen: list[int] = []
+    remaining = list(range(len(vectors)))
+    while remaining and len(chosen) < k:
+        if chosen:
+            redundancy = similarity[np.ix_(remaining, chosen)].max(axis=1)
+        else:
+            redundancy = np.zeros(len(remaining), dtype=np.float32)
+        scores = lam * relevance[remaining] - (1.0 - lam) * redundancy
+        best = remaining[int(np.argmax(scores))]
+        chosen.append(best)
+        remaining.remove(best)
+    return chosen
+
+
+__all__ = ["LABEL_EN", "LABEL_JA", "ExtractiveChatModel"]

@@ -1,0 +1,149 @@
+"""Versioned migrations for PostgreSQL, safe to run from several processes at once.
+
+Each migration is a numbered, named block of DDL (see :mod:`.schema`), recorded in
+``schema_migrations(version, name, applied_at)``. :func:`apply_migrations` runs every
+pending migration in *one* transaction that starts by taking a transaction-scoped advisory
+lock (``pg_advisory_xact_lock``). A second process running it at the same moment blocks
+on that lock until the first commits, then reads ``schema_migrations`` afresh (READ
+COMMITTED: each statement sees what was committed before it started), finds nothing
+pending and returns ``[]``. The lock is released by COMMIT or ROLLBACK, so a crashed
+migrator never leaves it held, and DDL is transactional in PostgreSQL, so a failed
+migration leaves no half-built schema.
+
+A database whose newest recorded version is above :data:`LATEST_VERSION` was migrated by
+a newer omoide; this code refuses to touch it (:class:`~omoide.errors.MigrationError`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import asyncpg
+
+from omoide.errors import MigrationError
+from omoide.stores.postgres.schema import MIGRATION_1
+from omoide.stores.postgres.vector import ensure_vector_extension
+
+logger = logging.getLogger(__name__)
+
+# A fixed advisory-lock key (the bytes of "omoide:m"); advisory locks are per database.
+MIGRATION_LOCK_KEY = int.from_bytes(b"omoide:m", "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step.
+
+    Attributes:
+        version: its number; applied in increasing order.
+        name: a short description, recorded with the version.
+        sql: the DDL, run as one multi-statement script inside the migration transaction.
+        needs_vector: create / check the pgvector extension before running ``sql``.
+    """
+
+    version: int
+    name: str
+    sql: str
+    needs_vector: bool = False
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", MIGRATION_1, needs_vector=True),)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+_CREATE_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+async def applied_versions(conn: asyncpg.Connection) -> list[int]:
+    """The versions recorded in ``schema_migrations``, ascending (empty if it does not exist)."""
+    if await conn.fetchval("SELECT to_regclass('schema_migrations')") is None:
+        return []
+    rows = await conn.fetch("SELECT version FROM schema_migrations ORDER BY version")
+    return [int(r[0]) for r in rows]
+
+
+async def current_version(conn: asyncpg.Connection) -> int:
+    """The newest applied version, 0 for an empty database."""
+    versions = await applied_versions(conn)
+    return versions[-1] if versions else 0
+
+
+def check_not_newer(version: int, *, where: str) -> None:
+    """Raise if the database was migrated by a newer omoide than this one.
+
+    Raises:
+        MigrationError: ``version`` is above :data:`LATEST_VERSION`.
+    """
+    if version > LATEST_VERSION:
+        raise MigrationError(
+            f"the database {where} has schema version {version}, but this omoide only knows versions up to "
+            f"{LATEST_VERSION}: upgrade omoide (pip install -U 'omoide[postgres]') or use another database.",
+            schema_version=version,
+            known_version=LATEST_VERSION,
+        )
+
+
+async def pending_migrations(conn: asyncpg.Connection, *, where: str) -> list[Migration]:
+    """The migrations not yet applied, without changing anything (for ``--dry-run``).
+
+    Raises:
+        MigrationError: the schema is newer than this code.
+    """
+    applied = await applied_versions(conn)
+    check_not_newer(applied[-1] if applied else 0, where=where)
+    done = set(applied)
+    return [m for m in MIGRATIONS if m.version not in done]
+
+
+async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]:
+    """Apply every pending migration in one transaction; return the versions applied.
+
+    Args:
+        conn: a connection not inside a transaction.
+        where: the database URL without password, for messages.
+
+    Raises:
+        MigrationError: the schema is newer than this code, or pgvector is missing.
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+        await conn.execute(_CREATE_TABLE)
+        pending = await pending_migrations(conn, where=where)
+        for migration in pending:
+            started = time.perf_counter()
+            if migration.needs_vector:
+                await ensure_vector_extension(conn, where=where)
+            await conn.execute(migration.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", migration.version, migration.name
+            )
+            logger.info(
+                "migration_applied",
+                extra={
+                    "store": "postgresql",
+                    "version": migration.version,
+                    "migration": migration.name,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                },
+            )
+    return [m.version for m in pending]
+
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "MIGRATION_LOCK_KEY",
+    "Migration",
+    "applied_versions",
+    "apply_migrations",
+    "check_not_newer",
+    "current_version",
+    "pending_migrations",
+]

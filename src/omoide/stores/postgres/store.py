@@ -1,0 +1,506 @@
+"""The PostgreSQL + pgvector backend of the store Protocols.
+
+Driver: asyncpg, chosen by measurement (``benchmarks/pg_drivers.py``,
+``docs/bench-notes/pg-driver.md``). Its pool runs with a no-op ``reset``: asyncpg's default
+sends ``RESET ALL; UNLISTEN *; ...`` on every release (one more round trip per call),
+and this store keeps no session state (no LISTEN, no session-level ``SET``, only
+transaction-scoped advisory locks); asyncpg still rolls back a transaction left open.
+
+How the session operations stay correct with many writers:
+
+* ``append_message`` is one statement (so one round trip and its own transaction)::
+
+      WITH dup AS (SELECT ... platform id already stored in this workspace ...),
+           s AS (UPDATE sessions SET last_seq = last_seq + 1, version = version + 1, ...
+                 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM dup) RETURNING id, workspace_id, last_seq)
+      INSERT INTO session_messages (...) SELECT ... s.last_seq ... FROM s RETURNING id, seq
+
+  The ``UPDATE`` takes the session's row lock, so concurrent appends to one session queue
+  on it and each gets the next ``seq`` (READ COMMITTED re-reads the locked row; nothing is
+  lost). Two concurrent appends of one platform message id both pass ``dup``; the second
+  INSERT then hits the partial UNIQUE index, the whole statement rolls back (no ``seq`` or
+  ``version`` is consumed) and the stored copy is returned with ``created=False``.
+* ``update_session`` is a version-guarded ``UPDATE`` in a REPEATABLE READ transaction; a
+  concurrent change (0 rows, or a serialisation failure) is a
+  :class:`~omoide.errors.VersionConflict` and the caller re-reads.
+* ``expire_idle`` claims rows with ``FOR UPDATE SKIP LOCKED`` (a session that is being
+  appended to is skipped) and re-checks the predicate on the locked row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Self
+
+import asyncpg
+
+from omoide.errors import (
+    ConfigError,
+    InvalidContent,
+    InvalidInput,
+    InvalidSessionKey,
+    MessageTooLarge,
+    SessionNotFound,
+    StoreError,
+    VersionConflict,
+)
+from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
+from omoide.stores.base import Capability
+from omoide.stores.postgres._errors import redact_url, translate_errors
+from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
+from omoide.stores.postgres.migrations import (
+    apply_migrations,
+    check_not_newer,
+    current_version,
+    pending_migrations,
+)
+from omoide.stores.postgres.vector import register_vector_types, vector_extension
+
+if TYPE_CHECKING:
+    from omoide.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+CLOSE_TIMEOUT_SECONDS = 10.0
+_SCHEMES = ("postgresql://", "postgres://")
+_RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
+
+_SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1"
+_SELECT_SESSION_BY_ID = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"
+_INSERT_SESSION = f"""
+INSERT INTO sessions (session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id,
+                      last_active_at, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+ON CONFLICT (session_key) DO NOTHING
+RETURNING {SESSION_COLUMNS}
+"""
+_APPEND = """
+WITH dup AS (
+    SELECT 1 FROM session_messages m
+    WHERE $8::text IS NOT NULL AND m.platform_message_id = $8::text
+      AND m.workspace_id = (SELECT workspace_id FROM sessions WHERE id = $1)
+), s AS (
+    UPDATE sessions
+    SET last_seq = last_seq + 1, version = version + 1, status = 'active',
+        last_active_at = GREATEST(last_active_at, $2)
+    WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM dup)
+    RETURNING id, workspace_id, last_seq
+)
+INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, author_name, is_bot,
+                              platform_message_id, created_at)
+SELECT s.id, s.workspace_id, s.last_seq, $3, $4::jsonb, $5, $6, $7, $8::text, $2 FROM s
+RETURNING id, seq
+"""
+_PLATFORM_ID_INDEX = "session_messages_platform_id"
+_SELECT_BY_PLATFORM_ID = f"""
+SELECT {MESSAGE_COLUMNS} FROM session_messages
+WHERE workspace_id = (SELECT workspace_id FROM sessions WHERE id = $1) AND platform_message_id = $2
+"""
+_HISTORY = f"""
+SELECT {MESSAGE_COLUMNS} FROM session_messages
+WHERE session_id = $1 AND seq > (SELECT window_start_seq FROM sessions WHERE id = $1)
+ORDER BY seq DESC LIMIT $2
+"""
+_MESSAGES = f"""
+SELECT {MESSAGE_COLUMNS} FROM session_messages
+WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+"""
+_UPDATE_SESSION = f"""
+UPDATE sessions
+SET version = version + 1, status = COALESCE($3, status), window_start_seq = COALESCE($4, window_start_seq)
+WHERE id = $1 AND version = $2
+RETURNING {SESSION_COLUMNS}
+"""
+_EXPIRE_IDLE = """
+WITH claimed AS (
+    SELECT id FROM sessions
+    WHERE status = 'active' AND last_active_at < $1
+    ORDER BY last_active_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE sessions s SET status = 'expired', version = s.version + 1
+    FROM claimed
+    WHERE s.id = claimed.id AND s.status = 'active' AND s.last_active_at < $1
+    RETURNING 1
+)
+SELECT count(*) FROM expired
+"""
+
+
+async def _keep_connection(conn: asyncpg.Connection) -> None:
+    """Pool ``reset`` hook: nothing to reset (see the module docstring)."""
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise InvalidInput(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _check_id(session_id: object) -> int:
+    if isinstance(session_id, bool) or not isinstance(session_id, int):
+        raise InvalidInput(f"session_id must be an integer, got {type(session_id).__name__}")
+    return session_id
+
+
+class PostgresStore:
+    """Sessions and messages (and, as features land, knowledge, memories and summaries) in PostgreSQL.
+
+    Example:
+        >>> async with PostgresStore("postgresql://bot:pw@localhost/omoide", settings=s) as store:  # doctest: +SKIP
+        ...     session = await store.get_or_create_session(key)
+
+    Args:
+        url: ``postgresql://`` or ``postgres://`` URL; unix sockets as
+            ``postgresql://USER@/DB?host=/socket/dir``.
+        settings: pool sizes (``db_pool_min`` / ``db_pool_max``) and limits; defaults when ``None``.
+        migrate: apply pending migrations in :meth:`open`.
+
+    Raises:
+        ConfigError: the URL is not a PostgreSQL URL.
+    """
+
+    backend = "postgresql"
+    capabilities = frozenset(
+        {Capability.SKIP_LOCKED, Capability.ANN_INDEX, Capability.FULL_TEXT, Capability.CONCURRENT_WRITERS}
+    )
+
+    def __init__(self, url: str, *, settings: Settings | None = None, migrate: bool = True) -> None:
+        if not isinstance(url, str) or not url.startswith(_SCHEMES):
+            raise ConfigError(
+                f"PostgresStore needs a postgresql:// URL (e.g. postgresql://user:pass@localhost/omoide), got {url!r:.80}"
+            )
+        if settings is None:
+            from omoide.settings import Settings
+
+            settings = Settings.model_construct()  # defaults, without reading the environment
+        self.url = url
+        self._where = redact_url(url)
+        self._settings = settings
+        self._migrate = migrate
+        self._pool: asyncpg.Pool | None = None
+        self._vector_schema: str | None = None
+        self._open_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        state = "open" if self._pool is not None else "closed"
+        return f"<PostgresStore {self._where} {state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The asyncpg pool (for other store modules and tests).
+
+        Raises:
+            StoreError: the store is not open.
+        """
+        if self._pool is None:
+            raise StoreError(
+                f"PostgresStore({self._where}) is not open: use `async with store:` or `await store.open()`"
+            )
+        return self._pool
+
+    async def open(self) -> None:
+        """Connect, migrate when created with ``migrate=True``, and start the pool. Idempotent.
+
+        Raises:
+            StoreUnavailable: the server cannot be reached or refuses the login.
+            MigrationError: the schema is newer than this code, or pgvector is missing.
+        """
+        async with self._open_lock:
+            if self._pool is not None:
+                return
+            with translate_errors(self.url):
+                conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_SECONDS)
+                try:
+                    if self._migrate:
+                        await apply_migrations(conn, where=self._where)
+                    else:
+                        check_not_newer(await current_version(conn), where=self._where)
+                    ext = await vector_extension(conn)
+                finally:
+                    await conn.close()
+                self._vector_schema = ext[0] if ext else None
+                self._pool = await asyncpg.create_pool(
+                    self.url,
+                    min_size=self._settings.db_pool_min,
+                    max_size=self._settings.db_pool_max,
+                    init=self._init_connection,
+                    reset=_keep_connection,
+                    timeout=CONNECT_TIMEOUT_SECONDS,
+                )
+            logger.debug(
+                "store_opened",
+                extra={"store": self.backend, "url": self._where, "pool_min": self._settings.db_pool_min},
+            )
+
+    async def _init_connection(self, conn: asyncpg.Connection) -> None:
+        if self._vector_schema is not None:
+            await register_vector_types(conn, self._vector_schema)
+
+    async def close(self) -> None:
+        """Close every connection (waiting up to 10 s for calls in flight). Idempotent."""
+        async with self._open_lock:
+            pool, self._pool = self._pool, None
+            if pool is None:
+                return
+            try:
+                async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                    await pool.close()
+            except TimeoutError:
+                logger.warning("store_close_timeout", extra={"store": self.backend, "url": self._where})
+                pool.terminate()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection, or a one-off one when the store is not open (migrations only)."""
+        with translate_errors(self.url):
+            if self._pool is not None:
+                async with self._pool.acquire() as conn:
+                    yield conn
+                return
+            conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_SECONDS)
+            try:
+                yield conn
+            finally:
+                await conn.close()
+
+    @asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[asyncpg.Connection]:
+        pool = self.pool
+        with translate_errors(self.url):
+            async with pool.acquire() as conn:
+                yield conn
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied (``[]`` when up to date).
+
+        Works whether or not the store is open; safe to run from several processes at once.
+
+        Raises:
+            MigrationError: the schema is newer than this code, or pgvector is missing.
+            StoreUnavailable: the server cannot be reached.
+        """
+        async with self._connection() as conn:
+            applied = await apply_migrations(conn, where=self._where)
+            ext = await vector_extension(conn)
+        if self._pool is not None and ext is not None and self._vector_schema is None:
+            self._vector_schema = ext[0]
+            self._pool.expire_connections()  # new connections register the vector types
+        return applied
+
+    async def pending_migrations(self) -> list[int]:
+        """The versions :meth:`migrate` would apply, changing nothing (``--dry-run``)."""
+        async with self._connection() as conn:
+            return [m.version for m in await pending_migrations(conn, where=self._where)]
+
+    async def schema_version(self) -> int:
+        """The newest applied migration version (0 for an empty database)."""
+        async with self._connection() as conn:
+            return await current_version(conn)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def get_or_create_session(self, key: SessionKey) -> Session:
+        if not isinstance(key, SessionKey) or not key.value:
+            raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.keys.session_key()")
+        async with self._acquire() as conn:
+            for _ in range(_RETRIES):
+                row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key.value)
+                if row is None:
+                    row = await conn.fetchrow(
+                        _INSERT_SESSION,
+                        key.value,
+                        key.policy.value,
+                        key.platform,
+                        key.workspace,
+                        key.channel,
+                        key.thread,
+                        key.user,
+                        key.agent,
+                        utcnow(),
+                    )
+                if row is not None:  # else: created and deleted by others between our two statements
+                    return row_to_session(row)
+        raise StoreError(f"session {key.value!r} was deleted while being created {_RETRIES} times; try again")
+
+    async def get_session(self, key: str) -> Session | None:
+        if not isinstance(key, str):
+            raise InvalidSessionKey(f"session key must be a string, got {type(key).__name__}")
+        async with self._acquire() as conn:
+            row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key)
+        return None if row is None else row_to_session(row)
+
+    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
+        sid = _check_id(session_id)
+        async with self._acquire() as conn:
+            row = await conn.fetchrow(_SELECT_SESSION_BY_ID, sid)
+        return None if row is None else row_to_session(row)
+
+    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
+        sid = _check_id(session_id)
+        if not isinstance(message, Message):
+            raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
+        content = message.content_json()
+        size = len(content.encode("utf-8"))
+        limit = self._settings.max_message_bytes
+        if size > limit:
+            raise MessageTooLarge(
+                f"message content is {size} bytes of JSON, over the limit of {limit} (OMOIDE_MAX_MESSAGE_BYTES)",
+                size=size,
+                limit=limit,
+            )
+        async with self._acquire() as conn:
+            for _ in range(_RETRIES):
+                try:
+                    row = await conn.fetchrow(
+                        _APPEND,
+                        sid,
+                        message.created_at,
+                        message.role,
+                        content,
+                        message.author_id,
+                        message.author_name,
+                        message.is_bot,
+                        message.message_id,
+                    )
+                except asyncpg.UniqueViolationError as exc:
+                    if exc.constraint_name != _PLATFORM_ID_INDEX:
+                        raise
+                    row = None  # a concurrent append stored this platform id first
+                if row is not None:
+                    return message.with_stored(id=row["id"], session_id=SessionId(sid), seq=int(row["seq"])), True
+                if message.message_id is not None:
+                    stored = await conn.fetchrow(_SELECT_BY_PLATFORM_ID, sid, message.message_id)
+                    if stored is not None:
+                        return row_to_message(stored), False
+                if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)", sid):
+                    raise SessionNotFound(f"no session with id {sid}", session_id=sid)
+                # the duplicate was deleted between the two statements: append again
+        raise StoreError(f"append to session {sid} kept racing with deletes of message {message.message_id!r}")
+
+    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
+        sid = _check_id(session_id)
+        window = _check_int("window", window, minimum=0)
+        async with self._acquire() as conn:
+            rows = await conn.fetch(_HISTORY, sid, window)
+        return [row_to_message(r) for r in reversed(rows)]
+
+    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
+        sid = _check_id(session_id)
+        after = _check_int("after_seq", after_seq, minimum=0)
+        if limit is not None:
+            limit = _check_int("limit", limit, minimum=0)
+        async with self._acquire() as conn:
+            rows = await conn.fetch(_MESSAGES, sid, after, limit)
+        return [row_to_message(r) for r in rows]
+
+    async def list_sessions(
+        self,
+        *,
+        workspace_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Session]:
+        limit = _check_int("limit", limit, minimum=0)
+        offset = _check_int("offset", offset, minimum=0)
+        where: list[str] = []
+        args: list[object] = []
+        if workspace_id is not None:
+            args.append(str(workspace_id))
+            where.append(f"workspace_id = ${len(args)}")
+        if status is not None:
+            args.append(self._status(status).value)
+            where.append(f"status = ${len(args)}")
+        args += [limit, offset]
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + f" ORDER BY last_active_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        )
+        async with self._acquire() as conn:
+            rows = await conn.fetch(sql, *args)
+        return [row_to_session(r) for r in rows]
+
+    @staticmethod
+    def _status(status: str) -> SessionStatus:
+        try:
+            return SessionStatus(status)
+        except ValueError:
+            allowed = ", ".join(s.value for s in SessionStatus)
+            raise InvalidInput(f"status must be one of {allowed}, got {status!r}") from None
+
+    async def update_session(
+        self,
+        session_id: SessionId,
+        *,
+        expected_version: int,
+        status: SessionStatus | None = None,
+        window_start_seq: int | None = None,
+    ) -> Session:
+        sid = _check_id(session_id)
+        expected = _check_int("expected_version", expected_version, minimum=0)
+        new_status = None if status is None else self._status(status).value
+        if window_start_seq is not None:
+            window_start_seq = _check_int("window_start_seq", window_start_seq, minimum=0)
+        async with self._acquire() as conn:
+            try:
+                async with conn.transaction(isolation="repeatable_read"):
+                    row = await conn.fetchrow(_UPDATE_SESSION, sid, expected, new_status, window_start_seq)
+                    if row is not None:
+                        return row_to_session(row)
+                    current = await conn.fetchrow("SELECT version, last_seq FROM sessions WHERE id = $1", sid)
+            except asyncpg.SerializationError as exc:  # changed (and committed) by another transaction meanwhile
+                raise VersionConflict(
+                    f"session {sid} changed while it was being updated; re-read it and retry",
+                    session_id=sid,
+                    expected_version=expected,
+                ) from exc
+            except asyncpg.CheckViolationError as exc:
+                raise InvalidInput(
+                    f"window_start_seq {window_start_seq} is beyond the newest message of session {sid}",
+                    session_id=sid,
+                ) from exc
+        if current is None:
+            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
+        raise VersionConflict(
+            f"session {sid} is at version {current['version']}, not {expected}: it changed since it was read; "
+            "re-read it and retry",
+            session_id=sid,
+            expected_version=expected,
+            actual_version=int(current["version"]),
+        )
+
+    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
+        if not isinstance(idle_before, datetime):
+            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
+        batch = _check_int("batch_size", batch_size, minimum=1)
+        async with self._acquire() as conn:
+            count = await conn.fetchval(_EXPIRE_IDLE, ensure_utc(idle_before), batch)
+        return int(count)
+
+    async def delete_session(self, session_id: SessionId) -> bool:
+        sid = _check_id(session_id)
+        async with self._acquire() as conn:
+            deleted = await conn.fetchval("DELETE FROM sessions WHERE id = $1 RETURNING id", sid)
+        return deleted is not None
+
+
+__all__ = ["PostgresStore"]
