@@ -39,7 +39,7 @@ from omoide.transcripts import (
 )
 
 texts = st.text(max_size=12)
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -224,7 +224,9 @@ def test_messages_round_trip_through_records(records):
     messages = messages_from_records(records)
     again = messages_from_records(parse_jsonl(dump_records(records_from_messages(messages))))
     assert again == messages
-    assert rebuild_history(records_from_messages(messages)) == rebuild_history(records)
+    # same turns; a one-text-block user content may come back as a plain string
+    normalised = [{**m, "content": _blocks(m)} for m in rebuild_history(records_from_messages(messages))]
+    assert normalised == [{**m, "content": _blocks(m)} for m in rebuild_history(records)]
 
 
 def _message_strategy() -> st.SearchStrategy[Message]:

@@ -30,14 +30,13 @@ from omoide.context.budget import PromptBudget
 from omoide.context.compaction import Compaction, compact
 from omoide.context.truncation import truncate_tool_results
 from omoide.context.turns import normalise_turns
-from omoide.errors import ContextOverflow
+from omoide.errors import ContextOverflow, InvalidContent
 from omoide.models import Message
 from omoide.providers.base import ChatModel, ChatResponse, StreamDone, TextDelta, TokenCounter, ToolSpec
 
 log = structlog.get_logger(__name__)
 
 OnText = Callable[[str], Awaitable[None] | None]
-MAX_COMPACTIONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +139,14 @@ class ContextGuard:
             force_compact: compact before the first call (``/compact``).
 
         Raises:
+            InvalidContent: the history has no user message.
             ContextOverflow: still too large after every stage (with ``prompt_tokens`` and ``limit``).
             ProviderError: any other provider failure, unchanged.
         """
         limit = self.budget.prompt_limit
         current = normalise_turns(messages)
+        if not current:
+            raise InvalidContent("nothing to send: the history has no user message")
         tokens = self.count(current, system=system, tools=tools)
         call = functools.partial(
             self._call, system=system, tools=tools, temperature=temperature, top_p=top_p, on_text=on_text
@@ -173,7 +175,7 @@ class ContextGuard:
             current = truncated_turns
 
         compaction: Compaction | None = None
-        for _ in range(MAX_COMPACTIONS):
+        while True:  # each round shortens the history, so this ends (split_index → None)
             done = await compact(current, self.summariser)
             if done is None:
                 break

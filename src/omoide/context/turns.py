@@ -59,7 +59,8 @@ def _pair_tools(turns: list[Message]) -> tuple[list[Message], bool]:
                 changed = True
                 continue
             kept.append(block)
-        out.append(replace(turn, content=tuple(kept)))
+        if kept:
+            out.append(replace(turn, content=tuple(kept)) if len(kept) != len(turn.content) else turn)
     return out, changed
 
 
