@@ -212,6 +212,23 @@ class Message:
         return replace(self, id=id, session_id=session_id, seq=seq)
 
 
+SUMMARY_PREFIX = "[Previous conversation summary]\n"
+"""Prefix of the user turn that stands for a compacted history (seed 002)."""
+SUMMARY_ACK = "Understood, I have the context."
+"""The assistant turn that acknowledges a compaction summary (seed 002)."""
+
+
+def summary_turns(summary: str, *, created_at: datetime | None = None) -> list[Message]:
+    """The two turns that stand for a summarised history: a summary and its acknowledgement."""
+    when = {"created_at": created_at} if created_at is not None else {}
+    return [Message.user(SUMMARY_PREFIX + summary, **when), Message.assistant(SUMMARY_ACK, **when)]
+
+
+def is_summary_turn(message: Message) -> bool:
+    """Whether ``message`` is the user turn of a compaction summary pair."""
+    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
+
+
 # ------------------------------------------------------------------------- sessions
 
 
@@ -287,6 +304,8 @@ class Session:
 
 __all__ = [
     "ROLES",
+    "SUMMARY_ACK",
+    "SUMMARY_PREFIX",
     "ContentBlock",
     "KeyPolicy",
     "Message",
@@ -303,5 +322,7 @@ __all__ = [
     "blocks_from_json",
     "blocks_to_json",
     "ensure_utc",
+    "is_summary_turn",
+    "summary_turns",
     "utcnow",
 ]

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omoide.context import ContextGuard, PromptBudget, prompt_budget
-from omoide.context.compaction import ACKNOWLEDGEMENT, SUMMARISER_SYSTEM, SUMMARY_PREFIX, split_index
+from omoide.context.compaction import SUMMARISER_SYSTEM, SUMMARY_ACK, SUMMARY_PREFIX, split_index
 from omoide.context.turns import normalise_turns
 from omoide.errors import (
     AuthenticationFailed,
@@ -96,7 +96,7 @@ async def test_stage2_compacts_oldest_half_into_a_summary_pair():
     result = await guard_for(model, 100_000, summariser=summ).run(msgs)
     assert result.stage == 2
     assert result.messages[0].text.startswith(SUMMARY_PREFIX)
-    assert result.messages[1].text == ACKNOWLEDGEMENT
+    assert result.messages[1].text == SUMMARY_ACK
     assert result.messages[2:] == normalise_turns(msgs)[10:]
     assert result.compaction is not None
     assert result.compaction.replaced_turns == 10
@@ -247,7 +247,7 @@ async def test_guard_properties(msgs, window):
     for turn in prompt:
         for block in turn.content:
             if isinstance(block, TextBlock):
-                assert block.text in originals or block.text.startswith(SUMMARY_PREFIX) or block.text == ACKNOWLEDGEMENT
+                assert block.text in originals or block.text.startswith(SUMMARY_PREFIX) or block.text == SUMMARY_ACK
     # every original message is either in the prompt verbatim or covered by the summary
     covered = result.compaction.through_seq if result.compaction and result.compaction.through_seq else 0
     prompt_texts = {b.text for m in prompt for b in m.content if isinstance(b, TextBlock)}

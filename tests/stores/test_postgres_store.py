@@ -11,6 +11,7 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import numpy as np
@@ -27,7 +28,7 @@ from omoide.errors import (
     VersionConflict,
 )
 from omoide.keys import session_key
-from omoide.models import Message, SessionStatus
+from omoide.models import Message, SessionKey, SessionStatus
 from omoide.settings import Settings
 from omoide.stores import Capability, open_store
 from omoide.stores.postgres import PostgresStore
@@ -35,11 +36,11 @@ from omoide.stores.postgres import PostgresStore
 pytestmark = pytest.mark.postgres
 
 
-def _settings(url: str, tmp_path: Path, **overrides: object) -> Settings:
+def _settings(url: str, tmp_path: Path, **overrides: Any) -> Settings:
     return Settings(database_url=url, transcripts_dir=tmp_path / "transcripts", **overrides)
 
 
-def _key(user: str = "u1", workspace: str = "g1"):
+def _key(user: str = "u1", workspace: str = "g1") -> SessionKey:
     return session_key(platform="discord", workspace=workspace, channel="c1", user=user)
 
 
@@ -148,7 +149,7 @@ async def test_refused_tcp_connection_is_store_unavailable(tmp_path: Path) -> No
     assert "s3cret" not in str(info.value)
 
 
-async def test_missing_database_is_store_unavailable(pg_server, tmp_path: Path) -> None:
+async def test_missing_database_is_store_unavailable(pg_server: Any, tmp_path: Path) -> None:
     url = pg_server.url_for("omoide_no_such_database")
     with pytest.raises(StoreUnavailable, match="CREATE DATABASE"):
         await PostgresStore(url, settings=_settings(url, tmp_path)).open()
@@ -156,7 +157,7 @@ async def test_missing_database_is_store_unavailable(pg_server, tmp_path: Path) 
 
 async def test_calls_before_open_say_how_to_open(pg_url: str, tmp_path: Path) -> None:
     store = PostgresStore(pg_url, settings=_settings(pg_url, tmp_path))
-    with pytest.raises(StoreError, match="await store.open"):
+    with pytest.raises(StoreError, match=r"await store\.open"):
         await store.get_session("discord:g1:c=c1:u=u1")
 
 
@@ -246,7 +247,9 @@ async def test_update_racing_a_concurrent_change_conflicts(pg_store: PostgresSto
 async def test_pool_connections_have_pgvector_types(pg_store: PostgresStore) -> None:
     vec = np.linspace(-1, 1, 384, dtype=np.float32)
     async with pg_store.pool.acquire() as conn:
-        source = await conn.fetchval("INSERT INTO knowledge_sources (workspace_id, type) VALUES ('g1', 'doc') RETURNING id")
+        source = await conn.fetchval(
+            "INSERT INTO knowledge_sources (workspace_id, type) VALUES ('g1', 'doc') RETURNING id"
+        )
         chunk = await conn.fetchval(
             "INSERT INTO knowledge_chunks (source_id, workspace_id, chunk_index, content) "
             "VALUES ($1, 'g1', 0, 'x') RETURNING id",

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 from omoide.context.turns import message_text_for_summary
 from omoide.errors import ContextOverflow
-from omoide.models import Message, ToolResultBlock
+from omoide.models import SUMMARY_ACK, SUMMARY_PREFIX, Message, ToolResultBlock, is_summary_turn, summary_turns
 from omoide.providers.base import ChatModel
 
-SUMMARY_PREFIX = "[Previous conversation summary]\n"
-ACKNOWLEDGEMENT = "Understood, I have the context."
 SUMMARISER_SYSTEM = (
     "You are a conversation summarizer. Be concise and factual. "
     "Write the summary in the language the conversation is in (日本語の会話は日本語で要約してください)."
@@ -51,15 +49,6 @@ class Compaction:
     summary: str
     replaced_turns: int
     through_seq: int | None
-
-
-def summary_turns(summary: str) -> list[Message]:
-    """The two turns that stand for a summarised history (seed 002's format)."""
-    return [Message.user(SUMMARY_PREFIX + summary), Message.assistant(ACKNOWLEDGEMENT)]
-
-
-def is_summary_turn(message: Message) -> bool:
-    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
 
 
 def split_index(turns: Sequence[Message]) -> int | None:
@@ -111,7 +100,7 @@ async def compact(
 
 
 __all__ = [
-    "ACKNOWLEDGEMENT",
+    "SUMMARY_ACK",
     "SUMMARY_PREFIX",
     "Compaction",
     "compact",

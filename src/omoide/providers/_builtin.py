@@ -23,7 +23,11 @@ from omoide.errors import ConfigError
 from omoide.providers._spec import BuildContext, ProviderInfo, ProviderSpec
 
 # native dimensions of known embedding models, and the ones that can be shortened on request
-OPENAI_EMBEDDING_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+OPENAI_EMBEDDING_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 OPENAI_FLEXIBLE = frozenset({"text-embedding-3-small", "text-embedding-3-large"})
 GEMINI_EMBEDDING_DIMENSIONS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
 VOYAGE_EMBEDDING_DIMENSIONS = {
@@ -59,7 +63,9 @@ def _dimensions(spec: ProviderSpec, native: dict[str, int], flexible: frozenset[
             )
         return known, False
     if known is not None and model not in flexible and spec.dimensions != known:
-        raise ConfigError(f"{spec.variable}={spec.text!r}: {model} always returns {known} dimensions, not {spec.dimensions}")
+        raise ConfigError(
+            f"{spec.variable}={spec.text!r}: {model} always returns {known} dimensions, not {spec.dimensions}"
+        )
     return spec.dimensions, True
 
 

@@ -116,11 +116,17 @@ def _status_error(
             **details,
         )
     if 400 <= status < 500:
-        return BadRequest(f"{provider}: bad request (HTTP {status}): {message}", provider=provider, status_code=status, **details)
-    return ProviderError(f"{provider}: unexpected HTTP {status}: {message}", provider=provider, status_code=status, **details)
+        return BadRequest(
+            f"{provider}: bad request (HTTP {status}): {message}", provider=provider, status_code=status, **details
+        )
+    return ProviderError(
+        f"{provider}: unexpected HTTP {status}: {message}", provider=provider, status_code=status, **details
+    )
 
 
-def _overflow(provider: str, status: int, message: str, *, prompt_tokens: int | None, limit: int | None) -> ContextOverflow:
+def _overflow(
+    provider: str, status: int, message: str, *, prompt_tokens: int | None, limit: int | None
+) -> ContextOverflow:
     return ContextOverflow(
         f"{provider}: the prompt does not fit the model's context window: {message}",
         provider=provider,

@@ -2,7 +2,7 @@
 
 The SDKs' own retries are switched off (``max_retries=0`` and equivalents) so that this
 module is the only place that decides. Each attempt runs under
-``asyncio.timeout(timeout)``; an SDK error is first translated into an
+``asyncio.timeout(attempt_timeout)``; an SDK error is first translated into an
 :class:`~omoide.errors.ProviderError` by the provider's mapping helper (see
 :mod:`omoide.providers._errors`), and then:
 
@@ -97,7 +97,7 @@ async def call_with_retries(
     operation: Callable[[], Awaitable[T]],
     *,
     policy: RetryPolicy,
-    timeout: float,
+    attempt_timeout: float,
     provider: str,
     what: str,
 ) -> T:
@@ -110,7 +110,7 @@ async def call_with_retries(
     Args:
         operation: a zero-argument coroutine function making one attempt.
         policy: the retry policy.
-        timeout: seconds allowed for one attempt.
+        attempt_timeout: seconds allowed for one attempt.
         provider: the provider name, for errors and logs.
         what: a short name of the call (``"chat"``, ``"embed"``), for errors and logs.
 
@@ -145,20 +145,22 @@ async def call_with_retries(
     )
     async for attempt in retrying:
         with attempt:
-            return await run_with_timeout(operation, timeout=timeout, provider=provider, what=what)
+            return await run_with_timeout(operation, attempt_timeout=attempt_timeout, provider=provider, what=what)
     raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
 
-async def run_with_timeout(operation: Callable[[], Awaitable[T]], *, timeout: float, provider: str, what: str) -> T:
-    """One attempt of ``operation`` bounded by ``timeout``; a timeout becomes ProviderUnavailable."""
+async def run_with_timeout(
+    operation: Callable[[], Awaitable[T]], *, attempt_timeout: float, provider: str, what: str
+) -> T:
+    """One attempt of ``operation`` bounded by ``attempt_timeout`` seconds; a timeout becomes ProviderUnavailable."""
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(attempt_timeout):
             return await operation()
     except TimeoutError as exc:
         raise ProviderUnavailable(
-            f"{provider} {what} call timed out after {timeout:g} s (OMOIDE_PROVIDER_TIMEOUT_SECONDS)",
+            f"{provider} {what} call timed out after {attempt_timeout:g} s (OMOIDE_PROVIDER_TIMEOUT_SECONDS)",
             provider=provider,
-            timeout=timeout,
+            timeout=attempt_timeout,
         ) from exc
 
 

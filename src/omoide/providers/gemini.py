@@ -30,10 +30,10 @@ import contextlib
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from omoide.errors import ConfigError, InvalidContent
-from omoide.models import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from omoide.models import ContentBlock, Message, TextBlock, ToolUseBlock
 from omoide.providers._errors import gemini_errors
 from omoide.providers._retry import RetryPolicy, call_with_retries
 from omoide.providers._streaming import retrying_stream
@@ -200,12 +200,19 @@ class GeminiChatModel:
         await self.aclose()
 
     def _config(
-        self, system: str | None, tools: Sequence[ToolSpec], max_tokens: int, temperature: float | None, top_p: float | None
+        self,
+        system: str | None,
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+        temperature: float | None,
+        top_p: float | None,
     ) -> types.GenerateContentConfig:
         from google.genai import types
 
         declarations = [
-            types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=dict(t.input_schema))
+            types.FunctionDeclaration(
+                name=t.name, description=t.description, parameters_json_schema=dict(t.input_schema)
+            )
             for t in tools
         ]
         return types.GenerateContentConfig(
@@ -258,7 +265,9 @@ class GeminiChatModel:
                 )
             return self._response(response)
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="chat")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="chat"
+        )
 
     async def stream(
         self,
@@ -293,7 +302,7 @@ class GeminiChatModel:
             close,
             errors=lambda: gemini_errors(self.provider),
             policy=self._retry,
-            timeout=self._timeout,
+            attempt_timeout=self._timeout,
             provider=self.provider,
         )
         async with contextlib.aclosing(chunks):
@@ -369,12 +378,16 @@ class GeminiEmbedder:
         async def attempt() -> list[Vector]:
             with gemini_errors(self.provider):
                 response = await self._client.aio.models.embed_content(
-                    model=self.model, contents=list(texts), config=config
+                    model=self.model, contents=cast(Any, list(texts)), config=config
                 )
             rows: list[Any] = [e.values or [] for e in response.embeddings or []]
-            return to_vectors(rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model)
+            return to_vectors(
+                rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model
+            )
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="embed")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="embed"
+        )
 
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         """Embed passages (task type ``RETRIEVAL_DOCUMENT``), ``max_batch`` per request."""

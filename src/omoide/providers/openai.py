@@ -101,7 +101,10 @@ def to_openai_messages(messages: Sequence[Message], system: str | None = None) -
 
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)},
+        }
         for t in tools
     ]
 
@@ -279,7 +282,9 @@ class OpenAIChatModel:
                 completion = await self._client.chat.completions.create(**params)
             return from_openai_completion(completion, self.provider)
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="chat")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="chat"
+        )
 
     async def stream(
         self,
@@ -312,7 +317,7 @@ class OpenAIChatModel:
             close,
             errors=lambda: openai_errors(self.provider),
             policy=self._retry,
-            timeout=self._timeout,
+            attempt_timeout=self._timeout,
             provider=self.provider,
         )
         async with contextlib.aclosing(chunks):
@@ -377,9 +382,13 @@ class OpenAIEmbedder:
             with openai_errors(self.provider):
                 response = await self._client.embeddings.create(**params)
             rows = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
-            return to_vectors(rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model)
+            return to_vectors(
+                rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model
+            )
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="embed")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="embed"
+        )
 
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         """Embed passages, ``max_batch`` per request."""

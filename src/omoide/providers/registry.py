@@ -68,7 +68,9 @@ def _load_plugins() -> None:
         try:
             entry_point.load()()
         except (ImportError, AttributeError, TypeError) as exc:
-            raise ConfigError(f"provider plugin {entry_point.name!r} ({entry_point.value}) failed to load: {exc}") from exc
+            raise ConfigError(
+                f"provider plugin {entry_point.name!r} ({entry_point.value}) failed to load: {exc}"
+            ) from exc
 
 
 def providers_for(role: Role) -> list[str]:
@@ -281,7 +283,9 @@ def describe_providers(settings: Settings, *, environ: Mapping[str, str] | None 
     return out
 
 
-def _status(role: Role, spec: str, settings: Settings, environ: Mapping[str, str], *, is_default: bool) -> ProviderStatus:
+def _status(
+    role: Role, spec: str, settings: Settings, environ: Mapping[str, str], *, is_default: bool
+) -> ProviderStatus:
     try:
         parsed = parse_spec(spec, role)
         info = _PROVIDERS[parsed.provider]

@@ -22,15 +22,15 @@ from omoide.providers._vectors import batches, check_texts, to_vectors
 from omoide.providers.base import RerankResult, Vector
 
 if TYPE_CHECKING:
-    import voyageai
+    from voyageai.client_async import AsyncClient
 
 
-def _client(api_key: str, base_url: str | None, timeout: float) -> voyageai.AsyncClient:
+def _client(api_key: str, base_url: str | None, timeout: float) -> AsyncClient:
     try:
-        import voyageai
+        from voyageai.client_async import AsyncClient
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("the voyage provider needs its SDK: pip install 'omoide[voyage]'") from exc
-    return voyageai.AsyncClient(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
+    return AsyncClient(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
 
 
 class VoyageReranker:
@@ -87,7 +87,9 @@ class VoyageReranker:
             results = [RerankResult(index=int(r.index), score=float(r.relevance_score)) for r in response.results]
             return sorted(results, key=lambda r: r.score, reverse=True)[:top]
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="rerank")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="rerank"
+        )
 
 
 class VoyageEmbedder:
@@ -144,9 +146,13 @@ class VoyageEmbedder:
                     list(texts), model=self.model, input_type=input_type, output_dimension=dims
                 )
             rows: list[Any] = list(result.embeddings)
-            return to_vectors(rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model)
+            return to_vectors(
+                rows, dimensions=self.dimensions, expected=len(texts), provider=self.provider, model=self.model
+            )
 
-        return await call_with_retries(attempt, policy=self._retry, timeout=self._timeout, provider=self.provider, what="embed")
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="embed"
+        )
 
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         """Embed passages (``input_type="document"``), ``max_batch`` per request."""

@@ -19,10 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from omoide.errors import InvalidContent
-from omoide.models import ContentBlock, Message, TextBlock, ToolResultBlock, block_from_dict
+from omoide.models import ContentBlock, Message, TextBlock, ToolResultBlock, block_from_dict, summary_turns
 from omoide.transcripts._records import (
-    SUMMARY_ACK,
-    SUMMARY_PREFIX,
     AssistantRecord,
     Record,
     UserRecord,
@@ -153,8 +151,4 @@ def messages_from_records(records: Iterable[Mapping[str, Any]], *, apply_compact
     compaction = checked[last]
     assert compaction["type"] == "compaction"
     when = datetime_from_ts(compaction["ts"])
-    summary = [
-        Message.user(SUMMARY_PREFIX + compaction["summary"], created_at=when),
-        Message.assistant(SUMMARY_ACK, created_at=when),
-    ]
-    return summary + _group(checked, compaction["replaces_through"] + 1)
+    return summary_turns(compaction["summary"], created_at=when) + _group(checked, compaction["replaces_through"] + 1)

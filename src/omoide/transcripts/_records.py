@@ -15,15 +15,19 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast
 
 from omoide.errors import InvalidContent
-from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock, block_from_dict, ensure_utc
+from omoide.models import SUMMARY_ACK as SUMMARY_ACK
+from omoide.models import SUMMARY_PREFIX as SUMMARY_PREFIX
+from omoide.models import (
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_from_dict,
+    ensure_utc,
+)
 
 RecordType: TypeAlias = Literal["user", "assistant", "tool_use", "tool_result", "compaction"]
 RECORD_TYPES: tuple[RecordType, ...] = ("user", "assistant", "tool_use", "tool_result", "compaction")
 
-SUMMARY_PREFIX = "[Previous conversation summary]\n"
-"""Prefix of the user turn that replaces compacted history (seed 002)."""
-SUMMARY_ACK = "Understood, I have the context."
-"""Text of the assistant turn that acknowledges a compaction summary (seed 002)."""
 
 EXTRA_FIELDS: tuple[str, ...] = ("author_id", "author_name", "is_bot", "message_id")
 """Optional fields any conversation record may carry (kept by DB ↔ JSONL round trips)."""

@@ -32,9 +32,9 @@ Input conventions (prompt builders rely on these):
   never summarised, only searched for evidence and the instruction.
 
 Answering: evidence blocks are split into sentences; each sentence is scored by
-``0.5 × cosine`` (query vs sentence embeddings from the embedder, min-max scaled over
+``0.5 × cosine`` (query vs embeddings of the sentence with its block metadata from the embedder, min-max scaled over
 the candidates) ``+ 0.5 ×`` the IDF-weighted share of the question's search tokens it
-contains. The best sentence and any others within 75 % of its score (at most
+contains (Latin words of 4+ letters also match by prefix: ``paint`` ~ ``painted``). The best sentence and any others within 75 % of its score (at most
 ``max_quotes``) are quoted, best first. When no sentence shares a token with the
 question the answer says so and quotes the closest sentences anyway.
 
@@ -92,6 +92,13 @@ class _Candidate:
     evidence: Evidence | None = None
     speaker: str | None = None
 
+    @property
+    def scored_text(self) -> str:
+        """The sentence with its evidence metadata (speaker, date), as matched against a question."""
+        if self.evidence is not None and self.evidence.meta:
+            return f"{self.evidence.meta} {self.text}"
+        return self.text
+
     def render(self, japanese: bool) -> str:
         quoted = f"「{self.text}」" if japanese else f"“{self.text}”"
         parts = ["-"]
@@ -103,6 +110,15 @@ class _Candidate:
         if self.evidence is not None:
             parts.append(self.evidence.citation)
         return " ".join(parts)
+
+
+def _matches(query_token: str, tokens: set[str]) -> bool:
+    """Exact match, or a prefix match between Latin words of 4+ letters (``paint`` ~ ``painted``)."""
+    if query_token in tokens:
+        return True
+    if len(query_token) < 4 or not query_token.isascii():
+        return False
+    return any(len(t) >= 4 and t.isascii() and (t.startswith(query_token) or query_token.startswith(t)) for t in tokens)
 
 
 def _content_tokens(text: str) -> list[str]:
@@ -209,7 +225,7 @@ class ExtractiveChatModel:
             ]
         if not request.question.strip():
             return await self._summarise(request, budget)
-        scores, lexical = await self._score(request.question, candidates)
+        scores, lexical = await self._score(request.question, [c.scored_text for c in candidates])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
         best = scores[order[0]]
         chosen = [i for i in order if scores[i] >= QUOTE_RATIO * best][: self.max_quotes]
@@ -223,20 +239,21 @@ class ExtractiveChatModel:
             )
         return [header, *(candidates[i].render(ja) for i in chosen)]
 
-    async def _score(self, question: str, candidates: list[_Candidate]) -> tuple[list[float], list[float]]:
+    async def _score(self, question: str, texts: list[str]) -> tuple[list[float], list[float]]:
+        """Score each text against the question: ``(combined scores, lexical shares)``."""
         query_vec = await self.embedder.embed_query(question)
-        sentence_vecs = await self.embedder.embed_documents([c.text for c in candidates])
+        sentence_vecs = await self.embedder.embed_documents(texts)
         cos = np.array([float(v @ query_vec) for v in sentence_vecs], dtype=np.float64)
         spread = float(cos.max() - cos.min())
         cos_scaled = (cos - cos.min()) / spread if spread > 1e-9 else np.ones_like(cos)
 
         query_tokens = set(_content_tokens(question))
-        sentence_tokens = [set(_content_tokens(c.text)) for c in candidates]
-        df: Counter[str] = Counter(t for toks in sentence_tokens for t in toks if t in query_tokens)
-        n = len(candidates)
-        idf = {t: math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t in query_tokens}
+        matched = [{q for q in query_tokens if _matches(q, set(_content_tokens(t)))} for t in texts]
+        df: Counter[str] = Counter(q for m in matched for q in m)
+        n = len(texts)
+        idf = {q: math.log(1.0 + (n + 1) / (df[q] + 0.5)) for q in query_tokens}
         total = sum(idf.values()) or 1.0
-        lexical = [sum(idf[t] for t in query_tokens & toks) / total for toks in sentence_tokens]
+        lexical = [sum(idf[q] for q in m) / total for m in matched]
         scores = [0.5 * float(c) + 0.5 * lex for c, lex in zip(cos_scaled, lexical, strict=True)]
         return scores, lexical
 
@@ -261,14 +278,17 @@ class ExtractiveChatModel:
         header = "要点（原文からの抜粋）:" if ja else "Key points (quoted from the source):"
         left = budget - self._counter.count(header) - 1
         limit = min(self.max_summary_sentences, max(SUMMARY_MIN_SENTENCES, math.ceil(len(pool) * SUMMARY_RATIO)))
+        ranked = _mmr(np.stack(vectors), len(pool))
         chosen: list[_Candidate] = []
-        for i in _mmr(np.stack(vectors), len(pool)):
+        for i in ranked:
             if len(chosen) >= limit:
                 break
             cost = self._counter.count(pool[i].render(ja)) + 1
-            if cost <= left or not chosen:
+            if cost <= left:
                 chosen.append(pool[i])
                 left -= cost
+        if not chosen:  # nothing fits: return the most salient sentence, _fit cuts it at the budget
+            chosen.append(pool[ranked[0]])
         chosen.sort(key=lambda c: c.position)
         return [header, *(c.render(ja) for c in chosen)]
 

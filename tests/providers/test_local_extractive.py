@@ -1,0 +1,188 @@
+"""The offline extractive "no LLM" chat model."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from omoide.errors import InvalidInput
+from omoide.models import Message, ToolResultBlock
+from omoide.providers.base import ChatModel, StreamDone, TextDelta, ToolSpec
+from omoide.providers.local._prompt import find_question, parse_request, split_evidence
+from omoide.providers.local.extractive import LABEL_EN, LABEL_JA, ExtractiveChatModel
+from omoide.providers.local.hashing import HashingEmbedder
+from omoide.providers.tokens import get_token_counter
+
+JA_PROMPT = """以下の根拠だけを使って答えてください。
+
+[#1] (2023-05-08 · andy) 俺はandy、大阪でエンジニアをしてる。趣味は釣り。
+[#2] (2023-05-09 · mika) 昨日は雨だったので家で映画を見ました。
+[#3] (2023-05-10 · andy) 来週、京都に旅行に行く予定！
+
+質問: andyの仕事は？"""
+
+EN_EVIDENCE = """[#1] (8 May 2023 · Caroline) I went to the LGBTQ support group yesterday. It was so powerful.
+[#2] (8 May 2023 · Melanie) I painted a sunrise last year. The kids loved it.
+[#3] (9 May 2023 · Caroline) I'm thinking about studying counseling."""
+
+CONVERSATION = """[#1] Caroline: I went to the LGBTQ support group yesterday. It was so powerful. Hi!
+[#2] Melanie: I painted a sunrise last year. The kids loved it. Painting helps me relax after work.
+[#3] Caroline: I'm thinking about studying counseling. I want to help trans people like me.
+[#4] Melanie: That's great! You would be a great counselor. My kids say hi.
+[#5] Caroline: Thanks! The support group meets every Tuesday evening."""
+
+
+@pytest.fixture(scope="module")
+def model() -> ExtractiveChatModel:
+    return ExtractiveChatModel()
+
+
+def test_is_a_chat_model(model: ExtractiveChatModel) -> None:
+    assert isinstance(model, ChatModel)
+    assert model.provider == "extractive"
+    assert isinstance(model.embedder, HashingEmbedder)
+
+
+async def test_answers_in_japanese_with_citation_and_label(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(JA_PROMPT)])
+    lines = r.text.split("\n")
+    assert lines[0] == LABEL_JA == "（抽出モード: LLM なし）"
+    assert "エンジニア" in r.text
+    assert re.search(r"「俺はandy、大阪でエンジニアをしてる。」 \[#1\]", r.text)
+    assert "(2023-05-08 · andy)" in r.text
+    assert r.stop_reason == "end_turn"
+    assert r.tool_calls == ()
+    assert r.model == "extractive-v1"
+
+
+async def test_answers_in_english_quoting_the_best_sentence(model: ExtractiveChatModel) -> None:
+    prompt = f"Answer from the evidence.\n\n{EN_EVIDENCE}\n\nWhen did Caroline go to the LGBTQ support group?"
+    r = await model.complete([Message.user(prompt)])
+    lines = r.text.split("\n")
+    assert lines[0] == LABEL_EN == "(extractive mode: no LLM)"
+    assert lines[2] == "- (8 May 2023 · Caroline) “I went to the LGBTQ support group yesterday.” [#1]"
+    assert "sunrise" not in r.text
+
+
+async def test_every_quote_is_copied_from_the_evidence(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(f"{EN_EVIDENCE}\n\nQuestion: what did Melanie paint?")])
+    quotes = re.findall(r"“(.+?)” \[#(\d)\]", r.text)
+    assert quotes
+    blocks = {e.number: e.text for e in split_evidence(EN_EVIDENCE)[0]}
+    for sentence, number in quotes:
+        assert sentence in blocks[int(number)]
+    assert quotes[0] == ("I painted a sunrise last year.", "2")
+
+
+async def test_evidence_in_system_prompt_and_tool_results(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user("Who painted a sunrise?")], system=f"Use this:\n\n{EN_EVIDENCE}")
+    assert "[#2]" in r.text
+    tool_turn = Message("user", (ToolResultBlock("toolu_1", "[#7] 誕生日は3月15日です。"),))
+    r = await model.complete([Message.user("誕生日はいつ？"), tool_turn])
+    assert "「誕生日は3月15日です。」 [#7]" in r.text
+
+
+async def test_no_evidence_says_so(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user("こんにちは")])
+    assert r.text.startswith(LABEL_JA)
+    assert "根拠となる記録が見つからない" in r.text
+    r = await model.complete([Message.user("Who is Andy?")])
+    assert r.text.startswith(LABEL_EN)
+    assert "No evidence" in r.text
+
+
+async def test_no_overlap_is_flagged(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(f"{EN_EVIDENCE}\n\nQuestion: quantum chromodynamics?")])
+    assert "no direct answer" in r.text
+
+
+async def test_summarises_evidence_with_mmr(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(f"Summarise the conversation.\n\n{CONVERSATION}")], max_tokens=300)
+    lines = r.text.split("\n")
+    assert lines[0] == LABEL_EN
+    quotes = [ln for ln in lines[2:] if ln.startswith("- ")]
+    assert 2 <= len(quotes) <= 5  # a third of 14 sentences
+    assert all(re.search(r"\[#\d\]$", q) for q in quotes)
+    assert "Hi!" not in r.text  # too short to be a point
+    # picked sentences are printed in their original order
+    numbers = [int(m) for m in re.findall(r"\[#(\d)\]", r.text)]
+    assert numbers == sorted(numbers)
+
+
+async def test_summary_respects_the_token_budget(model: ExtractiveChatModel) -> None:
+    counter = get_token_counter()
+    for budget in (40, 60, 120):
+        r = await model.complete([Message.user(f"要約して\n\n{CONVERSATION}")], max_tokens=budget)
+        assert counter.count(r.text) <= budget
+        assert r.text.startswith(LABEL_JA)
+        assert r.stop_reason == "end_turn"
+        assert r.usage.output_tokens == counter.count(r.text)
+
+
+async def test_tiny_budget_is_cut_with_max_tokens(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(f"Summarise.\n\n{CONVERSATION}")], max_tokens=5)
+    assert r.stop_reason == "max_tokens"
+    assert get_token_counter().count(r.text) <= 5
+
+
+async def test_summarises_the_conversation_history(model: ExtractiveChatModel) -> None:
+    history = [
+        Message.user("昨日は京都に行って、金閣寺を見ました。とても綺麗でした。", author_name="andy"),
+        Message.assistant("いいですね！写真は撮りましたか？"),
+        Message.user("撮りました。あと抹茶パフェも食べました。", author_name="andy"),
+        Message.user("ここまでの会話を要約して"),
+    ]
+    r = await model.complete(history)
+    assert r.text.startswith(LABEL_JA + "\n要点")
+    assert "andy: 「" in r.text
+    assert "要約して" not in r.text.split("\n", 2)[2]
+
+
+async def test_summary_request_in_system_prompt(model: ExtractiveChatModel) -> None:
+    r = await model.complete([Message.user(CONVERSATION)], system="Write a short summary of the channel.")
+    assert "Key points" in r.text
+
+
+async def test_stream_yields_lines_then_done(model: ExtractiveChatModel) -> None:
+    events = [e async for e in model.stream([Message.user(JA_PROMPT)])]
+    assert isinstance(events[-1], StreamDone)
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert "".join(deltas) == events[-1].response.text
+    assert deltas[0] == LABEL_JA + "\n"
+
+
+async def test_tools_are_never_called_and_usage_is_counted(model: ExtractiveChatModel) -> None:
+    tool = ToolSpec("recall", "search memories", {"type": "object"})
+    messages = [Message.user(JA_PROMPT)]
+    r = await model.complete(messages, tools=[tool])
+    assert r.stop_reason == "end_turn" and not r.tool_calls
+    assert r.usage.input_tokens == get_token_counter().count_messages(messages, tools=[tool])
+
+
+async def test_works_with_another_embedder() -> None:
+    model = ExtractiveChatModel(HashingEmbedder(64))
+    r = await model.complete([Message.user(JA_PROMPT)])
+    assert "[#1]" in r.text
+
+
+async def test_bad_calls_are_typed_errors(model: ExtractiveChatModel) -> None:
+    with pytest.raises(InvalidInput, match="at least one message"):
+        await model.complete([])
+    with pytest.raises(InvalidInput, match="max_tokens"):
+        await model.complete([Message.user("hi")], max_tokens=0)
+
+
+def test_prompt_conventions() -> None:
+    blocks, rest = split_evidence("intro\n\n[#1] (meta) first\ncontinued\n[#2] second\n\nQuestion: why?")
+    assert [(b.number, b.meta, b.text) for b in blocks] == [(1, "(meta)", "first\ncontinued"), (2, None, "second")]
+    assert "Question: why?" in rest and "first" not in rest
+    assert find_question("Some context.\n\nWho is Andy?\n\nAnswer briefly.") == "Who is Andy?"
+    assert find_question("質問：andyって誰？") == "andyって誰？"
+    # the noun "summary" alone does not make a summarise request; a labelled question wins
+    req = parse_request([Message.user("Question: what happened?")], "Use the channel summary below.")
+    assert req.mode == "answer"
+    req = parse_request([Message.user("Please summarise this.\n\nQuestion: what happened?")], None)
+    assert req.mode == "answer"
+    assert parse_request([Message.user("まとめてください\n\n[#1] a")], None).mode == "summarise"
+    assert parse_request([Message.user("[#1] only evidence")], None).mode == "summarise"

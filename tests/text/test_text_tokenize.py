@@ -1,0 +1,141 @@
+"""Lexical search tokens: Japanese-aware, identical at index and query time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from omoide.errors import ConfigError
+from omoide.text import (
+    NgramTokenizer,
+    get_search_tokenizer,
+    search_tokenizer_name,
+    stem_english,
+    sudachi_available,
+    tokenize_for_search,
+)
+from omoide.text.tokenize import MAX_SUDACHI_CHARS
+
+needs_sudachi = pytest.mark.skipif(not sudachi_available(), reason="SudachiPy + sudachidict-core not installed")
+BACKENDS = ["ngram", pytest.param("sudachi", marks=needs_sudachi)]
+
+SENTENCES_WITH_TENKI = [
+    "今日は天気がいいですね。",
+    "明日の天気はどうかな",
+    "天気予報によると雨らしい",
+    "週末の天気、晴れるといいな！",
+    "Discordで天気の話をした",
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sentence", SENTENCES_WITH_TENKI)
+def test_two_character_word_is_a_token_of_sentence_and_query(backend: str, sentence: str) -> None:
+    query_tokens = tokenize_for_search("天気", backend=backend)  # type: ignore[arg-type]
+    assert query_tokens == ["天気"]
+    assert "天気" in tokenize_for_search(sentence, backend=backend)  # type: ignore[arg-type]
+
+
+@given(
+    st.text(alphabet="あいうえおかきくけこ今日明雨晴アイウエオ 、。abc", max_size=20),
+    st.sampled_from(["天気", "京都", "映画", "仕事", "ゲーム"]),
+    st.text(alphabet="あいうえおかきくけこ今日明雨晴アイウエオ 、。abc", max_size=20),
+)
+def test_ngram_backend_finds_any_two_character_word(prefix: str, word: str, suffix: str) -> None:
+    tokens = tokenize_for_search(prefix + word + suffix, backend="ngram")
+    assert word[:2] in tokens
+    assert set(tokenize_for_search(word[:2], backend="ngram")) <= set(tokens)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_normalisation_and_case(backend: str) -> None:
+    tokens = tokenize_for_search("ＡＢＣ１２３ Hello WORLD", backend=backend)  # type: ignore[arg-type]
+    assert tokens == ["abc123", "hello", "world"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_english_words_possessives_and_plurals(backend: str) -> None:
+    tokens = tokenize_for_search("Caroline's dogs went to Python 3.11 parties.", backend=backend)  # type: ignore[arg-type]
+    assert tokens == ["caroline", "dog", "went", "to", "python", "3.11", "party"]
+
+
+def test_stem_english() -> None:
+    assert [stem_english(w) for w in ["cats", "buses", "glass", "status", "ponies", "is", "mel's"]] == [
+        "cat",
+        "buse",
+        "glass",
+        "status",
+        "pony",
+        "is",
+        "mel",
+    ]
+
+
+def test_ngram_backend_bigrams_and_single_characters() -> None:
+    assert NgramTokenizer().tokenize("雨") == ["雨"]
+    assert NgramTokenizer().tokenize("今日は雨、ok") == ["今日", "日は", "は雨", "ok"]
+
+
+@needs_sudachi
+def test_sudachi_drops_particles_and_lemmatises() -> None:
+    tokens = tokenize_for_search("東京都庁に住んでいます", backend="sudachi")
+    assert "に" not in tokens and "ます" not in tokens
+    assert "住む" in tokens
+    # compounds also give their parts, so a query for a part finds them
+    assert {"東京都庁", "東京", "都庁"} <= set(tokens)
+    assert set(tokenize_for_search("東京", backend="sudachi")) <= set(tokens)
+
+
+@needs_sudachi
+def test_sudachi_handles_text_longer_than_one_call_accepts() -> None:
+    # about 90 KB of Japanese without punctuation: one Sudachi call takes at most ~49 KB
+    text = "天気" * (MAX_SUDACHI_CHARS * 3 // 2)
+    assert len(text.encode("utf-8")) > 49_149
+    tokens = tokenize_for_search(text, backend="sudachi")
+    assert tokens.count("天気") >= MAX_SUDACHI_CHARS
+
+
+@needs_sudachi
+def test_sudachi_is_safe_across_threads() -> None:
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(50):
+                results.append(tokenize_for_search("今日は天気がいいので京都へ行きます", backend="sudachi"))
+        except BaseException as exc:  # collected and re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(r == results[0] for r in results)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(text=st.text(max_size=200))
+def test_tokens_are_clean_for_any_text(backend: str, text: str) -> None:
+    tokens = tokenize_for_search(text, backend=backend)  # type: ignore[arg-type]
+    assert tokens == tokenize_for_search(text, backend=backend)  # type: ignore[arg-type]
+    for token in tokens:
+        assert token
+        assert not any(ch.isspace() for ch in token)
+
+
+def test_auto_backend_and_names() -> None:
+    expected = "sudachi-core:v1" if sudachi_available() else "ngram:v1"
+    assert search_tokenizer_name() == expected
+    assert search_tokenizer_name("ngram") == "ngram:v1"
+    assert get_search_tokenizer() is get_search_tokenizer()
+
+
+def test_unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown search tokenizer backend 'mecab'"):
+        tokenize_for_search("x", backend="mecab")  # type: ignore[arg-type]
