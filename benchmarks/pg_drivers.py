@@ -338,6 +338,37 @@ async def _setup(uri: str) -> tuple[list[int], str]:
         await conn.close()
 
 
+async def _store_round(uri: str, iterations: int) -> Samples:
+    """The same append and window load through omoide's PostgresStore, in its own database."""
+    from omoide.keys import session_key
+    from omoide.models import Message
+    from omoide.stores.postgres import PostgresStore
+
+    conn = await asyncpg.connect(uri)
+    try:
+        await conn.execute("DROP DATABASE IF EXISTS omoide_bench_store")
+        await conn.execute("CREATE DATABASE omoide_bench_store")
+    finally:
+        await conn.close()
+    url = uri.replace("/postgres?", "/omoide_bench_store?") if "/postgres?" in uri else uri
+    samples = Samples()
+    async with PostgresStore(url) as store:
+        session = await store.get_or_create_session(
+            session_key(platform="discord", workspace="w1", channel="c", user="u")
+        )
+        text = _CONTENT[0]["text"]
+
+        async def append(i: int) -> None:
+            await store.append_message(session.id, Message.user(text, author_id="u1", message_id=f"m{i}"))
+
+        for i in range(30):
+            await append(-1 - i)
+            await store.history(session.id, window=WINDOW)
+        samples.add("append1", await _timed(iterations, append))
+        samples.add("window", await _timed(iterations, lambda i: store.history(session.id, window=WINDOW)))
+    return samples
+
+
 async def run(uri: str, rounds: int, iterations: int) -> dict[str, Samples]:
     session_ids, server = await _setup(uri)
     print(f"machine: {_machine()}")
@@ -352,12 +383,16 @@ async def run(uri: str, rounds: int, iterations: int) -> dict[str, Samples]:
             got = await _round(d, uri, iterations, session_ids, base)
             for op, values in got.by_op.items():
                 totals[d.name].add(op, values)
-    print("asyncpg* = asyncpg with a no-op pool reset (see AsyncpgDriver)\n")
+    totals["store"] = await _store_round(uri, rounds * iterations)
+    print("asyncpg* = asyncpg with a no-op pool reset (see AsyncpgDriver)")
+    print("store    = omoide's PostgresStore (asyncpg*, one-statement append with a platform message id)\n")
     print(f"{'op':<10} {'driver':<8} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'n':>6}")
     for op in ("append", "append1", "window", "vector", "append_x8"):
-        for d in drivers:
-            v = totals[d.name].by_op[op]
-            print(f"{op:<10} {d.name:<8} {_pct(v, 50):8.3f} {_pct(v, 95):8.3f} {statistics.fmean(v):8.3f} {len(v):6d}")
+        for name in [d.name for d in drivers] + ["store"]:
+            if op not in totals[name].by_op:
+                continue
+            v = totals[name].by_op[op]
+            print(f"{op:<10} {name:<8} {_pct(v, 50):8.3f} {_pct(v, 95):8.3f} {statistics.fmean(v):8.3f} {len(v):6d}")
     return totals
 
 

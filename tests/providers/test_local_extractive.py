@@ -112,12 +112,16 @@ async def test_summarises_evidence_with_mmr(model: ExtractiveChatModel) -> None:
 
 async def test_summary_respects_the_token_budget(model: ExtractiveChatModel) -> None:
     counter = get_token_counter()
-    for budget in (40, 60, 120):
+    sizes = []
+    for budget in (60, 90, 120, 400):
         r = await model.complete([Message.user(f"要約して\n\n{CONVERSATION}")], max_tokens=budget)
         assert counter.count(r.text) <= budget
         assert r.text.startswith(LABEL_JA)
         assert r.stop_reason == "end_turn"
         assert r.usage.output_tokens == counter.count(r.text)
+        sizes.append(r.text.count("\n- "))
+    assert sizes == sorted(sizes)
+    assert sizes[0] >= 1
 
 
 async def test_tiny_budget_is_cut_with_max_tokens(model: ExtractiveChatModel) -> None:

@@ -54,7 +54,6 @@ def test_minilm_resolves_to_the_bundled_copy() -> None:
 
 @needs_minilm
 async def test_minilm_embeds_normalised_vectors(minilm: SentenceTransformerEmbedder) -> None:
-    await minilm.warm_up()
     assert isinstance(minilm, Embedder)
     assert minilm.dimensions == 384
     assert minilm.model_id == "sentence-transformers:all-MiniLM-L6-v2@384"
@@ -84,9 +83,11 @@ async def test_prompts_change_the_vectors() -> None:
 
 @needs_st
 async def test_missing_model_is_a_config_error(tmp_path: Path) -> None:
-    e = SentenceTransformerEmbedder(str(tmp_path / "no-such-model"))
     with pytest.raises(ConfigError, match="cannot load the sentence-transformers model"):
-        await e.embed_query("x")
+        SentenceTransformerEmbedder(str(tmp_path / "no-such-model"))
+    reranker = CrossEncoderReranker(str(tmp_path / "no-such-model"))
+    with pytest.raises(ConfigError, match="cannot load the sentence-transformers model"):
+        await reranker.rerank("q", ["a"])
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,25 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
-    words = "the a cat dog sat on mat weather rain sun today tomorrow stock market fell painted sunrise".split()
+    words = [
+        "the",
+        "a",
+        "cat",
+        "dog",
+        "sat",
+        "on",
+        "mat",
+        "weather",
+        "rain",
+        "sun",
+        "today",
+        "tomorrow",
+        "stock",
+        "market",
+        "fell",
+        "painted",
+        "sunrise",
+    ]
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt")).save_pretrained(str(path))

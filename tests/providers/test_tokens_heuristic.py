@@ -51,7 +51,7 @@ def japanese_texts() -> list[str]:
 
 def english_texts() -> list[str]:
     conversations = json.loads(EN_FILE.read_text(encoding="utf-8"))
-    out = []
+    out: list[str] = []
     for conv in conversations:
         for key, turns in conv["conversation"].items():
             if key.startswith("session_") and isinstance(turns, list):

@@ -16,7 +16,10 @@ from omoide.text import is_japanese, normalize, split_sentences
         ("「行こう。」と言った。次の文。", ["「行こう。」と言った。", "次の文。"]),
         ("彼は「そうだね。でも無理。」と答えた", ["彼は「そうだね。でも無理。」と答えた"]),
         ("本当!?すごい", ["本当!?", "すごい"]),
-        ("I met Dr. Smith at 3.30 today. He was late! Why? OK", ["I met Dr. Smith at 3.30 today.", "He was late!", "Why?", "OK"]),
+        (
+            "I met Dr. Smith at 3.30 today. He was late! Why? OK",
+            ["I met Dr. Smith at 3.30 today.", "He was late!", "Why?", "OK"],
+        ),
         ("See e.g. the docs. J. K. Rowling wrote it.", ["See e.g. the docs.", "J. K. Rowling wrote it."]),
         ("Visit example.com now. Done", ["Visit example.com now.", "Done"]),
         ("line one\nline two\n\n  line three  ", ["line one", "line two", "line three"]),

@@ -13,6 +13,7 @@ import typer
 from omoide import __version__
 from omoide.cli import sessions
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli.chat import chat as chat_command
 from omoide.errors import OmoideError
 
 app = typer.Typer(
@@ -23,6 +24,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(sessions.app, name="sessions")
+app.command("chat", epilog="Example: omoide chat --agent notes   (then: /new idea, /context, /compact, /exit)")(
+    chat_command
+)
 
 
 def _version(value: bool) -> None:

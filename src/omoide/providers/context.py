@@ -44,9 +44,11 @@ class ModelLimits:
     known: bool = True
 
 
-# (context window, max output tokens), from the providers' model documentation.
+# (context window, max output tokens), from the providers' model documentation. A bare
+# family name ("claude", "gemini") is the fallback for newer models of that family.
 KNOWN_MODELS: Mapping[str, tuple[int, int]] = {
-    # Anthropic
+    # Anthropic (every Claude model since Claude 3 has at least a 200k window)
+    "claude": (200_000, 8_192),
     "claude-opus-4-5": (200_000, 64_000),
     "claude-opus-4-1": (200_000, 32_000),
     "claude-opus-4": (200_000, 32_000),
@@ -76,7 +78,8 @@ KNOWN_MODELS: Mapping[str, tuple[int, int]] = {
     "o3": (200_000, 100_000),
     "o3-mini": (200_000, 100_000),
     "o4-mini": (200_000, 100_000),
-    # Gemini
+    # Gemini (the 1.5 and later families have 1M-token windows)
+    "gemini": (1_048_576, 8_192),
     "gemini-2.5-pro": (1_048_576, 65_536),
     "gemini-2.5-flash": (1_048_576, 65_536),
     "gemini-2.5-flash-lite": (1_048_576, 65_536),

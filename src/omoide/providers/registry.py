@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from omoide.providers._spec import ROLE_VARIABLE, ROLES, BuildContext, Factory, 
 if TYPE_CHECKING:
     from omoide.providers.base import ChatModel, Embedder, Reranker
     from omoide.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "omoide.providers"
 _EXAMPLE: dict[Role, str] = {
@@ -145,13 +148,26 @@ def _dimensions(tail: str, raw: str, variable: str) -> int:
 
 
 def default_spec(role: Role) -> str:
-    """The spec used when the role's setting is unset."""
+    """The spec used when the role's setting is unset.
+
+    For the embedder that is ``DEFAULT_OFFLINE_EMBEDDER``, or ``FALLBACK_OFFLINE_EMBEDDER``
+    (with a warning in the log) when the default's package is not installed.
+    """
     if role == "llm":
         return "extractive"
     if role == "reranker":
         return "none"
-    from omoide.providers.local import DEFAULT_OFFLINE_EMBEDDER
+    from omoide.providers.local import DEFAULT_OFFLINE_EMBEDDER, FALLBACK_OFFLINE_EMBEDDER
 
+    info = _PROVIDERS.get(parse_spec(DEFAULT_OFFLINE_EMBEDDER, "embedder").provider)
+    if info is not None and info.module is not None and not _installed(info.module):
+        logger.warning(
+            "default_embedder_unavailable default=%s missing=%s fallback=%s",
+            DEFAULT_OFFLINE_EMBEDDER,
+            info.module,
+            FALLBACK_OFFLINE_EMBEDDER,
+        )
+        return str(FALLBACK_OFFLINE_EMBEDDER)
     return str(DEFAULT_OFFLINE_EMBEDDER)
 
 

@@ -71,14 +71,15 @@ def records_from_messages(messages: Iterable[Message]) -> list[Record]:
 
 
 class _Group:
-    __slots__ = ("blocks", "head", "role")
+    __slots__ = ("blocks", "head", "last", "role")
 
-    def __init__(self, role: str, head: Record) -> None:
+    def __init__(self, role: str, head: Record, index: int) -> None:
         self.role = role
         self.head = head
+        self.last = index  # index of the newest record in this message
         self.blocks: list[ContentBlock] = []
 
-    def message(self) -> Message:
+    def message(self, positions: bool) -> Message:
         head: Mapping[str, Any] = self.head
         return Message(
             "user" if self.role == "user" else "assistant",
@@ -88,6 +89,7 @@ class _Group:
             is_bot=head.get("is_bot", self.role == "assistant"),
             message_id=head.get("message_id"),
             created_at=datetime_from_ts(head["ts"]),
+            seq=self.last + 1 if positions else None,
         )
 
 
@@ -110,28 +112,28 @@ def _blocks(record: Record) -> list[ContentBlock]:
     return []
 
 
-def _group(records: Sequence[Record], start: int) -> list[Message]:
+def _group(records: Sequence[Record], start: int, positions: bool) -> list[Message]:
     groups: list[_Group] = []
     open_kind: str | None = None  # "assistant": tool_use records may join; "results": tool_results may join
-    for record in records[start:]:
+    for index, record in enumerate(records[start:], start):
         kind = record["type"]
         if kind == "compaction":
             continue
-        if kind == "tool_use" and open_kind == "assistant":
+        if (kind == "tool_use" and open_kind == "assistant") or (kind == "tool_result" and open_kind == "results"):
             groups[-1].blocks.extend(_blocks(record))
-            continue
-        if kind == "tool_result" and open_kind == "results":
-            groups[-1].blocks.extend(_blocks(record))
+            groups[-1].last = index
             continue
         role = "user" if kind in ("user", "tool_result") else "assistant"
-        group = _Group(role, record)
+        group = _Group(role, record, index)
         group.blocks.extend(_blocks(record))
         groups.append(group)
         open_kind = "results" if kind == "tool_result" else "assistant" if role == "assistant" else None
-    return [g.message() for g in groups if g.blocks]
+    return [g.message(positions) for g in groups if g.blocks]
 
 
-def messages_from_records(records: Iterable[Mapping[str, Any]], *, apply_compaction: bool = False) -> list[Message]:
+def messages_from_records(
+    records: Iterable[Mapping[str, Any]], *, apply_compaction: bool = False, positions: bool = False
+) -> list[Message]:
     """Turn transcript records into messages.
 
     Args:
@@ -139,6 +141,9 @@ def messages_from_records(records: Iterable[Mapping[str, Any]], *, apply_compact
         apply_compaction: by default every original message is returned and compaction
             records are ignored (nothing is lost on import); ``True`` returns the
             compacted view: the summary pair, then the messages after the last compaction.
+        positions: set each message's ``seq`` to the 1-based position of the newest record
+            it was built from, so compacting the messages up to ``seq`` is
+            ``replaces_through = seq - 1``.
 
     Raises:
         InvalidContent: a malformed record; ``details['index']`` names it.
@@ -147,8 +152,10 @@ def messages_from_records(records: Iterable[Mapping[str, Any]], *, apply_compact
     check_sequence(checked)
     last = _last_compaction(checked) if apply_compaction else None
     if last is None:
-        return _group(checked, 0)
+        return _group(checked, 0, positions)
     compaction = checked[last]
     assert compaction["type"] == "compaction"
     when = datetime_from_ts(compaction["ts"])
-    return summary_turns(compaction["summary"], created_at=when) + _group(checked, compaction["replaces_through"] + 1)
+    return summary_turns(compaction["summary"], created_at=when) + _group(
+        checked, compaction["replaces_through"] + 1, positions
+    )

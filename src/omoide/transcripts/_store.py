@@ -554,6 +554,9 @@ class TranscriptStore:
         """The session replayed as Anthropic Messages (see :func:`rebuild_history`)."""
         return rebuild_history(await self.records(agent_id, session_id), apply_compaction=apply_compaction)
 
-    async def load_messages(self, agent_id: str, session_id: str, *, apply_compaction: bool = False) -> list[Message]:
+    async def load_messages(
+        self, agent_id: str, session_id: str, *, apply_compaction: bool = False, positions: bool = False
+    ) -> list[Message]:
         """The session as :class:`~omoide.models.Message` objects (see :func:`messages_from_records`)."""
-        return messages_from_records(await self.records(agent_id, session_id), apply_compaction=apply_compaction)
+        records = await self.records(agent_id, session_id)
+        return messages_from_records(records, apply_compaction=apply_compaction, positions=positions)

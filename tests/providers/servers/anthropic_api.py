@@ -22,7 +22,7 @@ def tool_use_block(id: str, name: str, input: Mapping[str, Any]) -> dict[str, An
 def message(
     *blocks: dict[str, Any],
     stop_reason: str = "end_turn",
-    model: str = "claude-sonnet-4-5-20250929",
+    model: str = "claude-sonnet-4-6",
     input_tokens: int = 12,
     output_tokens: int = 7,
     cache_read_input_tokens: int = 0,
@@ -51,7 +51,7 @@ def stream(
     *,
     tool_use: tuple[str, str, Mapping[str, Any]] | None = None,
     stop_reason: str = "end_turn",
-    model: str = "claude-sonnet-4-5-20250929",
+    model: str = "claude-sonnet-4-6",
     input_tokens: int = 25,
     output_tokens: int = 15,
     error: Mapping[str, Any] | None = None,

@@ -19,7 +19,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -58,6 +58,10 @@ class Reply:
     delay: float = 0.0
     events: Sequence[SSE] | None = None
     event_delay: float = 0.0
+
+    def delayed(self, seconds: float) -> Reply:
+        """This reply, sent only after ``seconds`` (to provoke client timeouts)."""
+        return replace(self, delay=seconds)
 
 
 @dataclass(frozen=True, slots=True)

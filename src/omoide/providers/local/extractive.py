@@ -31,12 +31,13 @@ Input conventions (prompt builders rely on these):
   conversation (each prefixed with its ``author_name`` when set). The system prompt is
   never summarised, only searched for evidence and the instruction.
 
-Answering: evidence blocks are split into sentences; each sentence is scored by
-``0.5 × cosine`` (query vs embeddings of the sentence with its block metadata from the embedder, min-max scaled over
-the candidates) ``+ 0.5 ×`` the IDF-weighted share of the question's search tokens it
-contains (Latin words of 4+ letters also match by prefix: ``paint`` ~ ``painted``). The best sentence and any others within 75 % of its score (at most
-``max_quotes``) are quoted, best first. When no sentence shares a token with the
-question the answer says so and quotes the closest sentences anyway.
+Answering: evidence blocks are split into sentences; each sentence, prefixed with its
+block's metadata, is scored by ``0.5 × cosine`` (question vs sentence embeddings from
+the embedder, min-max scaled over the candidates) ``+ 0.5 ×`` the IDF-weighted share of
+the question's search tokens it contains (Latin words of 4+ letters also match by
+prefix: ``paint`` ~ ``painted``). The best sentence and any others within 75 % of its
+score (at most ``max_quotes``) are quoted, best first. When no sentence shares a token
+with the question the answer says so and quotes the closest sentences anyway.
 
 Summarising: sentences of at least 5 characters are embedded; maximal marginal
 relevance (λ = 0.7) against the centroid picks salient, non-redundant ones — a third of

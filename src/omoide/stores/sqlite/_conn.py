@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from omoide.errors import ConfigError, StoreError, StoreUnavailable
+from omoide.errors import ConfigError, InvalidInput, StoreError, StoreUnavailable
 from omoide.models import ensure_utc
 
 logger = logging.getLogger(__name__)
@@ -174,11 +174,18 @@ def map_sqlite_errors(operation: str, path: str) -> Iterator[None]:
         StoreUnavailable: the database stayed locked past the busy timeout, cannot be
             opened, or the disk is full / read-only.
         StoreError: any other SQLite failure.
+        InvalidInput: a string to store is not valid Unicode (a lone surrogate).
     """
     try:
         yield
     except sqlite3.Error as exc:
         raise translate(exc, operation, path) from exc
+    except UnicodeEncodeError as exc:  # sqlite3 encodes every bound str as UTF-8
+        raise InvalidInput(
+            f"SQLite {operation}: a text value is not valid Unicode ({exc.reason} at position {exc.start}); "
+            "lone surrogates such as '\\ud800' cannot be stored",
+            operation=operation,
+        ) from exc
 
 
 def in_write_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -32,21 +32,21 @@ def get_session_by_id(conn: sqlite3.Connection, session_id: int) -> Session | No
     return session_from_row(row) if row is not None else None
 
 
+HISTORY_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM session_messages
+WHERE session_id = ?1
+  AND seq > (SELECT window_start_seq FROM sessions WHERE id = ?1)
+ORDER BY seq DESC
+LIMIT ?2
+"""
+
+
 def history(conn: sqlite3.Connection, session_id: int, window: int) -> list[Message]:
     """The newest ``window`` messages after the session's ``window_start_seq``, oldest first.
 
     One statement (one snapshot); walks the ``UNIQUE (session_id, seq)`` index backwards.
     """
-    rows = conn.execute(
-        f"""
-        SELECT {MESSAGE_COLUMNS} FROM session_messages
-        WHERE session_id = ?1
-          AND seq > (SELECT window_start_seq FROM sessions WHERE id = ?1)
-        ORDER BY seq DESC
-        LIMIT ?2
-        """,
-        (session_id, window),
-    ).fetchall()
+    rows = conn.execute(HISTORY_SQL, (session_id, window)).fetchall()
     rows.reverse()
     return [message_from_row(row) for row in rows]
 
@@ -235,6 +235,7 @@ def delete_session(conn: sqlite3.Connection, session_id: int) -> bool:
 
 
 __all__ = [
+    "HISTORY_SQL",
     "MESSAGE_COLUMNS",
     "SESSION_COLUMNS",
     "append_message",

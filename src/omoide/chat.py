@@ -1,0 +1,151 @@
+"""One conversational turn: load the window, guard the call, store both turns.
+
+A :class:`Conversation` is where a chat's turns live — a database session
+(:class:`SessionConversation`) or a JSONL agent transcript
+(:class:`TranscriptConversation`). :class:`ChatRunner` runs a turn against either:
+
+1. load the prompt history (the persisted compaction summary, then the turns after it);
+2. store the user's message (it was said, whatever happens next);
+3. call the model through the :class:`~omoide.context.guard.ContextGuard`;
+4. store the answer, and persist a compaction if the guard made one, so the next turn
+   starts from the summary instead of compacting the same messages again.
+
+Compaction never deletes: the summarised messages stay in the session store (and go to
+long-term memory through the archiver) or in the JSONL file before the compaction record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from omoide.context import ContextGuard, GuardResult, PromptBudget
+from omoide.context.compaction import Compaction, compact
+from omoide.context.guard import OnText
+from omoide.context.turns import normalise_turns
+from omoide.models import Message
+from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
+from omoide.transcripts import TranscriptStore, records_from_messages
+
+
+class Conversation(Protocol):
+    """Where one chat's turns are stored."""
+
+    async def prompt_history(self) -> list[Message]:
+        """The history a prompt starts from: the persisted summary pair (if any), then the turns after it."""
+
+    async def add(self, message: Message) -> Message:
+        """Store one turn; return it as stored."""
+
+    async def save_compaction(self, compaction: Compaction) -> None:
+        """Persist a compaction so later turns start from its summary."""
+
+
+@dataclass
+class TranscriptConversation:
+    """A JSONL agent session (seed 002): turns are appended records; a compaction is a record too."""
+
+    store: TranscriptStore
+    agent_id: str
+    session_id: str
+
+    async def prompt_history(self) -> list[Message]:
+        return await self.store.load_messages(self.agent_id, self.session_id, apply_compaction=True, positions=True)
+
+    async def add(self, message: Message) -> Message:
+        await self.store.extend(self.agent_id, self.session_id, records_from_messages([message]))
+        return message
+
+    async def save_compaction(self, compaction: Compaction) -> None:
+        if compaction.through_seq is None:
+            return
+        await self.store.append_compaction(
+            self.agent_id, self.session_id, compaction.summary, replaces_through=compaction.through_seq - 1
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUsage:
+    """What ``/context`` shows: the prompt's counted size against the model's window."""
+
+    tokens: int
+    context_window: int
+    prompt_limit: int
+
+    @property
+    def fraction(self) -> float:
+        return self.tokens / self.context_window if self.context_window else 0.0
+
+
+class ChatRunner:
+    """Runs turns of a conversation with a model, inside its context window.
+
+    Args:
+        model: the chat model.
+        counter: counts prompt tokens.
+        budget: the model's window and the answer reservation.
+        system: the system prompt of every turn.
+        summariser: the model that writes compaction summaries (default: ``model``).
+        tool_result_limit: characters a tool result keeps when the guard cuts it.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        counter: TokenCounter,
+        budget: PromptBudget,
+        *,
+        system: str | None = None,
+        summariser: ChatModel | None = None,
+        tool_result_limit: int = 20_000,
+    ) -> None:
+        self.model = model
+        self.system = system
+        self.guard = ContextGuard(model, counter, budget, summariser=summariser, tool_result_limit=tool_result_limit)
+
+    async def turn(
+        self,
+        conversation: Conversation,
+        user: Message,
+        *,
+        tools: Sequence[ToolSpec] = (),
+        temperature: float | None = None,
+        top_p: float | None = None,
+        on_text: OnText | None = None,
+    ) -> GuardResult:
+        """Run one turn: store ``user``, call the model, store and return its answer."""
+        history = await conversation.prompt_history()
+        stored_user = await conversation.add(user)
+        result = await self.guard.run(
+            [*history, stored_user],
+            system=self.system,
+            tools=tools,
+            temperature=temperature,
+            top_p=top_p,
+            on_text=on_text,
+        )
+        if result.compaction is not None:
+            await conversation.save_compaction(result.compaction)
+        await conversation.add(result.response.as_message(author_name=self.model.model_id))
+        return result
+
+    async def compact(self, conversation: Conversation) -> Compaction | None:
+        """``/compact``: summarise the older half now and persist it; ``None`` if there is too little history."""
+        turns = normalise_turns(await conversation.prompt_history())
+        done = await compact(turns, self.guard.summariser)
+        if done is None:
+            return None
+        _, compaction = done
+        await conversation.save_compaction(compaction)
+        return compaction
+
+    async def usage(self, conversation: Conversation) -> ContextUsage:
+        """The size of the prompt the next turn would start from."""
+        turns = normalise_turns(await conversation.prompt_history())
+        tokens = self.guard.count(turns, system=self.system)
+        budget = self.guard.budget
+        return ContextUsage(tokens, budget.context_window, budget.prompt_limit)
+
+
+__all__ = ["ChatRunner", "ContextUsage", "Conversation", "TranscriptConversation"]

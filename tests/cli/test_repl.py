@@ -1,0 +1,130 @@
+"""`omoide chat` as a user drives it: a real pseudo-terminal (pexpect), typed commands, the files left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from omoide.cli.chat import _cancellable, usage_line
+
+OMOIDE = str(Path(sys.executable).with_name("omoide"))
+
+
+def spawn(tmp_path: Path) -> pexpect.spawn:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMOIDE_")}
+    env.update(
+        OMOIDE_TRANSCRIPTS_DIR=str(tmp_path / "transcripts"),
+        OMOIDE_DATABASE_URL=f"sqlite:///{tmp_path / 'omoide.db'}",
+        PROMPT_TOOLKIT_NO_CPR="1",
+        TERM="xterm",
+        COLUMNS="200",
+        LINES="50",
+    )
+    child = pexpect.spawn(
+        OMOIDE, ["chat"], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30, dimensions=(50, 200)
+    )
+    child.expect("omoide chat")
+    return child
+
+
+def say(child: pexpect.spawn, line: str) -> None:
+    child.expect("You >")
+    child.sendline(line)
+
+
+def records(tmp_path: Path) -> dict[str, list[dict]]:
+    folder = tmp_path / "transcripts" / "agents" / "default" / "sessions"
+    return {p.stem: [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines()] for p in folder.glob("*.jsonl")}
+
+
+def test_repl_session_commands(tmp_path):
+    child = spawn(tmp_path)
+    say(child, "/new alpha")
+    child.expect(r"Started session [0-9a-f]{12} \(alpha\)")
+    for text in (
+        "私の名前はタロウです。ラーメンが好きです。",
+        "My favourite editor is Helix.",
+        "明日は京都に行きます。",
+    ):
+        say(child, text)
+        child.expect("Assistant > ")
+        child.expect(r"(extractive mode: no LLM|抽出モード)")
+    say(child, "/new beta")
+    child.expect(r"Started session [0-9a-f]{12} \(beta\)")
+    say(child, "hello from beta")
+    child.expect("Assistant > ")
+    say(child, "/switch al")
+    child.expect(r"Switched to session [0-9a-f]{12} \(alpha\)")
+    say(child, "/switch zzz")
+    child.expect("Candidates: ")
+    say(child, "/context")
+    child.expect(r"Context usage: ~([\d,]+) / ([\d,]+) tokens")
+    used = int(child.match.group(1).replace(",", ""))
+    assert used > 20
+    child.expect(r"\[[#-]{30}\] \d+\.\d%")
+    say(child, "/compact")
+    child.expect(r"Compacted \d+ turns into a summary")
+    say(child, "/context")
+    child.expect(r"Context usage: ~([\d,]+) /")
+    say(child, "/list")
+    child.expect(r"\* [0-9a-f]{12} \(alpha\)")
+    say(child, "/help")
+    child.expect("/switch <prefix>")
+    say(child, "/bogus")
+    child.expect("Unknown command /bogus")
+    say(child, "/exit")
+    child.expect("Bye.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    stored = {k: v for k, v in records(tmp_path).items() if v}  # the session opened at start stayed empty
+    assert len(stored) == 2
+    alpha = next(
+        r for r in stored.values() if any(x.get("content") == "私の名前はタロウです。ラーメンが好きです。" for x in r)
+    )
+    beta = next(r for r in stored.values() if r is not alpha)
+    kinds = [r["type"] for r in alpha]
+    # three exchanges, then the compaction record: the originals stay in the file
+    assert kinds == ["user", "assistant"] * 3 + ["compaction"]
+    assert alpha[-1]["replaces_through"] >= 1
+    assert [r["type"] for r in beta] == ["user", "assistant"]
+
+
+def test_repl_resumes_latest_session_and_exits_on_eof(tmp_path):
+    child = spawn(tmp_path)
+    say(child, "/new first")
+    say(child, "remember this line")
+    child.expect("Assistant > ")
+    child.expect("You >")
+    child.sendeof()
+    child.expect("Bye.")
+    child.close()
+    child = spawn(tmp_path)
+    child.expect(r"Resumed session [0-9a-f]{12} \(first\)")
+    say(child, "/exit")
+    child.expect(pexpect.EOF)
+
+
+def test_usage_line_matches_seed_format():
+    assert usage_line(1_234, 180_000) == (
+        "Context usage: ~1,234 / 180,000 tokens\n[------------------------------] 0.7%"
+    )
+    assert usage_line(90_000, 180_000).splitlines()[1].startswith("[" + "#" * 15 + "-" * 15 + "]")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_ctrl_c_cancels_the_answer_not_the_repl():
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
+    finished = await _cancellable(asyncio.sleep(10))
+    assert finished is False
+    # the handler is gone again: the next answer runs normally
+    assert await _cancellable(asyncio.sleep(0)) is True
