@@ -19,7 +19,7 @@ from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.providers import RetryPolicy, StreamDone, TextDelta, ToolSpec
 from omoide.providers.gemini import GeminiChatModel, GeminiEmbedder
 
-from .servers import FAST_RETRY, NO_RETRY, Reply, ScriptedServer
+from .servers import FAST_RETRY, NO_RETRY, Reply, ScriptedServer, closed_port_url
 from .servers import gemini_api as api
 
 MODEL = "gemini-2.5-flash"
@@ -314,3 +314,9 @@ async def test_embedding_errors_are_retried_then_raised() -> None:
             with pytest.raises(AuthenticationFailed):
                 await emb.embed_documents(["a"])
     assert len(server.requests) == 2
+
+
+async def test_connection_refused_is_unavailable_and_retried() -> None:
+    async with GeminiChatModel(MODEL, api_key="k", base_url=closed_port_url(), retry=FAST_RETRY) as llm:
+        with pytest.raises(ProviderUnavailable, match="connection failed"):
+            await llm.complete([Message.user("hi")])

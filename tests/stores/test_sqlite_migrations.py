@@ -107,7 +107,8 @@ _MIGRATE_SCRIPT = textwrap.dedent(
     from omoide.settings import Settings
     from omoide.stores.sqlite import SqliteStore
 
-    url, go = sys.argv[1], Path(sys.argv[2])
+    url, go, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    ready.touch()  # imports done
     while not go.exists():
         time.sleep(0.001)
 
@@ -128,14 +129,17 @@ def test_two_processes_migrating_at_once_build_one_schema(tmp_path: Path) -> Non
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _MIGRATE_SCRIPT, f"sqlite:///{db}", str(go)],
+            [sys.executable, "-c", _MIGRATE_SCRIPT, f"sqlite:///{db}", str(go), str(tmp_path / f"ready{i}")],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(3)
+        for i in range(3)
     ]
-    time.sleep(1.5)  # let every interpreter import omoide and wait for the signal
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f"ready{i}").exists() for i in range(len(procs))):  # every interpreter has imported
+        assert time.monotonic() < deadline, "migration subprocesses did not start"
+        time.sleep(0.01)
     go.touch()
     results = []
     for proc in procs:

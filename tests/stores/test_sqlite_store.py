@@ -172,6 +172,10 @@ async def test_bad_arguments_are_invalid_input(sqlite_store: SqliteStore) -> Non
         await sqlite_store.messages(session.id, limit=-5)
     with pytest.raises(InvalidInput, match="unknown session status 'gone'"):
         await sqlite_store.update_session(session.id, expected_version=session.version, status="gone")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="beyond the newest message"):
+        await sqlite_store.update_session(session.id, expected_version=session.version, window_start_seq=1)
+    with pytest.raises(InvalidInput, match="session_id must be an integer"):
+        await sqlite_store.history("1", window=3)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="batch_size"):
         await sqlite_store.expire_idle(idle_before=datetime.now(UTC), batch_size=0)
     with pytest.raises(InvalidInput, match="not valid Unicode"):

@@ -280,7 +280,7 @@ def _parse_message(raw: object, channel: _Channel) -> ImportedMessage:
         reply_to = str(reference["messageId"])
     forwarded = raw.get("forwardedMessage")
     if isinstance(forwarded, dict):
-        f_content = forwarded.get("content") if isinstance(forwarded.get("content"), str) else ""
+        f_content = optional_str(forwarded.get("content")) or ""
         f_attachments = _attachments(forwarded.get("attachments"), "forwardedMessage.attachments")
         f_text = join_text(_readable(f_content, mentions), _extras(forwarded, f_attachments))
         if f_text:
@@ -363,7 +363,9 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
     except OSError as exc:
         run.problem(source, f"messages[{index + 1}]", f"read failed: {exc.strerror or exc}")
     except JSONError as exc:
-        run.problem(source, f"messages[{index + 1}]", f"invalid JSON, the rest of the file is skipped: {_one_line(exc)}")
+        run.problem(
+            source, f"messages[{index + 1}]", f"invalid JSON, the rest of the file is skipped: {_one_line(exc)}"
+        )
 
 
 def _one_line(exc: Exception) -> str:

@@ -100,9 +100,7 @@ class _Tree:
         markers = sorted((n for n in names if PurePosixPath(n).name in _MARKERS), key=lambda n: (n.count("/"), n))
         if not markers:
             self.close()
-            raise UnrecognizedExport(
-                f"not a Slack export: {path} has no channels.json or users.json", path=str(path)
-            )
+            raise UnrecognizedExport(f"not a Slack export: {path} has no channels.json or users.json", path=str(path))
         parent = PurePosixPath(markers[0]).parent
         self.prefix = "" if str(parent) == "." else f"{parent}/"
         self.names = sorted(n[len(self.prefix) :] for n in names if n.startswith(self.prefix))
@@ -124,6 +122,11 @@ class _Tree:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+def _obj(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def _workspace_name(path: Path) -> str:
@@ -155,7 +158,7 @@ class _Meta:
             if not isinstance(user, dict) or not isinstance(user.get("id"), str):
                 run.problem(tree.label(users_file), f"[{i}]", "a user needs a string 'id'")
                 continue
-            profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+            profile = _obj(user.get("profile"))
             name = (
                 optional_str(profile.get("display_name"))
                 or optional_str(profile.get("real_name"))
@@ -201,8 +204,8 @@ class _Meta:
             if kind == "dm":
                 members = [self.users.get(m, m) for m in entry.get("members") or () if isinstance(m, str)]
                 name = "DM: " + ", ".join(members) if members else entry["id"]
-            topic = entry.get("topic") if isinstance(entry.get("topic"), dict) else {}
-            purpose = entry.get("purpose") if isinstance(entry.get("purpose"), dict) else {}
+            topic = _obj(entry.get("topic"))
+            purpose = _obj(entry.get("purpose"))
             info = ImportedChannel(
                 "slack",
                 workspace_id,
@@ -302,8 +305,8 @@ class _Reader:
         author_id = user or bot_id or optional_str(raw.get("username"))
         if author_id is None:
             raise RecordError("no 'user', 'bot_id' or 'username': the author is unknown")
-        profile = raw.get("user_profile") if isinstance(raw.get("user_profile"), dict) else {}
-        bot_profile = raw.get("bot_profile") if isinstance(raw.get("bot_profile"), dict) else {}
+        profile = _obj(raw.get("user_profile"))
+        bot_profile = _obj(raw.get("bot_profile"))
         author_name = (
             (self.meta.users.get(user) if user else None)
             or optional_str(profile.get("display_name"))
@@ -326,7 +329,9 @@ class _Reader:
         is_reply = thread_ts is not None and thread_ts != ts
         kind: MessageKind = "system" if subtype in SYSTEM_SUBTYPES else "reply" if is_reply else "message"
         edited = raw.get("edited")
-        edited_at = _ts_time(_ts(edited.get("ts"), "edited.ts")) if isinstance(edited, dict) and edited.get("ts") else None
+        edited_at = (
+            _ts_time(_ts(edited.get("ts"), "edited.ts")) if isinstance(edited, dict) and edited.get("ts") else None
+        )
         info = self.conv.info
         message = ImportedMessage(
             platform="slack",

@@ -282,8 +282,8 @@ def _gemini_headers(exc: Any) -> Mapping[str, str] | None:
 
 
 def map_gemini_error(exc: Exception, provider: str = "gemini") -> ProviderError:
-    """Translate one ``google-genai`` SDK exception, or a transport error under it."""
-    import aiohttp
+    """Translate one ``google-genai`` SDK exception, or an ``httpx2`` transport error under it
+    (:mod:`omoide.providers.gemini` runs the SDK on its own httpx2 client)."""
     import httpx2
     from google.genai import errors as genai_errors
 
@@ -309,23 +309,22 @@ def map_gemini_error(exc: Exception, provider: str = "gemini") -> ProviderError:
             if match:
                 return _overflow(provider, status, message, prompt_tokens=int(match[1]), limit=int(match[2]))
         return _status_error(provider, status, message, retry_after=retry_after, **extra)
-    if isinstance(exc, httpx2.TimeoutException | aiohttp.ServerTimeoutError):
+    if isinstance(exc, httpx2.TimeoutException):
         return ProviderUnavailable(f"{provider}: request timed out", provider=provider, timeout=True)
-    if isinstance(exc, httpx2.TransportError | aiohttp.ClientError):
+    if isinstance(exc, httpx2.TransportError):
         return ProviderUnavailable(f"{provider}: connection failed: {exc}", provider=provider)
     return ProviderError(f"{provider}: {type(exc).__name__}: {exc}", provider=provider)
 
 
 @contextmanager
 def gemini_errors(provider: str = "gemini") -> Iterator[None]:
-    """Translate ``google-genai`` exceptions (and its httpx2 / aiohttp transport errors)."""
-    import aiohttp
+    """Translate ``google-genai`` exceptions (and its httpx2 transport errors)."""
     import httpx2
     from google.genai import errors as genai_errors
 
     try:
         yield
-    except (genai_errors.APIError, httpx2.TransportError, aiohttp.ClientError) as exc:
+    except (genai_errors.APIError, httpx2.TransportError) as exc:
         raise map_gemini_error(exc, provider) from exc
 
 

@@ -131,18 +131,22 @@ def normalise_model_id(model_id: str) -> str:
     return name.lower()
 
 
-def _lookup(table: Mapping[str, int] | Mapping[str, tuple[int, int]], model_id: str) -> str | None:
-    """The table key for ``model_id``: exact (raw or normalised), else the longest prefix at a '-' boundary."""
+def _lookup(table: Mapping[str, int] | Mapping[str, tuple[int, int]], model_id: str) -> tuple[str, int] | None:
+    """The table key for ``model_id`` and how specific the match is.
+
+    An exact match (raw or normalised id) ranks above every prefix match; prefix matches
+    (ending at a ``-`` boundary) rank by length.
+    """
     lowered = {key.lower(): key for key in table}
     for candidate in (model_id.strip().lower(), normalise_model_id(model_id)):
         if candidate in lowered:
-            return lowered[candidate]
+            return lowered[candidate], 1_000_000
     name = normalise_model_id(model_id)
     best: str | None = None
     for key in lowered:
         if name.startswith(key + "-") and (best is None or len(key) > len(best)):
             best = key
-    return lowered[best] if best is not None else None
+    return (lowered[best], len(best)) if best is not None else None
 
 
 def model_limits(model_id: str, settings: Settings | None = None) -> ModelLimits:
@@ -150,20 +154,19 @@ def model_limits(model_id: str, settings: Settings | None = None) -> ModelLimits
 
     Args:
         model_id: a model id, with or without a ``provider:`` prefix.
-        settings: ``settings.context_windows`` overrides the built-in table.
+        settings: ``settings.context_windows`` overrides the built-in table; the most
+            specific match wins, and an override wins a tie.
 
     Returns:
         The limits; ``known`` is False when defaults were used.
     """
     known = _lookup(KNOWN_MODELS, model_id)
-    window, max_output = (
-        KNOWN_MODELS[known] if known is not None else (DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS)
-    )
+    window, max_output = KNOWN_MODELS[known[0]] if known else (DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS)
     overrides = settings.context_windows if settings is not None else {}
     override = _lookup(overrides, model_id) if overrides else None
-    if override is not None:
-        window = overrides[override]
-        return ModelLimits(window, min(max_output, window) if max_output else max_output, True)
+    if override is not None and (known is None or override[1] >= known[1]):
+        window = overrides[override[0]]
+        return ModelLimits(window, min(max_output, window), True)
     if known is None:
         if model_id not in _warned:
             _warned.add(model_id)

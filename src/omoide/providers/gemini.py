@@ -21,7 +21,8 @@ passages and ``RETRIEVAL_QUERY`` for queries; shortened vectors are not normalis
 API, so they are L2-normalised here like every other embedder's.
 
 The SDK's retries, including its implicit retry of connection errors, are disabled
-(``HttpRetryOptions(attempts=1)``).
+(``HttpRetryOptions(attempts=1)``), and it runs on an ``httpx2`` client this module owns
+(instead of its default aiohttp session), so ``aclose()`` releases every connection.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from omoide.providers.base import (
 )
 
 if TYPE_CHECKING:
+    import httpx2
     from google import genai
     from google.genai import types
 
@@ -60,18 +62,22 @@ _REFUSALS = frozenset(
 _MAX_SIGNATURES = 1024
 
 
-def _client(api_key: str, base_url: str | None, timeout: float) -> genai.Client:
+def _client(api_key: str, base_url: str | None, timeout: float) -> tuple[genai.Client, httpx2.AsyncClient]:
+    """A Gemini API client on our own ``httpx2`` client (closed by ``aclose``), SDK retries off."""
     try:
+        import httpx2
         from google import genai
         from google.genai import types
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("the gemini provider needs its SDK: pip install 'omoide[gemini]'") from exc
+    http = httpx2.AsyncClient(timeout=timeout)
     options = types.HttpOptions(
         base_url=base_url,
         timeout=max(1, int(timeout * 1000)),
         retry_options=types.HttpRetryOptions(attempts=1),
+        httpx_async_client=http,
     )
-    return genai.Client(api_key=api_key, vertexai=False, http_options=options)
+    return genai.Client(api_key=api_key, vertexai=False, http_options=options), http
 
 
 def _stop_reason(finish: str | None, has_calls: bool) -> StopReason:
@@ -186,12 +192,14 @@ class GeminiChatModel:
         self.model_id = model
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
-        self._client = _client(api_key, base_url, timeout)
+        self._client, self._http = _client(api_key, base_url, timeout)
         self._convert = _Converter()
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP sessions."""
+        """Close the SDK client and its HTTP connection pool."""
         await self._client.aio.aclose()
+        self._client.close()
+        await self._http.aclose()
 
     async def __aenter__(self) -> GeminiChatModel:
         return self
@@ -359,10 +367,13 @@ class GeminiEmbedder:
         self.model_id = f"gemini:{model}@{dimensions}"
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
-        self._client = _client(api_key, base_url, timeout)
+        self._client, self._http = _client(api_key, base_url, timeout)
 
     async def aclose(self) -> None:
+        """Close the SDK client and its HTTP connection pool."""
         await self._client.aio.aclose()
+        self._client.close()
+        await self._http.aclose()
 
     async def __aenter__(self) -> GeminiEmbedder:
         return self

@@ -126,7 +126,8 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str], *, is_query: bool) -> list[Vector]:
         model = self._model()
         prompt = self.query_prompt if is_query else self.document_prompt
-        method = model.encode_query if is_query else model.encode_document
+        # encode_query / encode_document apply the model's own prompts (sentence-transformers >= 5)
+        method = getattr(model, "encode_query" if is_query else "encode_document", model.encode)
         kwargs: dict[str, Any] = {
             "batch_size": self.max_batch,
             "normalize_embeddings": True,

@@ -14,7 +14,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from omoide.errors import SessionNotFound, VersionConflict
+from omoide.errors import InvalidInput, SessionNotFound, VersionConflict
 from omoide.models import KeyPolicy, Message, MessageId, Session, SessionId, SessionKey, SessionStatus
 from omoide.stores.sqlite._conn import format_ts
 from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, message_from_row, session_from_row
@@ -185,18 +185,28 @@ def update_session(
     Raises:
         SessionNotFound: no session has this id.
         VersionConflict: the session's version is no longer ``expected_version``.
+        InvalidInput: ``window_start_seq`` is beyond the session's ``last_seq``.
     """
-    row = conn.execute(
-        f"""
-        UPDATE sessions
-        SET status = coalesce(?, status),
-            window_start_seq = coalesce(?, window_start_seq),
-            version = version + 1
-        WHERE id = ? AND version = ?
-        RETURNING {SESSION_COLUMNS}
-        """,
-        (None if status is None else status.value, window_start_seq, session_id, expected_version),
-    ).fetchone()
+    try:
+        row = conn.execute(
+            f"""
+            UPDATE sessions
+            SET status = coalesce(?, status),
+                window_start_seq = coalesce(?, window_start_seq),
+                version = version + 1
+            WHERE id = ? AND version = ?
+            RETURNING {SESSION_COLUMNS}
+            """,
+            (None if status is None else status.value, window_start_seq, session_id, expected_version),
+        ).fetchone()
+    except sqlite3.IntegrityError as exc:
+        if "sessions_window_start_seq_range" not in str(exc):
+            raise
+        raise InvalidInput(
+            f"window_start_seq {window_start_seq} is beyond the newest message of session {session_id}",
+            session_id=session_id,
+            window_start_seq=window_start_seq,
+        ) from exc
     if row is not None:
         return session_from_row(row)
     current = conn.execute("SELECT version FROM sessions WHERE id = ?", (session_id,)).fetchone()

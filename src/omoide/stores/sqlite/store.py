@@ -132,7 +132,8 @@ class SqliteStore:
                 else:
                     migrations.check_not_newer(migrations.current_version(writer), where=repr(self.path))
             if self.path != MEMORY:
-                readers = [connect(self.path, busy_timeout_ms=busy, readonly=True) for _ in range(self._reader_count)]
+                for _ in range(self._reader_count):
+                    readers.append(connect(self.path, busy_timeout_ms=busy, readonly=True))
         except BaseException:
             for conn in (*readers, writer):
                 conn.close()
@@ -264,7 +265,7 @@ class SqliteStore:
 
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         """The session with this id, or ``None``."""
-        return await self._read("get_session_by_id", ops.get_session_by_id, int(session_id))
+        return await self._read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
 
     async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
         """Append one message as the session's next ``seq``; return ``(stored_message, created)``.
@@ -278,19 +279,19 @@ class SqliteStore:
         """
         if not isinstance(message, Message):
             raise InvalidInput(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        return await self._write("append_message", ops.append_message, int(session_id), message)
+        return await self._write("append_message", ops.append_message, _int("session_id", session_id), message)
 
     async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
         """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
         _check_count("window", window)
-        return await self._read("history", ops.history, int(session_id), window)
+        return await self._read("history", ops.history, _int("session_id", session_id), window)
 
     async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
         """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``."""
         _check_count("after_seq", after_seq)
         if limit is not None:
             _check_count("limit", limit)
-        return await self._read("messages", ops.messages, int(session_id), after_seq, limit)
+        return await self._read("messages", ops.messages, _int("session_id", session_id), after_seq, limit)
 
     async def list_sessions(
         self,
@@ -319,28 +320,41 @@ class SqliteStore:
         Raises:
             VersionConflict: the session changed since it was read.
             SessionNotFound: no session has this id.
-            InvalidInput: unknown status or negative ``window_start_seq``.
+            InvalidInput: unknown status, or ``window_start_seq`` negative or beyond ``last_seq``.
         """
         new_status = None if status is None else _status(status)
         if window_start_seq is not None:
             _check_count("window_start_seq", window_start_seq)
         return await self._write(
-            "update_session", ops.update_session, int(session_id), expected_version, new_status, window_start_seq
+            "update_session",
+            ops.update_session,
+            _int("session_id", session_id),
+            _int("expected_version", expected_version),
+            new_status,
+            window_start_seq,
         )
 
     async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
         """Expire at most ``batch_size`` active sessions idle since before ``idle_before``; return the count."""
-        if batch_size < 1:
+        if not isinstance(idle_before, datetime):
+            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
+        if _int("batch_size", batch_size) < 1:
             raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
         return await self._write("expire_idle", ops.expire_idle, idle_before, batch_size)
 
     async def delete_session(self, session_id: SessionId) -> bool:
         """Delete a session and all its messages; ``False`` when it did not exist."""
-        return await self._write("delete_session", ops.delete_session, int(session_id))
+        return await self._write("delete_session", ops.delete_session, _int("session_id", session_id))
+
+
+def _int(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
+    return value
 
 
 def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if _int(name, value) < 0:
         raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
 
 
