@@ -34,7 +34,10 @@ def utcnow() -> datetime:
 
 def ensure_utc(value: datetime) -> datetime:
     """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC."""
-    if value.tzinfo is None:
+    tz = value.tzinfo
+    if tz is UTC:
+        return value
+    if tz is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
@@ -77,6 +80,7 @@ class ToolResultBlock:
 
 
 ContentBlock: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+_BLOCK_TYPES = (TextBlock, ToolUseBlock, ToolResultBlock)
 
 
 def _tool_result_text(content: Any, where: str) -> str:
@@ -101,7 +105,7 @@ def block_from_dict(data: Any, *, where: str = "block") -> ContentBlock:
         InvalidContent: the block is not a mapping, has an unknown ``type`` or a
             missing / mistyped field. The message names the field.
     """
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise InvalidContent(f"{where}: a content block must be a JSON object, got {type(data).__name__}")
     kind = data.get("type")
     if kind == "text":
@@ -129,6 +133,9 @@ def block_from_dict(data: Any, *, where: str = "block") -> ContentBlock:
     raise InvalidContent(f"{where}: unknown content block type {kind!r}; expected text, tool_use or tool_result")
 
 
+_loads = json.JSONDecoder().decode
+
+
 def blocks_from_json(value: str | Sequence[Any]) -> tuple[ContentBlock, ...]:
     """Parse content blocks from a JSON string or an already-decoded list.
 
@@ -137,12 +144,18 @@ def blocks_from_json(value: str | Sequence[Any]) -> tuple[ContentBlock, ...]:
     """
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = _loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidContent(f"content is not valid JSON: {exc.msg} at position {exc.pos}") from exc
     if not isinstance(value, list):
         raise InvalidContent("content must be a JSON list of blocks")
-    return tuple(block_from_dict(b, where=f"content[{i}]") for i, b in enumerate(value))
+    out: list[ContentBlock] = []
+    for i, item in enumerate(value):
+        if type(item) is dict and item.get("type") == "text" and len(item) == 2 and type(item.get("text")) is str:
+            out.append(TextBlock(item["text"]))  # the common case, without the general checks
+        else:
+            out.append(block_from_dict(item, where=f"content[{i}]"))
+    return tuple(out)
 
 
 def blocks_to_json(blocks: Iterable[ContentBlock]) -> str:
@@ -185,7 +198,7 @@ class Message:
         if not self.content:
             raise InvalidContent("a message needs at least one content block")
         for i, block in enumerate(self.content):
-            if not isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock):
+            if type(block) not in _BLOCK_TYPES and not isinstance(block, _BLOCK_TYPES):
                 raise InvalidContent(f"content[{i}] is not a content block: {type(block).__name__}")
         object.__setattr__(self, "created_at", ensure_utc(self.created_at))
 

@@ -25,12 +25,13 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from omoide.errors import ConfigError
+from omoide.errors import ConfigError, ProviderError
 from omoide.models import ContentBlock, Message, TextBlock, ToolUseBlock
 from omoide.providers._errors import anthropic_errors
 from omoide.providers._retry import RetryPolicy, call_with_retries
 from omoide.providers._streaming import retrying_stream
 from omoide.providers.base import ChatResponse, StopReason, StreamDone, StreamEvent, TextDelta, ToolSpec, Usage
+from omoide.providers.context import ModelLimits
 
 if TYPE_CHECKING:
     import anthropic
@@ -170,6 +171,45 @@ class AnthropicChatModel:
 
         return await call_with_retries(
             attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="chat"
+        )
+
+    async def count_tokens(
+        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """Input tokens of a request, counted by the API (``/v1/messages/count_tokens``; needs network)."""
+        params: dict[str, Any] = {"model": self.model_id, "messages": to_anthropic_messages(messages)}
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = to_anthropic_tools(tools)
+
+        async def attempt() -> int:
+            with anthropic_errors(self.provider):
+                counted = await self._client.messages.count_tokens(**params)
+            return int(counted.input_tokens)
+
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="count_tokens"
+        )
+
+    async def fetch_limits(self) -> ModelLimits:
+        """The model's limits from the Models API (``max_input_tokens``, ``max_tokens``; needs network).
+
+        Raises:
+            ProviderError: the API does not report them for this model.
+        """
+
+        async def attempt() -> ModelLimits:
+            with anthropic_errors(self.provider):
+                info = await self._client.models.retrieve(self.model_id)
+            if not info.max_input_tokens:
+                raise ProviderError(
+                    f"anthropic: no context window reported for {self.model_id}", provider=self.provider
+                )
+            return ModelLimits(info.max_input_tokens, info.max_tokens or 0, True)
+
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="models"
         )
 
     async def stream(

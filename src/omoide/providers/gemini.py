@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from omoide.errors import ConfigError, InvalidContent
+from omoide.errors import ConfigError, InvalidContent, ProviderError
 from omoide.models import ContentBlock, Message, TextBlock, ToolUseBlock
 from omoide.providers._errors import gemini_errors
 from omoide.providers._retry import RetryPolicy, call_with_retries
@@ -49,6 +49,7 @@ from omoide.providers.base import (
     Usage,
     Vector,
 )
+from omoide.providers.context import ModelLimits
 
 if TYPE_CHECKING:
     import httpx2
@@ -275,6 +276,49 @@ class GeminiChatModel:
 
         return await call_with_retries(
             attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="chat"
+        )
+
+    async def count_tokens(
+        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """Input tokens of the messages, counted by the API (``countTokens``; needs network).
+
+        The Gemini API's ``countTokens`` takes no system instruction or tools, so the system
+        prompt is counted as one more user turn and the tools are not counted.
+        """
+        from google.genai import types
+
+        contents = self._convert.contents(messages)
+        if system:
+            contents.insert(0, types.Content(role="user", parts=[types.Part(text=system)]))
+
+        async def attempt() -> int:
+            with gemini_errors(self.provider):
+                counted = await self._client.aio.models.count_tokens(model=self.model_id, contents=contents)
+            return int(counted.total_tokens or 0)
+
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="count_tokens"
+        )
+
+    async def fetch_limits(self) -> ModelLimits:
+        """The model's limits from the models endpoint (``inputTokenLimit``, ``outputTokenLimit``).
+
+        Raises:
+            ProviderError: the API does not report them for this model.
+        """
+
+        async def attempt() -> ModelLimits:
+            with gemini_errors(self.provider):
+                info = await self._client.aio.models.get(model=self.model_id)
+            if not info.input_token_limit:
+                raise ProviderError(
+                    f"gemini: no input token limit reported for {self.model_id}", provider=self.provider
+                )
+            return ModelLimits(info.input_token_limit, info.output_token_limit or 0, True)
+
+        return await call_with_retries(
+            attempt, policy=self._retry, attempt_timeout=self._timeout, provider=self.provider, what="models"
         )
 
     async def stream(
