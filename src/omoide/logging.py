@@ -11,6 +11,16 @@ import structlog
 from omoide.settings import Settings
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is *now* (test runners and REPLs swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(settings: Settings) -> None:
     """Route structlog and stdlib logging to stderr, as console lines or JSON (``OMOIDE_LOG_FORMAT``)."""
     level = logging.getLevelNamesMapping()[settings.log_level]
@@ -28,10 +38,10 @@ def configure_logging(settings: Settings) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, stream=_CurrentStderr(), format="%(levelname)s %(name)s: %(message)s", force=True)
 
 
 __all__ = ["configure_logging"]

@@ -291,6 +291,10 @@ class Session:
         archived_seq: watermark; messages with ``seq <= archived_seq`` are in long-term memory.
         window_start_seq: messages with ``seq <= window_start_seq`` were reset out of the
             prompt window (still stored until archived).
+        context_summary / context_summary_seq: the persisted compaction of the prompt
+            (seed 002): a summary that stands for the messages with ``seq <= context_summary_seq``
+            in the prompt, so the next turn does not summarise them again. The messages
+            themselves stay stored.
     """
 
     id: SessionId
@@ -309,6 +313,8 @@ class Session:
     window_start_seq: int
     last_active_at: datetime
     created_at: datetime
+    context_summary: str | None = None
+    context_summary_seq: int = 0
 
     @property
     def unarchived_count(self) -> int:

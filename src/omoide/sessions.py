@@ -158,14 +158,8 @@ class Sessions:
 
         The earlier messages stay stored until they are archived; nothing is lost.
         """
-
-        async def attempt() -> Session:
-            session = await self.get(key)
-            return await self.store.update_session(
-                session.id, expected_version=session.version, window_start_seq=session.last_seq
-            )
-
-        return await with_optimistic_retry(attempt, attempts=self.settings.optimistic_lock_attempts, what="reset")
+        session = await self.get(key)
+        return await self.store.reset_window(session.id)
 
     async def set_status(self, key: KeyLike, status: SessionStatus) -> Session:
         """Change a session's status (re-reading and retrying on conflicts)."""

@@ -89,7 +89,9 @@ class Settings(BaseSettings):
     )
 
     # ---- logging
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", description="Log level of the CLI and services (workers log their runs at INFO)."
+    )
     log_format: Literal["console", "json"] = "console"
 
     @field_validator("database_url")

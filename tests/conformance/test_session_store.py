@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from omoide.errors import SessionNotFound, VersionConflict
+from omoide.errors import InvalidInput, SessionNotFound, VersionConflict
 from omoide.keys import session_key
 from omoide.models import Message, SessionStatus, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.stores.base import SessionStore
@@ -309,3 +309,61 @@ async def test_concurrent_writers_lose_nothing(store):
     assert after is not None
     assert after.last_seq == writers * per_writer
     assert after.version == session.version + writers * per_writer
+
+
+async def test_reset_window_is_atomic_and_bumps_version(store):
+    session = await store.get_or_create_session(_key())
+    for i in range(3):
+        await store.append_message(session.id, Message.user(f"m{i}"))
+    before = await store.get_session_by_id(session.id)
+    reset = await store.reset_window(session.id)
+    assert reset.window_start_seq == 3
+    assert reset.version == before.version + 1
+    assert await store.history(session.id, window=20) == []
+    with pytest.raises(SessionNotFound):
+        await store.reset_window(999_999)
+
+
+async def test_reset_window_races_appends_without_losing_any(store):
+    session = await store.get_or_create_session(_key())
+
+    async def appender() -> None:
+        for i in range(30):
+            await store.append_message(session.id, Message.user(f"a{i}"))
+
+    async def resetter() -> None:
+        for _ in range(10):
+            await store.reset_window(session.id)
+
+    await asyncio.gather(appender(), appender(), resetter())
+    after = await store.get_session_by_id(session.id)
+    assert after.last_seq == 60
+    assert 0 <= after.window_start_seq <= 60
+    assert len(await store.messages(session.id)) == 60
+
+
+async def test_context_summary_only_moves_forward(store):
+    session = await store.get_or_create_session(_key())
+    for i in range(6):
+        await store.append_message(session.id, Message.user(f"m{i}"))
+    assert session.context_summary is None
+    assert session.context_summary_seq == 0
+    saved = await store.save_context_summary(session.id, summary="要約: m0〜m3", through_seq=4)
+    assert saved is not None
+    assert (saved.context_summary, saved.context_summary_seq) == ("要約: m0〜m3", 4)
+    # an older (or equal) compaction never replaces a newer one
+    assert await store.save_context_summary(session.id, summary="stale", through_seq=3) is None
+    assert await store.save_context_summary(session.id, summary="same", through_seq=4) is None
+    newer = await store.save_context_summary(session.id, summary="要約: m0〜m4", through_seq=5)
+    assert newer is not None
+    assert newer.context_summary_seq == 5
+    reread = await store.get_session_by_id(session.id)
+    assert reread.context_summary == "要約: m0〜m4"
+    # the messages themselves are all still stored
+    assert len(await store.messages(session.id)) == 6
+    with pytest.raises(InvalidInput):
+        await store.save_context_summary(session.id, summary="future", through_seq=99)
+    with pytest.raises(InvalidInput):
+        await store.save_context_summary(session.id, summary="  ", through_seq=6)
+    with pytest.raises(SessionNotFound):
+        await store.save_context_summary(999_999, summary="x", through_seq=1)

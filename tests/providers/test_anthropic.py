@@ -265,10 +265,14 @@ async def test_error_event_inside_a_stream_is_mapped_by_its_type() -> None:
         server.script(api.PATH, api.stream(["partial"], error={"type": "overloaded_error", "message": "Overloaded"}))
         async with model(server) as llm:
             seen: list[str] = []
-            with pytest.raises(ProviderUnavailable):
+
+            async def consume() -> None:
                 async for event in llm.stream([Message.user("hi")]):
                     if isinstance(event, TextDelta):
                         seen.append(event.text)
+
+            with pytest.raises(ProviderUnavailable):
+                await consume()
     assert seen == ["partial"]
     assert len(server.requests) == 1  # text was already shown: not retried
 
@@ -301,3 +305,28 @@ async def test_errors_carry_the_provider_and_chain_the_sdk_exception() -> None:
     assert caught.value.provider == "anthropic"
     assert isinstance(caught.value.__cause__, anthropic.AuthenticationError)
     assert "sk-ant-test" not in str(caught.value)
+
+
+async def test_count_tokens_uses_the_token_counting_endpoint() -> None:
+    async with ScriptedServer() as server:
+        server.script(api.COUNT_TOKENS_PATH, api.OVERLOADED, api.count_tokens(2095))
+        async with model(server) as llm:
+            count = await llm.count_tokens([Message.user("こんにちは")], system="be brief", tools=[WEATHER])
+    assert count == 2095
+    sent = server.requests[-1].json
+    assert (sent["model"], sent["system"], sent["tools"][0]["name"]) == ("claude-sonnet-4-6", "be brief", "get_weather")
+
+
+async def test_fetch_limits_reads_the_models_api() -> None:
+    async with ScriptedServer() as server:
+        server.script(
+            "/v1/models/claude-sonnet-4-6",
+            api.model_info("claude-sonnet-4-6", max_input_tokens=1_000_000, max_tokens=64_000),
+            api.model_info("claude-sonnet-4-6", max_input_tokens=None, max_tokens=None),
+            method="GET",
+        )
+        async with model(server) as llm:
+            limits = await llm.fetch_limits()
+            with pytest.raises(ProviderError, match="no context window reported"):
+                await llm.fetch_limits()
+    assert (limits.context_window, limits.max_output_tokens) == (1_000_000, 64_000)

@@ -320,3 +320,22 @@ async def test_connection_refused_is_unavailable_and_retried() -> None:
     async with GeminiChatModel(MODEL, api_key="k", base_url=closed_port_url(), retry=FAST_RETRY) as llm:
         with pytest.raises(ProviderUnavailable, match="connection failed"):
             await llm.complete([Message.user("hi")])
+
+
+async def test_count_tokens_counts_the_system_prompt_as_a_turn() -> None:
+    async with ScriptedServer() as server:
+        server.script(api.count_tokens_path(MODEL), api.count_tokens(31))
+        async with chat(server) as llm:
+            assert await llm.count_tokens([Message.user("こんにちは")], system="be brief") == 31
+    contents = server.requests[0].json["contents"]
+    assert [c["parts"][0]["text"] for c in contents] == ["be brief", "こんにちは"]
+
+
+async def test_fetch_limits_reads_the_model_endpoint() -> None:
+    async with ScriptedServer() as server:
+        server.script(
+            api.model_path(MODEL), api.model_info(MODEL, input_limit=1_048_576, output_limit=65_536), method="GET"
+        )
+        async with chat(server) as llm:
+            limits = await llm.fetch_limits()
+    assert (limits.context_window, limits.max_output_tokens) == (1_048_576, 65_536)

@@ -9,8 +9,11 @@ import pytest
 from omoide.errors import ConfigError
 from omoide.models import Message
 from omoide.providers import (
+    ChatModel,
+    Embedder,
     ProviderInfo,
     ProviderSpec,
+    Reranker,
     build_chat_model,
     build_embedder,
     build_reranker,
@@ -27,8 +30,7 @@ from omoide.providers.registry import default_spec, providers_for
 from omoide.providers.voyage import VoyageEmbedder, VoyageReranker
 from omoide.settings import Settings
 
-from .servers import FAST_RETRY, ScriptedServer
-from .servers import anthropic_api, cohere_api, gemini_api, openai_api
+from .servers import FAST_RETRY, ScriptedServer, anthropic_api, cohere_api, gemini_api, openai_api
 
 KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant",
@@ -162,8 +164,10 @@ async def test_every_sdk_provider_builds_with_settings_applied() -> None:
         CohereReranker,
         VoyageReranker,
     ]
-    for provider, expected in zip(built, types, strict=True):
+    protocols = [ChatModel] * 4 + [Embedder] * 4 + [Reranker] * 2
+    for provider, expected, protocol in zip(built, types, protocols, strict=True):
         assert isinstance(provider, expected)
+        assert isinstance(provider, protocol)
         assert provider._timeout == 7
         assert provider._retry.max_retries == 2
     assert built[2].provider == "openai-compatible"

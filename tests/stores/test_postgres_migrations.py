@@ -18,7 +18,7 @@ from pgvector import HalfVector
 
 from omoide.errors import MigrationError
 from omoide.stores.postgres import PostgresStore
-from omoide.stores.postgres.migrations import LATEST_VERSION
+from omoide.stores.postgres.migrations import LATEST_VERSION, MIGRATIONS
 from omoide.stores.postgres.vector import register_vector_types
 
 pytestmark = pytest.mark.postgres
@@ -58,14 +58,15 @@ async def _require_superuser(conn: asyncpg.Connection) -> None:
 async def test_migrate_creates_the_full_schema_once(pg_url: str, admin: asyncpg.Connection) -> None:
     store = PostgresStore(pg_url, migrate=False)
     assert await store.schema_version() == 0  # works without open()
-    assert await store.pending_migrations() == [1]
-    assert await store.migrate() == [1]
-    assert await store.schema_version() == LATEST_VERSION == 1
+    everything = [m.version for m in MIGRATIONS]
+    assert await store.pending_migrations() == everything
+    assert await store.migrate() == everything
+    assert await store.schema_version() == LATEST_VERSION == everything[-1]
     assert await store.migrate() == []
     assert await store.pending_migrations() == []
     assert await _tables(admin) >= TABLES
     rows = await admin.fetch("SELECT version, name, applied_at FROM schema_migrations")
-    assert [(r["version"], r["name"]) for r in rows] == [(1, "initial schema")]
+    assert [(r["version"], r["name"]) for r in rows] == [(m.version, m.name) for m in MIGRATIONS]
     assert rows[0]["applied_at"].tzinfo is not None
 
 
@@ -95,7 +96,8 @@ async def test_two_processes_migrating_at_once_make_one_schema(pg_server: Any, a
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err.decode()
     applied = sorted(json.loads(out.decode()) for out, _ in outputs)
-    assert applied == [[], [1]]  # one process applied version 1, the other found it applied
+    # one process applied every version, the other found them applied
+    assert applied == [[], [m.version for m in MIGRATIONS]]
     conn = await asyncpg.connect(url)
     try:
         counts = await conn.fetch("SELECT version, count(*) AS n FROM schema_migrations GROUP BY version")
@@ -260,3 +262,19 @@ async def test_lexical_tsvector_is_generated_and_indexed(pg_url: str, admin: asy
         "WHERE table_name = 'memories' AND column_name = 'lexical_tsv'"
     )
     assert "to_tsvector('simple'::regconfig, lexical)" in generated
+
+
+async def test_migrate_while_open_registers_vector_types_on_the_pool(pg_server: Any, admin: asyncpg.Connection) -> None:
+    """Open without migrating on an empty database (no pgvector yet), then migrate: pool connections get halfvec."""
+    await _require_superuser(admin)
+    name = f"omoide_late_{os.getpid()}_{time.monotonic_ns()}"
+    pg_server.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    url = pg_server.url_for(name)
+    async with PostgresStore(url, migrate=False) as store:
+        assert await store.schema_version() == 0
+        assert await store.migrate() == [m.version for m in MIGRATIONS]
+        vec = np.arange(4, dtype=np.float32)
+        async with store.pool.acquire() as conn:
+            got = await conn.fetchval("SELECT $1::halfvec", HalfVector(vec))
+        assert isinstance(got, HalfVector)
+        assert np.array_equal(got.to_numpy(), vec)

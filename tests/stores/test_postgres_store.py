@@ -32,6 +32,7 @@ from omoide.models import Message, SessionKey, SessionStatus
 from omoide.settings import Settings
 from omoide.stores import Capability, open_store
 from omoide.stores.postgres import PostgresStore
+from omoide.stores.postgres.migrations import LATEST_VERSION
 
 pytestmark = pytest.mark.postgres
 
@@ -71,7 +72,7 @@ async def test_open_store_builds_a_postgres_store(pg_url: str, tmp_path: Path) -
         Capability.CONCURRENT_WRITERS,
     }
     async with store:
-        assert await store.schema_version() == 1
+        assert await store.schema_version() == LATEST_VERSION
     await store.close()  # idempotent
 
 

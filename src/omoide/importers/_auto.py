@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from omoide.importers._common import natural_key
 from omoide.importers._discord import iter_discord
 from omoide.importers._errors import UnrecognizedExport
 from omoide.importers._model import ImportedChannel, ImportedMessage, ImportProblem, ImportReport
@@ -100,7 +101,7 @@ class ImportedExport:
 
     Attributes:
         messages: the messages, grouped by conversation (in order of first appearance),
-            each conversation in time order (ties keep file order).
+            each conversation in time order (ties by message id, in natural order).
         channels: the channels and threads found.
         problems: malformed records and files that were skipped.
         report: the counts (records read, duplicates, system messages skipped, …).
@@ -142,7 +143,7 @@ def read_export(
         groups.setdefault(message.conversation, []).append(message)
     ordered: list[ImportedMessage] = []
     for group in groups.values():
-        group.sort(key=lambda m: m.created_at)
+        group.sort(key=lambda m: (m.created_at, natural_key(m.message_id)))
         ordered.extend(group)
     return ImportedExport(tuple(ordered), tuple(report.channels.values()), tuple(report.problems), report)
 

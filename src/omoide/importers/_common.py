@@ -95,17 +95,38 @@ def natural_key(path: Path | str) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in parts)
 
 
-def expand_files(paths: Path | str | Iterable[Path | str], suffix: str) -> list[Path]:
+_PART = re.compile(r"^(.*) \[part (\d+)\]$")
+
+
+def export_file_key(path: Path) -> tuple[object, ...]:
+    """Natural order, with DiscordChatExporter partitions in sequence: ``X``, ``X [part 2]``, ``X [part 10]``."""
+    match = _PART.match(path.stem)
+    stem, part = (match.group(1), int(match.group(2))) if match else (path.stem, 1)
+    return (natural_key(path.parent), natural_key(stem), part, path.suffix)
+
+
+def expand_files(
+    paths: Path | str | Iterable[Path | str], suffix: str, *, skip_dirs_ending: str | None = None
+) -> list[Path]:
     """Files to read: each path itself, or the ``*suffix`` files inside a directory (recursively).
 
-    Returned in natural order, without repeats.
+    Files found in a directory are ordered by :func:`export_file_key`; repeats are dropped.
+    ``skip_dirs_ending`` leaves out files below sub-directories whose name ends with it.
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     out: list[Path] = []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            out.extend(sorted((p for p in path.rglob(f"*{suffix}") if p.is_file()), key=natural_key))
+            found = [
+                p
+                for p in path.rglob(f"*{suffix}")
+                if p.is_file()
+                and not (
+                    skip_dirs_ending and any(part.endswith(skip_dirs_ending) for part in p.relative_to(path).parts[:-1])
+                )
+            ]
+            out.extend(sorted(found, key=export_file_key))
         else:
             out.append(path)
     seen: set[Path] = set()
@@ -128,6 +149,7 @@ __all__ = [
     "ImportRun",
     "RecordError",
     "expand_files",
+    "export_file_key",
     "join_text",
     "logger",
     "natural_key",

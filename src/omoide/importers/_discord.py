@@ -53,6 +53,9 @@ from omoide.importers._model import ImportedAttachment, ImportedChannel, Importe
 DM_GUILD_ID = "0"
 """The pseudo-guild id DiscordChatExporter uses for direct messages."""
 
+MEDIA_DIR_SUFFIX = "_Files"
+"""``--media`` downloads go to ``<export file>_Files/`` (sticker animations there are .json too)."""
+
 THREAD_KINDS = frozenset({"GuildPublicThread", "GuildPrivateThread", "GuildNewsThread"})
 DIRECT_KINDS = frozenset({"DirectTextChat", "DirectGroupTextChat"})
 SYSTEM_KINDS = frozenset(
@@ -369,7 +372,9 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
 
 
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+    """The first line of an error message (yajl appends a context snippet and an arrow)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
 
 
 def iter_discord(
@@ -383,7 +388,8 @@ def iter_discord(
 
     Args:
         paths: export files, or directories searched recursively for ``*.json``
-            (partitioned ``[part N]`` files are read in natural order).
+            (partitioned ``[part N]`` files are read in order; ``--media`` folders
+            ``…_Files/`` are left out).
         report: filled in while reading (channels, counts, problems); pass the same
             report to several calls to de-duplicate across them.
         strict: raise on the first malformed file or record instead of skipping it.
@@ -398,7 +404,7 @@ def iter_discord(
             ``path``, ``position`` such as ``messages[12]``, ``problem``).
     """
     run = ImportRun(report, strict=strict, include_system=include_system)
-    files = expand_files(paths, ".json")
+    files = expand_files(paths, ".json", skip_dirs_ending=MEDIA_DIR_SUFFIX)
     for path in files:
         if not path.exists():
             raise UnrecognizedExport(f"no such Discord export file: {path}", path=str(path))

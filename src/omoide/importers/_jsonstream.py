@@ -82,6 +82,8 @@ def read_header(path: Path, *, stop_at: str, needed: frozenset[str]) -> tuple[di
     """
     header: dict[str, Any] = {}
     has_array = False
+    if path.stat().st_size == 0:
+        raise ValueError("the file is empty")
     with open_json(path) as handle:
         events: Iterator[tuple[str, str, Any]] = iter(ijson.parse(handle, use_float=True))
         first = next(events, None)

@@ -40,28 +40,33 @@ def _salvage(path: Path, run: ImportRun) -> list[Message]:
         run.problem(source, "", f"cannot read the file: {exc.strerror or exc}")
         return []
     kept: list[tuple[int, Any]] = []
+    dropped: list[tuple[int, str]] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             kept.append((number, validate_record(json.loads(raw.decode("utf-8")))))
         except UnicodeDecodeError as exc:
-            run.problem(source, f"line {number}", f"invalid UTF-8 at byte {exc.start}")
+            dropped.append((number, f"invalid UTF-8 at byte {exc.start}"))
         except ValueError as exc:
-            run.problem(source, f"line {number}", f"invalid JSON ({exc})")
+            dropped.append((number, f"invalid JSON ({exc})"))
         except InvalidContent as exc:
-            run.problem(source, f"line {number}", exc.message)
+            dropped.append((number, exc.message))
+    messages: list[Message] = []
     while kept:
         try:
-            return messages_from_records([record for _, record in kept])
+            messages = messages_from_records([record for _, record in kept])
+            break
         except InvalidContent as exc:
             index = exc.details.get("index")
             if not isinstance(index, int) or not 0 <= index < len(kept):
-                run.problem(source, "", f"cannot replay the transcript: {exc.message}")
-                return []
+                dropped.append((0, f"cannot replay the transcript: {exc.message}"))
+                break
             number, _ = kept.pop(index)
-            run.problem(source, f"line {number}", str(exc.details.get("problem", exc.message)))
-    return []
+            dropped.append((number, str(exc.details.get("problem", exc.message))))
+    for number, problem in sorted(dropped):
+        run.problem(source, f"line {number}" if number else "", problem)
+    return messages
 
 
 def _load(path: Path, run: ImportRun) -> list[Message]:

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from omoide.errors import InvalidInput
+from omoide.importers._common import natural_key
 from omoide.importers._model import ConversationKey, ImportedMessage
 
 DEFAULT_MAX_GAP = timedelta(minutes=30)
@@ -225,7 +226,8 @@ def message_windows(
     """Group messages by channel and thread, sort each by time, and cut them into windows.
 
     Input order does not matter (``--reverse`` exports, several partitions, interleaved
-    channels are all fine); messages with the same timestamp keep their input order.
+    channels are all fine): each conversation is sorted by time, ties broken by message id
+    in natural order (``9`` before ``10``).
     Windows come conversation by conversation (in order of first appearance), each in
     time order. Arguments are those of :func:`split_windows`.
 
@@ -239,7 +241,7 @@ def message_windows(
         groups.setdefault(message.conversation, []).append(message)
     out: list[MessageWindow] = []
     for group in groups.values():
-        group.sort(key=lambda m: m.created_at)
+        group.sort(key=lambda m: (m.created_at, natural_key(m.message_id)))
         out.extend(
             split_windows(group, max_gap=max_gap, max_messages=max_messages, max_tokens=max_tokens, counter=counter)
         )

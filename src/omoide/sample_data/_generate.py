@@ -147,11 +147,18 @@ class _World:
         }
         if roles:
             out["roles"] = (
-                [{"id": self.role_ids[role], "name": role, "color": script.ROLES[role][0], "position": script.ROLES[role][1]}]
+                [
+                    {
+                        "id": self.role_ids[role],
+                        "name": role,
+                        "color": script.ROLES[role][0],
+                        "position": script.ROLES[role][1],
+                    }
+                ]
                 if role
                 else []
             )
-        out["avatarUrl"] = f"https://cdn.discordapp.com/embed/avatars/{(int(user_id) >> 22) % 6}.png"
+        out["avatarUrl"] = f"https://cdn.discordapp.com/embed/avatars/{list(script.MEMBERS).index(key) % 6}.png"
         return out
 
 
@@ -340,7 +347,9 @@ def render() -> dict[str, str]:
         first = by_id[ids[0]]
         if q["expect"] not in first.text:
             raise SystemExit(f"question {i}: {q['expect']!r} is not in message {q['labels'][0]!r}")
-        channel = script.THREADS[first.channel][0] if first.channel in script.THREADS else script.CHANNELS[first.channel][0]
+        channel = (
+            script.THREADS[first.channel][0] if first.channel in script.THREADS else script.CHANNELS[first.channel][0]
+        )
         questions.append(
             {
                 "id": f"q{i:02d}",

@@ -92,7 +92,12 @@ SCENES: list[tuple[str, str, list[Line]]] = [
             ("aoi", 2, "会場探し了解です〜。候補いくつか当たってみます！"),
             ("yui", 5, "ロゴ、ちょうどリニューアルしたいと思ってたのでやります✏️"),
             ("sora", 7, "サーバー担当OKです。今のデモbotの構成もあとで共有しますね"),
-            ("haruka", 3, "ありがとうございます！では決定で。困ったらいつでも相談してください 🙏", {"reactions": [("👍", 5)]}),
+            (
+                "haruka",
+                3,
+                "ありがとうございます！では決定で。困ったらいつでも相談してください 🙏",
+                {"reactions": [("👍", 5)]},
+            ),
         ],
     ),
     (
@@ -173,7 +178,11 @@ SCENES: list[tuple[str, str, list[Line]]] = [
                 f"はじめての方は {DOCS}/ja/contributing/ もどうぞ 🍡",
             ),
             ("daichi", 1.5, "", {"sticker": "Wave"}),
-            ("daichi", 1, "はじめまして、だいちです！大学で情報工学を勉強している3年生です。Python は2年くらい書いてます"),
+            (
+                "daichi",
+                1,
+                "はじめまして、だいちです！大学で情報工学を勉強している3年生です。Python は2年くらい書いてます",
+            ),
             (
                 "daichi",
                 1,
@@ -308,7 +317,11 @@ SCENES: list[tuple[str, str, list[Line]]] = [
         "general",
         "2025-10-23 23:20",
         [
-            ("haruka", 0, "お知らせです。v0.4.0 のリリースは、見つかったバグ（#151）の修正のため 10/24 から 10/28 に延期になりました 🙏"),
+            (
+                "haruka",
+                0,
+                "お知らせです。v0.4.0 のリリースは、見つかったバグ（#151）の修正のため 10/24 から 10/28 に延期になりました 🙏",
+            ),
             ("yui", 4, "了解です！直ってから出す方が安心ですね"),
             ("daichi", 9, "楽しみに待ってます"),
             ("emily", 3, "Thanks for the update. Quality first!"),
@@ -420,13 +433,21 @@ SCENES: list[tuple[str, str, list[Line]]] = [
         "dev",
         "2025-10-17 22:30",
         [
-            ("kenji", 0, "検索のスコアリングについて相談です。今はベクトル検索だけなんですが、キーワード検索と組み合わせたいです"),
+            (
+                "kenji",
+                0,
+                "検索のスコアリングについて相談です。今はベクトル検索だけなんですが、キーワード検索と組み合わせたいです",
+            ),
             ("marco", 3, "Hybrid search with RRF? That's what most projects do now."),
             ("kenji", 2, "そうです、RRF で k=60 にしようと思ってます"),
             ("emily", 4, 'Would that help with names? Searching for "Daichi" vs だいち is tricky.'),
             ("kenji", 3, "表記ゆれは別問題ですね…v0.5 以降で考えます"),
             ("sora", 2, "PostgreSQL なら pg_trgm もありますけど、日本語だと微妙なんですよね"),
-            ("kenji", 1, "ですね。v0.4.0 ではベクトル検索と SudachiPy の全文検索を RRF で組み合わせるところまでにします"),
+            (
+                "kenji",
+                1,
+                "ですね。v0.4.0 ではベクトル検索と SudachiPy の全文検索を RRF で組み合わせるところまでにします",
+            ),
         ],
     ),
     (
@@ -610,7 +631,11 @@ SCENES: list[tuple[str, str, list[Line]]] = [
         "dev",
         "2025-11-14 23:10",
         [
-            ("daichi", 0, f"#160 の PR を出しました → {REPO}/pull/163 「明日」「あさって」「来週」「next week」に対応しました"),
+            (
+                "daichi",
+                0,
+                f"#160 の PR を出しました → {REPO}/pull/163 「明日」「あさって」「来週」「next week」に対応しました",
+            ),
             ("kenji", 4, "レビューしました！タイムゾーンの扱いだけ直せばマージできそうです"),
             ("daichi", 20, "直しました！ユーザーのタイムゾーン設定（なければ Asia/Tokyo）で解釈するようにしました"),
             ("kenji", 3, "マージしました 🎉 だいちさん、2本目の PR おめでとうございます", {"reactions": [("🎉", 4)]}),
@@ -621,8 +646,12 @@ SCENES: list[tuple[str, str, list[Line]]] = [
         "2025-10-15 22:40",
         [
             ("kenji", 0, "Emily さんのレビューコメント反映しました。docstring を Google スタイルに揃えてます"),
-            ("emily", 5, "Thanks! One more thing: could the tokenizer be configurable? Some people may want bigrams only."),
-            ("kenji", 3, "設定で切り替えられるようにします。tokenizer = \"sudachi\" | \"bigram\" みたいな感じで"),
+            (
+                "emily",
+                5,
+                "Thanks! One more thing: could the tokenizer be configurable? Some people may want bigrams only.",
+            ),
+            ("kenji", 3, '設定で切り替えられるようにします。tokenizer = "sudachi" | "bigram" みたいな感じで'),
             ("marco", 2, "Make sure the default is documented in the changelog."),
             ("kenji", 1, "了解です！"),
             ("sora", 6, "ステージング環境（Raspberry Pi）に #145 のブランチを入れて試してみます"),
@@ -886,7 +915,12 @@ SCENES: list[tuple[str, str, list[Line]]] = [
         "random",
         "2025-11-15 22:30",
         [
-            ("aoi", 0, "懇親会の写真です！みなさんありがとうございました〜", {"attach": [("torimaru-1115.jpg", 598341)]}),
+            (
+                "aoi",
+                0,
+                "懇親会の写真です！みなさんありがとうございました〜",
+                {"attach": [("torimaru-1115.jpg", 598341)]},
+            ),
             ("emily", 2, "Best night! The tsukune was amazing."),
             ("daichi", 3, "楽しすぎました…！来月も参加します"),
             ("kenji", 2, "味噌ラーメンで締めるのは無理でした笑"),

@@ -131,6 +131,28 @@ class SessionStore(Lifecycle, Protocol):
             SessionNotFound: no session has this id.
         """
 
+    async def reset_window(self, session_id: SessionId) -> Session:
+        """Start a fresh conversation: ``window_start_seq = last_seq``, atomically, bumping ``version``.
+
+        A blind update (no version guard): whatever was appended before it is reset out
+        of the window, whatever comes after is in it.
+
+        Raises:
+            SessionNotFound: no session has this id.
+        """
+
+    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
+        """Persist a prompt compaction covering messages ``seq <= through_seq``.
+
+        A compare-and-set on ``context_summary_seq``: it is stored only when it covers
+        more than the stored one, so concurrent turns never move it backwards. Returns the
+        updated session, or ``None`` when a summary covering as much was already stored.
+
+        Raises:
+            SessionNotFound: no session has this id.
+            InvalidInput: ``through_seq`` is beyond the newest message.
+        """
+
     async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
         """Mark at most ``batch_size`` active sessions idle since before ``idle_before``
         as expired (bumping their version); return how many were marked.

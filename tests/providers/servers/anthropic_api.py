@@ -175,3 +175,23 @@ def rate_limited(retry_after: str) -> Reply:
         "This request would exceed the rate limit for your organization of 50,000 input tokens per minute.",
         headers={"retry-after": retry_after},
     )
+
+
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+
+
+def count_tokens(input_tokens: int) -> Reply:
+    return Reply(body={"input_tokens": input_tokens})
+
+
+def model_info(model_id: str, *, max_input_tokens: int | None, max_tokens: int | None) -> Reply:
+    body = {
+        "id": model_id,
+        "type": "model",
+        "display_name": "Claude Sonnet 4.6",
+        "created_at": "2026-02-17T00:00:00Z",
+        "lifecycle": "active",
+        "max_input_tokens": max_input_tokens,
+        "max_tokens": max_tokens,
+    }
+    return Reply(body=body)

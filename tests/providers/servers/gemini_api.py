@@ -127,3 +127,28 @@ def rate_limited(retry_delay: str) -> Reply:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay},
         ],
     )
+
+
+def count_tokens_path(model: str) -> str:
+    return f"/{API_VERSION}/models/{model}:countTokens"
+
+
+def model_path(model: str) -> str:
+    return f"/{API_VERSION}/models/{model}"
+
+
+def count_tokens(total: int) -> Reply:
+    return Reply(body={"totalTokens": total})
+
+
+def model_info(model: str, *, input_limit: int, output_limit: int) -> Reply:
+    return Reply(
+        body={
+            "name": f"models/{model}",
+            "version": "001",
+            "displayName": "Gemini 2.5 Flash",
+            "inputTokenLimit": input_limit,
+            "outputTokenLimit": output_limit,
+            "supportedGenerationMethods": ["generateContent", "countTokens"],
+        }
+    )

@@ -133,9 +133,12 @@ class HashingEmbedder:
         """Embed one text without the event loop (queries and documents embed alike)."""
         vec: npt.NDArray[np.float32] = np.zeros(self.dimensions, dtype=np.float32)
         features = text_features(text) or {_EMPTY_FEATURE: 1.0}
-        for feature, weight in features.items():
-            index, sign = _bucket(feature, self.dimensions)
-            vec[index] += sign * weight
+        buckets = [_bucket(f, self.dimensions) for f in features]
+        np.add.at(
+            vec,
+            np.fromiter((b[0] for b in buckets), dtype=np.intp, count=len(buckets)),
+            np.fromiter((b[1] * w for b, w in zip(buckets, features.values(), strict=True)), dtype=np.float32),
+        )
         norm = float(np.linalg.norm(vec))
         if norm == 0.0:  # every feature cancelled out in a collision: fall back to the empty text
             index, sign = _bucket(_EMPTY_FEATURE, self.dimensions)

@@ -160,4 +160,10 @@ CREATE TABLE summaries (
 );
 """
 
-__all__ = ["MIGRATION_1"]
+MIGRATION_2 = """
+ALTER TABLE sessions ADD COLUMN context_summary TEXT;
+ALTER TABLE sessions ADD COLUMN context_summary_seq BIGINT NOT NULL DEFAULT 0 CHECK (context_summary_seq >= 0);
+"""
+"""Migration 2: the persisted prompt compaction of a session (seed 002)."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2"]

@@ -56,6 +56,7 @@ from omoide.stores.base import Capability
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres.migrations import (
+    LATEST_VERSION,
     apply_migrations,
     check_not_newer,
     current_version,
@@ -117,6 +118,15 @@ _UPDATE_SESSION = f"""
 UPDATE sessions
 SET version = version + 1, status = COALESCE($3, status), window_start_seq = COALESCE($4, window_start_seq)
 WHERE id = $1 AND version = $2
+RETURNING {SESSION_COLUMNS}
+"""
+_RESET_WINDOW = f"""
+UPDATE sessions SET window_start_seq = last_seq, version = version + 1 WHERE id = $1
+RETURNING {SESSION_COLUMNS}
+"""
+_SAVE_CONTEXT_SUMMARY = f"""
+UPDATE sessions SET context_summary = $2, context_summary_seq = $3, version = version + 1
+WHERE id = $1 AND context_summary_seq < $3 AND $3 <= last_seq
 RETURNING {SESSION_COLUMNS}
 """
 _EXPIRE_IDLE = """
@@ -228,7 +238,18 @@ class PostgresStore:
                     if self._migrate:
                         await apply_migrations(conn, where=self._where)
                     else:
-                        check_not_newer(await current_version(conn), where=self._where)
+                        version = await current_version(conn)
+                        check_not_newer(version, where=self._where)
+                        if version < LATEST_VERSION:
+                            logger.warning(
+                                "schema_behind",
+                                extra={
+                                    "store": self.backend,
+                                    "schema_version": version,
+                                    "latest": LATEST_VERSION,
+                                    "hint": "run `omoide migrate` or open the store with migrate=True",
+                                },
+                            )
                     ext = await vector_extension(conn)
                 finally:
                     await conn.close()
@@ -305,7 +326,7 @@ class PostgresStore:
             ext = await vector_extension(conn)
         if self._pool is not None and ext is not None and self._vector_schema is None:
             self._vector_schema = ext[0]
-            self._pool.expire_connections()  # new connections register the vector types
+            await self._pool.expire_connections()  # new connections register the vector types
         return applied
 
     async def pending_migrations(self) -> list[int]:
@@ -483,6 +504,30 @@ class PostgresStore:
             expected_version=expected,
             actual_version=int(current["version"]),
         )
+
+    async def reset_window(self, session_id: SessionId) -> Session:
+        sid = _check_id(session_id)
+        async with self._acquire() as conn:
+            row = await conn.fetchrow(_RESET_WINDOW, sid)
+        if row is None:
+            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
+        return row_to_session(row)
+
+    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
+        sid = _check_id(session_id)
+        through = _check_int("through_seq", through_seq, minimum=0)
+        if not isinstance(summary, str) or not summary.strip():
+            raise InvalidInput("a context summary must be non-empty text")
+        async with self._acquire() as conn:
+            row = await conn.fetchrow(_SAVE_CONTEXT_SUMMARY, sid, summary, through)
+            if row is not None:
+                return row_to_session(row)
+            last = await conn.fetchval("SELECT last_seq FROM sessions WHERE id = $1", sid)
+        if last is None:
+            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
+        if through > last:
+            raise InvalidInput(f"through_seq {through} is beyond the newest message of session {sid} ({last})")
+        return None
 
     async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
         if not isinstance(idle_before, datetime):

@@ -41,7 +41,8 @@ from omoide.stores.sqlite._conn import parse_ts
 
 SESSION_COLUMNS = (
     "id, session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id, "
-    "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at"
+    "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, "
+    "context_summary, context_summary_seq"
 )
 MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
 
@@ -94,6 +95,8 @@ def session_from_row(row: Sequence[Any]) -> Session:
         window_start_seq=row[13],
         last_active_at=parse_ts(row[14]),
         created_at=parse_ts(row[15]),
+        context_summary=row[16],
+        context_summary_seq=row[17],
     )
 
 

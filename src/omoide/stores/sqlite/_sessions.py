@@ -239,6 +239,41 @@ def expire_idle(conn: sqlite3.Connection, idle_before: datetime, batch_size: int
     return cursor.rowcount
 
 
+def reset_window(conn: sqlite3.Connection, session_id: int) -> Session:
+    """Move the window start to the newest message, atomically (no read-then-write)."""
+    row = conn.execute(
+        f"UPDATE sessions SET window_start_seq = last_seq, version = version + 1 WHERE id = ? RETURNING {SESSION_COLUMNS}",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+    return session_from_row(row)
+
+
+def save_context_summary(conn: sqlite3.Connection, session_id: int, summary: str, through_seq: int) -> Session | None:
+    """Store a compaction summary unless a summary covering as much or more is already stored."""
+    row = conn.execute(
+        f"""
+        UPDATE sessions
+        SET context_summary = ?, context_summary_seq = ?, version = version + 1
+        WHERE id = ? AND context_summary_seq < ? AND ? <= last_seq
+        RETURNING {SESSION_COLUMNS}
+        """,
+        (summary, through_seq, session_id, through_seq, through_seq),
+    ).fetchone()
+    if row is not None:
+        return session_from_row(row)
+    current = conn.execute("SELECT last_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if current is None:
+        raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+    if through_seq > current[0]:
+        raise InvalidInput(
+            f"through_seq {through_seq} is beyond the newest message of session {session_id} ({current[0]})",
+            session_id=session_id,
+        )
+    return None
+
+
 def delete_session(conn: sqlite3.Connection, session_id: int) -> bool:
     """Delete the session; its messages go with it (``ON DELETE CASCADE``)."""
     return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
@@ -258,5 +293,7 @@ __all__ = [
     "list_sessions",
     "message_from_row",
     "messages",
+    "reset_window",
+    "save_context_summary",
     "update_session",
 ]

@@ -25,7 +25,7 @@ from datetime import datetime
 from omoide.errors import MigrationError
 from omoide.models import utcnow
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction
-from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1
+from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "initial schema: sessions, messages, knowledge, embeddings, memories, summaries, FTS5",
         V1,
     ),
+    Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", V2),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -233,4 +233,10 @@ TABLES: tuple[str, ...] = (
     "summaries",
 )
 
-__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1"]
+V2: tuple[str, ...] = (
+    "ALTER TABLE sessions ADD COLUMN context_summary TEXT",
+    "ALTER TABLE sessions ADD COLUMN context_summary_seq INTEGER NOT NULL DEFAULT 0 CHECK (context_summary_seq >= 0)",
+)
+"""Migration 2: the persisted prompt compaction of a session (seed 002)."""
+
+__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2"]

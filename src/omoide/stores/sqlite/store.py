@@ -334,6 +334,17 @@ class SqliteStore:
             window_start_seq,
         )
 
+    async def reset_window(self, session_id: SessionId) -> Session:
+        """See :meth:`omoide.stores.base.SessionStore.reset_window`."""
+        return await self._write("reset_window", ops.reset_window, _int("session_id", session_id))
+
+    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
+        """See :meth:`omoide.stores.base.SessionStore.save_context_summary`."""
+        if not isinstance(summary, str) or not summary.strip():
+            raise InvalidInput("a context summary must be non-empty text")
+        sid, through = _int("session_id", session_id), _int("through_seq", through_seq)
+        return await self._write("save_context_summary", ops.save_context_summary, sid, summary, through)
+
     async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
         """Expire at most ``batch_size`` active sessions idle since before ``idle_before``; return the count."""
         if not isinstance(idle_before, datetime):
