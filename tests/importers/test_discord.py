@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from omoide.importers import (
     ImportReport,
@@ -369,3 +372,42 @@ def test_header_after_messages_and_a_byte_order_mark(tmp_path: Path) -> None:
     messages, report = _read(path)
     assert [m.text for m in messages] == ["late header"]
     assert not report.problems
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**19) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_fields = st.sampled_from(
+    [
+        "id",
+        "type",
+        "timestamp",
+        "timestampEdited",
+        "content",
+        "author",
+        "attachments",
+        "embeds",
+        "stickers",
+        "mentions",
+        "reference",
+        "interaction",
+        "forwardedMessage",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(breakage=st.lists(st.tuples(st.integers(0, 3), _fields, _json), max_size=8))
+def test_arbitrary_field_values_never_crash_the_reader(breakage: list) -> None:
+    msgs = [message(t(20, 1, i), f"m{i}", BOB) for i in range(4)]
+    for index, field, value in breakage:
+        msgs[index][field] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write(Path(tmp) / "fuzz.json", document(msgs))
+        report = ImportReport()
+        kept = list(iter_discord(path, report=report, include_system=True))
+    accounted = len(kept) + len(report.problems) + report.empty_skipped + report.duplicates
+    assert accounted == report.records == 4
+    assert all(p.position.startswith("messages[") for p in report.problems)

@@ -268,9 +268,10 @@ def _parse_message(raw: object, channel: _Channel) -> ImportedMessage:
     raw_kind = optional_str(raw.get("type")) or "Default"
     kind = _kind(raw_kind, raw)
 
+    raw_mentions = raw.get("mentions")
     mentions = {
         str(u["id"]): name
-        for u in raw.get("mentions") or ()
+        for u in (raw_mentions if isinstance(raw_mentions, list) else ())
         if isinstance(u, dict) and u.get("id") is not None and (name := _user_name(u))
     }
     content = _readable(content, mentions)
