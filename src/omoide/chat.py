@@ -24,8 +24,9 @@ from omoide.context import ContextGuard, GuardResult, PromptBudget
 from omoide.context.compaction import Compaction, compact
 from omoide.context.guard import OnText
 from omoide.context.turns import normalise_turns
-from omoide.models import Message
+from omoide.models import Message, SessionKey, summary_turns
 from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
+from omoide.sessions import Sessions
 from omoide.transcripts import TranscriptStore, records_from_messages
 
 
@@ -62,6 +63,40 @@ class TranscriptConversation:
             return
         await self.store.append_compaction(
             self.agent_id, self.session_id, compaction.summary, replaces_through=compaction.through_seq - 1
+        )
+
+
+@dataclass
+class SessionConversation:
+    """A database session: turns are session messages; a compaction is stored on the session row.
+
+    The prompt history is the newest ``window`` messages after the persisted summary (and
+    after a reset), preceded by the summary pair when there is one.
+    """
+
+    sessions: Sessions
+    key: SessionKey | str
+    window: int | None = None
+
+    async def prompt_history(self) -> list[Message]:
+        session = await self.sessions.get_or_create(self.key)
+        size = self.window or self.sessions.settings.session_window
+        messages = await self.sessions.store.history(session.id, window=size)
+        summary_applies = session.context_summary and session.context_summary_seq > session.window_start_seq
+        if not summary_applies:
+            return messages
+        after = [m for m in messages if m.seq is not None and m.seq > session.context_summary_seq]
+        return [*summary_turns(session.context_summary or ""), *after]
+
+    async def add(self, message: Message) -> Message:
+        return await self.sessions.append(self.key, message)
+
+    async def save_compaction(self, compaction: Compaction) -> None:
+        if compaction.through_seq is None:
+            return
+        session = await self.sessions.get(self.key)
+        await self.sessions.store.save_context_summary(
+            session.id, summary=compaction.summary, through_seq=compaction.through_seq
         )
 
 
@@ -148,4 +183,4 @@ class ChatRunner:
         return ContextUsage(tokens, budget.context_window, budget.prompt_limit)
 
 
-__all__ = ["ChatRunner", "ContextUsage", "Conversation", "TranscriptConversation"]
+__all__ = ["ChatRunner", "ContextUsage", "Conversation", "SessionConversation", "TranscriptConversation"]

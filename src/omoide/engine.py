@@ -17,28 +17,74 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from omoide.chat import ChatRunner, SessionConversation
+from omoide.context import GuardResult, prompt_budget
+from omoide.context.guard import OnText
 from omoide.models import KeyPolicy, Message, Session, SessionKey
+from omoide.providers.base import ChatModel, TokenCounter
 from omoide.sessions import KeyLike, Sessions
 from omoide.settings import Settings, load_settings
 from omoide.stores import open_store
 from omoide.stores.base import SessionStore
 
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant in a chat. Answer in the language the user writes in "
+    "(日本語で話しかけられたら日本語で答えてください). Be concise."
+)
+
 
 class Memory:
-    """The memory engine. Create it with :meth:`open` (an async context manager)."""
+    """The memory engine. Create it with :meth:`open` (an async context manager).
 
-    def __init__(self, settings: Settings, store: SessionStore) -> None:
+    Providers are built from the settings the first time they are needed, unless given.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SessionStore,
+        *,
+        chat_model: ChatModel | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.sessions = Sessions(store, settings)
+        self._chat_model = chat_model
+        self._token_counter = token_counter
+
+    @property
+    def chat_model(self) -> ChatModel:
+        """The configured chat model (``OMOIDE_LLM``; offline: the extractive model)."""
+        if self._chat_model is None:
+            from omoide.providers.registry import build_chat_model
+
+            self._chat_model = build_chat_model(self.settings)
+        return self._chat_model
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._token_counter is None:
+            from omoide.providers.tokens import get_token_counter
+
+            self._token_counter = get_token_counter()
+        return self._token_counter
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, settings: Settings | None = None, **overrides: Any) -> AsyncIterator[Memory]:
+    async def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        chat_model: ChatModel | None = None,
+        token_counter: TokenCounter | None = None,
+        **overrides: Any,
+    ) -> AsyncIterator[Memory]:
         """Open the configured store (migrating it unless ``migrate_on_start`` is off) and yield a ``Memory``.
 
         Args:
             settings: explicit settings; by default read from the environment and ``omoide.toml``.
+            chat_model / token_counter: providers to use instead of the configured ones.
             **overrides: setting values that win over the environment, e.g. ``database_url=...``.
         """
         if settings is None:
@@ -46,7 +92,7 @@ class Memory:
         elif overrides:
             settings = load_settings(**{**settings.model_dump(), **overrides})
         async with open_store(settings=settings) as store:
-            yield cls(settings, store)
+            yield cls(settings, store, chat_model=chat_model, token_counter=token_counter)
 
     # ---------------------------------------------------------------- sessions
 
@@ -83,6 +129,50 @@ class Memory:
     async def reset(self, key: KeyLike) -> Session:
         """Start a fresh conversation in this session (stored messages are kept for archiving)."""
         return await self.sessions.reset(key)
+
+    # ---------------------------------------------------------------- chat
+
+    def chat_runner(self, *, system: str | None = None, max_tokens: int | None = None) -> ChatRunner:
+        """A :class:`~omoide.chat.ChatRunner` for the configured model and its context window."""
+        model = self.chat_model
+        budget = prompt_budget(model.model_id, self.settings, max_tokens=max_tokens)
+        return ChatRunner(model, self.token_counter, budget, system=system or DEFAULT_SYSTEM_PROMPT)
+
+    async def chat(
+        self,
+        key: KeyLike,
+        user: str | Message,
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        on_text: OnText | None = None,
+    ) -> GuardResult:
+        """One whole turn: load the window → guard → model → store both turns.
+
+        The user's message is stored first (it was said, whatever happens next). When the
+        prompt does not fit, the guard cuts tool results and then compacts the older part
+        of the window; the compaction is saved on the session so the next turn starts from
+        it, and the summarised messages stay stored for the archiver.
+
+        Args:
+            key: the session.
+            user: the user's text, or a full :class:`Message` (author, platform id, …).
+            on_text: stream the answer: called with each piece of text as it arrives.
+
+        Returns:
+            The guard's result: ``.text`` is the answer; ``.stage`` and ``.compaction`` say
+            what was done to fit the window.
+
+        Raises:
+            ContextOverflow: the turn cannot fit even after compaction.
+            ProviderError: any other model failure (the user's message stays stored).
+        """
+        message = user if isinstance(user, Message) else Message.user(user)
+        runner = self.chat_runner(system=system, max_tokens=max_tokens)
+        conversation = SessionConversation(self.sessions, key)
+        return await runner.turn(conversation, message, temperature=temperature, top_p=top_p, on_text=on_text)
 
 
 __all__ = ["Memory"]

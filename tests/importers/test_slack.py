@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from omoide.importers import (
     ImportedMessage,
@@ -332,3 +335,45 @@ def test_same_report_deduplicates_a_second_export(tmp_path: Path) -> None:
 )
 def test_slack_text(text: str, expected: str) -> None:
     assert slack_text(text, {"U1": "Ann"}, {"C1": "general"}) == expected
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**12) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_fields = st.sampled_from(
+    [
+        "ts",
+        "text",
+        "user",
+        "subtype",
+        "thread_ts",
+        "edited",
+        "files",
+        "file",
+        "attachments",
+        "bot_id",
+        "username",
+        "message",
+        "deleted_ts",
+        "user_profile",
+        "bot_profile",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(breakage=st.lists(st.tuples(st.integers(0, 3), _fields, _json), max_size=8))
+def test_arbitrary_field_values_never_crash_the_reader(breakage: list) -> None:
+    records = [msg(f"17041644{i}0.000100", f"m{i}") for i in range(4)]
+    for index, field, value in breakage:
+        records[index][field] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        root = write_dir(
+            Path(tmp), {"channels.json": CHANNELS, "users.json": USERS, "general/2024-01-02.json": records}
+        )
+        report = ImportReport()
+        list(iter_slack(root, report=report, include_system=True))
+    assert report.records == 4
+    assert all(p.position.startswith("[") for p in report.problems)

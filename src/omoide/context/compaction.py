@@ -33,6 +33,7 @@ SUMMARY_REQUEST = (
     "Do not add anything that is not in the conversation.\n\n<conversation>\n{conversation}\n</conversation>"
 )
 MAX_SUMMARY_INPUT_CHARS = 200_000
+MAX_SUMMARY_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +69,7 @@ def split_index(turns: Sequence[Message]) -> int | None:
     return None
 
 
-async def summarise(messages: Sequence[Message], model: ChatModel, *, max_tokens: int = 2048) -> str:
-    """Ask ``model`` for a summary of ``messages`` (plain text in, plain text out)."""
+async def _summarise_once(messages: Sequence[Message], model: ChatModel, *, max_tokens: int) -> str:
     conversation = "\n\n".join(message_text_for_summary(m) for m in messages)
     if len(conversation) > MAX_SUMMARY_INPUT_CHARS:  # keep the newest part: the oldest is least relevant
         conversation = "…\n" + conversation[-MAX_SUMMARY_INPUT_CHARS:]
@@ -83,6 +83,26 @@ async def summarise(messages: Sequence[Message], model: ChatModel, *, max_tokens
     if not text:
         raise ContextOverflow("the summariser returned an empty summary; cannot compact the history")
     return text
+
+
+async def summarise(messages: Sequence[Message], model: ChatModel, *, max_tokens: int = 2048, _depth: int = 0) -> str:
+    """Ask ``model`` for a summary of ``messages`` (plain text in, plain text out).
+
+    When the messages are too long for the summariser itself, the first half is
+    summarised first and its summary is summarised again together with the second half.
+
+    Raises:
+        ContextOverflow: even a single message is too long to summarise.
+    """
+    try:
+        return await _summarise_once(messages, model, max_tokens=max_tokens)
+    except ContextOverflow:
+        if len(messages) < 2 or _depth >= MAX_SUMMARY_DEPTH:
+            raise
+    middle = len(messages) // 2
+    first = await summarise(messages[:middle], model, max_tokens=max_tokens, _depth=_depth + 1)
+    rest = [Message.user(SUMMARY_PREFIX + first), *messages[middle:]]
+    return await summarise(rest, model, max_tokens=max_tokens, _depth=_depth + 1)
 
 
 async def compact(

@@ -10,6 +10,10 @@ Stages:
 2. The oldest ~50% of the turns are summarised and replaced by a summary turn and an
    acknowledgement (:mod:`omoide.context.compaction`), repeated while the count is still
    over the budget and there is something left to compact.
+
+When the provider reports an overflow that our count did not predict (its tokenizer
+differs from ours), the guard lowers its own limit by the provider's figures and goes on
+to the next stage, instead of retrying a prompt of the same size.
 3. :class:`~omoide.errors.ContextOverflow` with the counts.
 
 Only a provider's typed ``ContextOverflow`` moves the guard to the next stage; every
@@ -59,6 +63,11 @@ class GuardResult:
     prompt_tokens: int
     truncated: int = 0
     compaction: Compaction | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer's text."""
+        return self.response.text
 
 
 class ContextGuard:
@@ -157,22 +166,18 @@ class ContextGuard:
                 try:
                     return GuardResult(await call(current), current, 0, tokens)
                 except ContextOverflow as exc:
-                    log.info("context_overflow", stage=0, counted=tokens, limit=limit, provider_error=exc.message)
+                    limit = _tighten(limit, tokens, exc, stage=0)
             else:
                 log.info("context_over_budget", stage=0, counted=tokens, limit=limit)
 
-        truncated_turns, cut = truncate_tool_results(current, limit=self.tool_result_limit)
-        if cut and not force_compact:
-            current = truncated_turns
+        current, cut = truncate_tool_results(current, limit=self.tool_result_limit)
+        if cut:
             tokens = self.count(current, system=system, tools=tools)
-            if tokens <= limit:
+            if not force_compact and tokens <= limit:
                 try:
-                    result = await call(current)
-                    return GuardResult(result, current, 1, tokens, truncated=cut)
+                    return GuardResult(await call(current), current, 1, tokens, truncated=cut)
                 except ContextOverflow as exc:
-                    log.info("context_overflow", stage=1, counted=tokens, limit=limit, provider_error=exc.message)
-        elif cut:
-            current = truncated_turns
+                    limit = _tighten(limit, tokens, exc, stage=1)
 
         compaction: Compaction | None = None
         while True:  # each round shortens the history, so this ends (split_index → None)
@@ -182,14 +187,13 @@ class ContextGuard:
             current, compaction = done
             tokens = self.count(current, system=system, tools=tools)
             log.info("context_compacted", replaced_turns=compaction.replaced_turns, counted=tokens, limit=limit)
-            if tokens <= limit:
-                break
-        if compaction is not None and tokens <= limit:
+            if tokens > limit:
+                continue
             try:
                 result = await call(current)
                 return GuardResult(result, current, 2, tokens, truncated=cut, compaction=compaction)
             except ContextOverflow as exc:
-                log.info("context_overflow", stage=2, counted=tokens, limit=limit, provider_error=exc.message)
+                limit = _tighten(limit, tokens, exc, stage=2)
         raise ContextOverflow(
             f"the prompt is {tokens:,} tokens and the limit is {limit:,} for {self.model.model_id}, even after "
             f"cutting {cut} tool result(s) and {'compacting' if compaction else 'finding nothing to compact in'} "
@@ -198,6 +202,23 @@ class ContextGuard:
             prompt_tokens=tokens,
             limit=limit,
         )
+
+
+def _tighten(limit: int, tokens: int, exc: ContextOverflow, *, stage: int) -> int:
+    """The provider said the prompt is too long although our count fit: lower our limit.
+
+    When the provider says how long the prompt was and what its limit is, our count is
+    scaled by that ratio (tokenizers differ between providers); otherwise we aim 10% lower.
+    """
+    if exc.prompt_tokens and exc.limit and exc.prompt_tokens > exc.limit:
+        target = tokens * exc.limit // exc.prompt_tokens
+    else:
+        target = tokens * 9 // 10
+    new_limit = max(1, min(limit, target))
+    log.info(
+        "context_overflow", stage=stage, counted=tokens, limit=limit, new_limit=new_limit, provider_error=exc.message
+    )
+    return new_limit
 
 
 __all__ = ["ContextGuard", "GuardResult", "OnText"]

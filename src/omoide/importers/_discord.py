@@ -47,7 +47,7 @@ from omoide.importers._common import (
     require_str,
 )
 from omoide.importers._errors import UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, iter_items, read_header
+from omoide.importers._jsonstream import JSONError, iter_items, load_whole, read_header
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 
 DM_GUILD_ID = "0"
@@ -329,11 +329,39 @@ def _parse_message(raw: object, channel: _Channel) -> ImportedMessage:
 # --------------------------------------------------------------------------- files
 
 
+def _record(raw: Any, index: int, channel: _Channel, run: ImportRun, source: str) -> ImportedMessage | None:
+    """One message record → the message to yield, or None (reported, skipped or a duplicate)."""
+    report = run.report
+    report.records += 1
+    try:
+        message = _parse_message(raw, channel)
+    except RecordError as exc:
+        msg_id = raw.get("id") if isinstance(raw, dict) else None
+        run.problem(source, f"messages[{index}]", str(exc), message_id=str(msg_id) if msg_id else None)
+        return None
+    if message.kind == "system" and not run.include_system:
+        report.system_skipped += 1
+        return None
+    if not message.text:
+        report.empty_skipped += 1
+        return None
+    return message if report.accept(message) else None
+
+
 def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
     source = str(path)
     report = run.report
+    whole: list[Any] | None = None  # the messages, when the streaming parser could not be used
     try:
-        header, has_messages = read_header(path, stop_at="messages", needed=_HEADER_KEYS)
+        try:
+            header, has_messages = read_header(path, stop_at="messages", needed=_HEADER_KEYS)
+        except JSONError as exc:
+            document = load_whole(path)  # valid JSON ijson's C backend rejects (e.g. integers beyond 64 bits)?
+            if not isinstance(document, dict):
+                raise exc from None
+            header = {k: v for k, v in document.items() if k != "messages"}
+            has_messages = isinstance(document.get("messages"), list)
+            whole = document["messages"] if has_messages else None
         channel = _Channel(header, source)
     except OSError as exc:
         run.problem(source, "", f"cannot read the file: {exc.strerror or exc}")
@@ -346,30 +374,29 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
         return
     report.files.append(source)
     report.add_channel(channel.info)
-    index = -1
-    try:
-        for index, raw in enumerate(iter_items(path, "messages")):
-            report.records += 1
-            try:
-                message = _parse_message(raw, channel)
-            except RecordError as exc:
-                msg_id = raw.get("id") if isinstance(raw, dict) else None
-                run.problem(source, f"messages[{index}]", str(exc), message_id=str(msg_id) if msg_id else None)
-                continue
-            if message.kind == "system" and not run.include_system:
-                report.system_skipped += 1
-                continue
-            if not message.text:
-                report.empty_skipped += 1
-                continue
-            if report.accept(message):
-                yield message
-    except OSError as exc:
-        run.problem(source, f"messages[{index + 1}]", f"read failed: {exc.strerror or exc}")
-    except JSONError as exc:
-        run.problem(
-            source, f"messages[{index + 1}]", f"invalid JSON, the rest of the file is skipped: {_one_line(exc)}"
-        )
+    items: Iterator[Any] = iter(whole) if whole is not None else iter_items(path, "messages")
+    done = 0  # records handled so far
+    while True:
+        try:
+            for raw in items:
+                message = _record(raw, done, channel, run, source)
+                done += 1
+                if message is not None:
+                    yield message
+            return
+        except OSError as exc:
+            run.problem(source, f"messages[{done}]", f"read failed: {exc.strerror or exc}")
+            return
+        except JSONError as exc:
+            document = load_whole(path) if whole is None else None
+            messages = document.get("messages") if isinstance(document, dict) else None
+            if not isinstance(messages, list):
+                run.problem(
+                    source, f"messages[{done}]", f"invalid JSON, the rest of the file is skipped: {_one_line(exc)}"
+                )
+                return
+            whole = messages  # the file is valid JSON after all: carry on from the same record
+            items = iter(messages[done:])
 
 
 def _one_line(exc: Exception) -> str:

@@ -4,7 +4,10 @@ Why ijson: a DiscordChatExporter file can be hundreds of megabytes. Measured her
 94 MB export of 100k messages (docs/bench-notes/importers.md): ``json.load`` took 5-6 s
 and peaked at ~500 MB of RAM; ``ijson.items`` (yajl2_c backend) took 4-5 s in a
 constant ~12 MB. ijson is never slower here and its memory does not grow with the file,
-so every file is streamed; there is no second code path for small files.
+so every file is streamed; there is no second code path for small files. The one
+exception: yajl rejects integers beyond 64 bits, which are valid JSON, so a file ijson
+calls invalid is decoded again with :mod:`json` (:func:`load_whole`) before it is
+reported as malformed.
 
 The header (``guild``, ``channel``, …) is read with ijson's event parser, which stops as
 soon as the ``messages`` array starts (DiscordChatExporter writes the header first), so
@@ -15,6 +18,7 @@ something the exporter does) is still found: the event parser then skips the arr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -105,6 +109,21 @@ def read_header(path: Path, *, stop_at: str, needed: frozenset[str]) -> tuple[di
                 else:
                     header[key] = _build(events, start)
     return header, has_array
+
+
+def load_whole(path: Path) -> Any:
+    """The whole file decoded with :mod:`json`, or ``None`` if it is not valid JSON.
+
+    The fallback when ijson's C backend rejects a file: yajl refuses integers beyond
+    64 bits, which Python's decoder accepts. Costs the memory of the whole document.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    try:
+        return json.loads(path.read_bytes().decode("utf-8-sig"))
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        return None
 
 
 def iter_items(path: Path, array: str) -> Iterator[Any]:
