@@ -25,9 +25,23 @@ Contract notes that every implementation honours (and ``tests/conformance`` chec
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 
 
@@ -164,4 +178,72 @@ class SessionStore(Lifecycle, Protocol):
         """Delete a session and all its messages; ``False`` when it did not exist."""
 
 
-__all__ = ["Capability", "Lifecycle", "SessionStore"]
+@runtime_checkable
+class KnowledgeStore(Lifecycle, Protocol):
+    """Long-term memory: sources, chunks and their embeddings (per embedding model).
+
+    Contract notes:
+
+    * :meth:`archive_session` is ONE transaction (``BEGIN IMMEDIATE`` on SQLite,
+      REPEATABLE READ on PostgreSQL): the source and its chunks are inserted, the
+      session's ``archived_seq`` becomes ``plan.upto_seq``, archived messages except the
+      newest ``plan.keep_newest`` are deleted, the status is set and ``version`` bumped —
+      all guarded by ``plan.expected_version``. Either all of it commits or none of it
+      (no half-written source, ever).
+    * Embedding work is claimed per source with a lease: a source in ``processing``
+      whose ``claimed_at`` is older than the lease is claimable again (a crashed worker
+      never leaves a source stuck). PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``.
+    * Vectors are stored per ``(chunk_id, model)``: a new model is embedded beside the
+      old one, and search keeps using the old one until told otherwise.
+    """
+
+    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
+        """Apply one archive plan atomically.
+
+        Raises:
+            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
+            SessionNotFound: the session is gone.
+            InvalidInput: ``upto_seq`` is not beyond ``archived_seq`` or beyond ``last_seq``.
+        """
+
+    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
+        """Sessions with unarchived messages that are either idle (active, ``last_active_at <
+        idle_before``) or have at least ``min_unarchived`` unarchived messages, oldest
+        activity first, at most ``limit``."""
+
+    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
+        """Create a source with its chunks in one transaction (importers, documents)."""
+
+    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
+        """Claim up to ``limit`` sources to embed: ``pending`` ones, and ``processing`` ones
+        whose lease expired. Sets ``processing``, ``claimed_at = now``, ``attempts += 1``."""
+
+    async def chunks_missing_embedding(
+        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[ChunkText]:
+        """Chunks (of these sources, or all) with no vector for ``model``, by id, ``id > after_id``."""
+
+    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
+        """Insert or replace vectors for ``model``; return how many were written.
+
+        Raises:
+            InvalidInput: a vector's length is not ``dimensions``.
+        """
+
+    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
+        """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later)."""
+
+    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
+        """Create the ANN index for ``model`` if the backend has one (PostgreSQL HNSW,
+        ``halfvec_cosine_ops``); ``True`` if it was created now."""
+
+    async def list_sources(
+        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[KnowledgeSource]:
+        """Sources, newest first, with their chunk counts."""
+
+    async def knowledge_status(self) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
+
+
+__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "SessionStore"]

@@ -1,0 +1,29 @@
+"""Long-term memory: archived conversation and imported history as searchable chunks."""
+
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+
+__all__ = [
+    "ArchivePlan",
+    "ArchiveResult",
+    "ChunkDraft",
+    "ChunkId",
+    "ChunkText",
+    "EmbeddingRow",
+    "KnowledgeSource",
+    "KnowledgeStatus",
+    "SourceDraft",
+    "SourceId",
+    "SourceStatus",
+]
