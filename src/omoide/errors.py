@@ -9,9 +9,11 @@ need to import a driver to handle a failure::
     ├── InvalidInput                bad input from a caller; nothing was stored
     │   ├── InvalidSessionKey
     │   ├── InvalidContent          malformed content blocks
-    │   └── MessageTooLarge
+    │   ├── MessageTooLarge
+    │   └── AmbiguousSessionPrefix  a /switch prefix matches several sessions
     ├── NotFoundError
     │   └── SessionNotFound
+    │       └── UnknownSessionPrefix
     ├── ConflictError
     │   └── VersionConflict         optimistic-lock conflict (re-read and retry)
     ├── CapabilityNotSupported      the backend does not offer this feature
@@ -32,6 +34,7 @@ Messages say what happened and what to do next.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -74,12 +77,32 @@ class MessageTooLarge(InvalidInput):
     code = "MESSAGE_TOO_LARGE"
 
 
+class AmbiguousSessionPrefix(InvalidInput):
+    """A session prefix matches several sessions; ``candidates`` names them."""
+
+    code = "AMBIGUOUS_SESSION_PREFIX"
+
+    def __init__(self, message: str, *, candidates: Sequence[str]) -> None:
+        super().__init__(message, candidates=list(candidates))
+        self.candidates = tuple(candidates)
+
+
 class NotFoundError(OmoideError):
     code = "NOT_FOUND"
 
 
 class SessionNotFound(NotFoundError):
     code = "SESSION_NOT_FOUND"
+
+
+class UnknownSessionPrefix(SessionNotFound):
+    """No session matches a prefix; ``candidates`` names every session there is."""
+
+    code = "UNKNOWN_SESSION_PREFIX"
+
+    def __init__(self, message: str, *, candidates: Sequence[str]) -> None:
+        super().__init__(message, candidates=list(candidates))
+        self.candidates = tuple(candidates)
 
 
 class ConflictError(OmoideError):
@@ -186,6 +209,7 @@ class BadRequest(ProviderError):
 
 
 __all__ = [
+    "AmbiguousSessionPrefix",
     "AuthenticationFailed",
     "BadRequest",
     "CapabilityNotSupported",
@@ -207,5 +231,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TranscriptError",
+    "UnknownSessionPrefix",
     "VersionConflict",
 ]

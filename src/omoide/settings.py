@@ -62,6 +62,47 @@ class Settings(BaseSettings):
         5, ge=1, le=50, description="Re-read-and-retry attempts on a version conflict."
     )
 
+    # ---- long-term memory: archiving, chunking, embedding, workers (seed 000)
+    archive_idle_seconds: float = Field(
+        3600, ge=0, description="A session idle this long is archived into long-term memory (seed 000: 1 h)."
+    )
+    archive_batch_size: int = Field(100, ge=1, le=100_000, description="Sessions read per archiver batch.")
+    archive_message_threshold: int = Field(
+        50, ge=1, description="An active session with this many unarchived messages is archived without waiting."
+    )
+    archive_overlap: int = Field(
+        5, ge=0, le=10_000, description="Archived messages kept in the session for context (seed 000: 5)."
+    )
+    min_session_chars: int = Field(
+        30, ge=0, description="Conversations shorter than this (characters) are archived without creating knowledge."
+    )
+    chunk_strategy: Literal["message_based", "token_based"] = Field(
+        "message_based", description="message_based: windows of messages; token_based: windows of tokens."
+    )
+    chunk_messages: int = Field(10, ge=1, le=1000, description="message_based: messages per chunk.")
+    chunk_overlap: int = Field(2, ge=0, le=999, description="message_based: messages shared by neighbouring chunks.")
+    chunk_max_tokens: int = Field(
+        512, ge=32, le=100_000, description="Largest chunk in tokens (cl100k), for both strategies."
+    )
+    chunk_token_overlap: int = Field(64, ge=0, description="token_based: tokens shared by neighbouring chunks.")
+    embed_batch_size: int = Field(64, ge=1, le=10_000, description="Chunks per embedder call.")
+    embed_claim_size: int = Field(16, ge=1, le=10_000, description="Knowledge sources claimed per embedding round.")
+    embed_lease_seconds: float = Field(
+        600, gt=0, description="A source claimed longer ago than this is claimable again (a crashed worker's)."
+    )
+    embed_max_attempts: int = Field(
+        5, ge=1, le=1000, description="Claims of one source before a transient error marks it failed."
+    )
+    worker_archive_interval_seconds: float = Field(60, gt=0, description="Pause between archiver runs.")
+    worker_embed_interval_seconds: float = Field(5, gt=0, description="Pause between embedder runs.")
+    worker_expire_interval_seconds: float = Field(300, gt=0, description="Pause between session-expiry runs.")
+    worker_max_backoff_seconds: float = Field(
+        300, gt=0, description="Longest pause of a worker after failed runs (doubling from its interval)."
+    )
+    worker_shutdown_timeout_seconds: float = Field(
+        30, gt=0, description="On SIGTERM/SIGINT, how long in-flight work may take before it is cancelled."
+    )
+
     # ---- JSONL agent transcripts (seed 002)
     transcripts_dir: Path = Field(Path("data/transcripts"), description="Root of the JSONL session files.")
 
@@ -88,6 +129,12 @@ class Settings(BaseSettings):
         default_factory=dict, description='Context window overrides by model id, e.g. {"my-model": 32768}.'
     )
 
+    # ---- knowledge (long-term memory): pgvector HNSW index parameters
+    hnsw_m: int = Field(16, ge=2, le=100, description="PostgreSQL HNSW index: max connections per layer (m).")
+    hnsw_ef_construction: int = Field(
+        64, ge=4, le=1000, description="PostgreSQL HNSW index: candidate list size while building (>= 2 * hnsw_m)."
+    )
+
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", description="Log level of the CLI and services (workers log their runs at INFO)."
@@ -109,6 +156,19 @@ class Settings(BaseSettings):
     def _check_pool(self) -> Settings:
         if self.db_pool_min > self.db_pool_max:
             raise ValueError(f"db_pool_min ({self.db_pool_min}) must not exceed db_pool_max ({self.db_pool_max})")
+        if self.hnsw_ef_construction < 2 * self.hnsw_m:
+            raise ValueError(
+                f"hnsw_ef_construction ({self.hnsw_ef_construction}) must be at least 2 * hnsw_m ({2 * self.hnsw_m})"
+            )
+        if self.chunk_overlap >= self.chunk_messages:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_messages ({self.chunk_messages})"
+            )
+        if self.chunk_token_overlap * 2 > self.chunk_max_tokens:
+            raise ValueError(
+                f"chunk_token_overlap ({self.chunk_token_overlap}) must be at most half of "
+                f"chunk_max_tokens ({self.chunk_max_tokens})"
+            )
         return self
 
     @property

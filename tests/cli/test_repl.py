@@ -17,7 +17,7 @@ from omoide.cli.chat import _cancellable, usage_line
 OMOIDE = str(Path(sys.executable).with_name("omoide"))
 
 
-def spawn(tmp_path: Path) -> pexpect.spawn:
+def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMOIDE_")}
     env.update(
         OMOIDE_TRANSCRIPTS_DIR=str(tmp_path / "transcripts"),
@@ -28,7 +28,7 @@ def spawn(tmp_path: Path) -> pexpect.spawn:
         LINES="50",
     )
     child = pexpect.spawn(
-        OMOIDE, ["chat"], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30, dimensions=(50, 200)
+        OMOIDE, ["chat", *args], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30, dimensions=(50, 200)
     )
     child.expect("omoide chat")
     return child
@@ -111,6 +111,39 @@ def test_repl_resumes_latest_session_and_exits_on_eof(tmp_path):
     child.expect(r"Resumed session [0-9a-f]{12} \(first\)")
     say(child, "/exit")
     child.expect(pexpect.EOF)
+
+
+async def test_repl_on_database_sessions(tmp_path, db_url):
+    child = spawn(tmp_path, "--db", db_url, "--agent", "cli")
+    say(child, "/new alpha")
+    child.expect(r"Started session alpha")
+    for text in ("私の名前はタロウです。", "ラーメンが好きです。", "明日は京都に行きます。"):
+        say(child, text)
+        child.expect("Assistant > ")
+    say(child, "/new beta")
+    child.expect("Started session beta")
+    say(child, "/switch al")
+    child.expect("Switched to session alpha")
+    say(child, "/context")
+    child.expect(r"Context usage: ~[\d,]+ / [\d,]+ tokens")
+    say(child, "/compact")
+    child.expect(r"Compacted \d+ turns into a summary")
+    say(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    from omoide import Memory
+    from omoide.settings import Settings
+
+    async with Memory.open(Settings(database_url=db_url)) as mem:
+        alpha = await mem.sessions.get("agent:cli:a=alpha")
+        stored = await mem.sessions.messages("agent:cli:a=alpha")
+        assert [m.role for m in stored] == ["user", "assistant"] * 3  # compaction deleted nothing
+        assert alpha.context_summary
+        assert alpha.context_summary_seq >= 2
+        beta = await mem.sessions.get("agent:cli:a=beta")
+        assert beta.last_seq == 0
 
 
 def test_usage_line_matches_seed_format():

@@ -209,8 +209,8 @@ async def test_find_ambiguous_lists_candidates(store: TranscriptStore):
     with pytest.raises(AmbiguousSessionPrefix) as info:
         await store.find(AGENT, "proj")
     err = info.value
-    assert {c.id for c in err.candidates} == {one.id, two.id}
-    assert err.details["candidates"] == [one.id, two.id]
+    assert set(err.candidates) == {one.display_name, two.display_name}
+    assert err.details["candidates"] == [one.display_name, two.display_name]
     assert f"{one.id} (proj-one)" in err.message
     assert "type more characters" in err.message
     assert isinstance(err, InvalidInput)
@@ -222,7 +222,7 @@ async def test_find_unknown_lists_every_session(store: TranscriptStore):
         UnknownSessionPrefix, match=r"no session of agent 'default' matches 'zzz'; sessions: .*alpha"
     ) as info:
         await store.find(AGENT, "zzz")
-    assert [c.id for c in info.value.candidates] == [s.id]
+    assert info.value.candidates == (s.display_name,)
     assert isinstance(info.value, SessionNotFound)
     with pytest.raises(UnknownSessionPrefix, match="none yet"):
         await store.find("empty-agent", "x")

@@ -74,6 +74,33 @@ def migrate(db: DbOption = None, json_: JsonOption = False) -> None:
     run(main, json_errors=json_)
 
 
+@app.command(epilog="Example: OMOIDE_LLM=anthropic:claude-sonnet-4-5 omoide providers --json")
+def providers(json_: JsonOption = False) -> None:
+    """List the chat model, embedder and reranker in use, and whether each is usable here (no network calls).
+
+    Exits 1 when one of them is not usable, saying what to set or install.
+    """
+    from rich.table import Table
+
+    from omoide.providers.registry import ProviderStatus, describe_providers
+    from omoide.settings import load_settings
+
+    async def collect() -> list[ProviderStatus]:
+        return describe_providers(load_settings())
+
+    rows = run(collect, json_errors=json_)
+    if json_:
+        print_json(rows)
+    else:
+        table = Table("role", "spec", "usable", "notes")
+        for row in rows:
+            spec = f"{row.spec} (default)" if row.is_default else row.spec
+            table.add_row(row.role, spec, "[green]yes[/]" if row.usable else "[red]no[/]", row.reason)
+        console.print(table)
+    if not all(row.usable for row in rows):
+        raise typer.Exit(1)
+
+
 @app.command(epilog="Example: omoide demo --db sqlite:///./data/demo.db")
 def demo(db: DbOption = None) -> None:
     """Run the offline demo on the embedded SQLite default."""

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 
-from omoide.chat import ChatRunner, Conversation, TranscriptConversation
+from omoide.chat import ChatRunner, Conversation, SessionConversation, TranscriptConversation
 from omoide.cli._common import err_console, run
-from omoide.context import prompt_budget
-from omoide.errors import OmoideError
-from omoide.models import Message
+from omoide.engine import Memory
+from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
+from omoide.models import KeyPolicy, Message
 from omoide.settings import Settings, load_settings
 from omoide.transcripts import TranscriptStore
-from omoide.transcripts._store import AmbiguousSessionPrefix, UnknownSessionPrefix
 
 DEFAULT_SYSTEM = (
     "You are a helpful assistant with a memory of this conversation. Answer in the user's language "
@@ -58,12 +59,93 @@ class _Current:
     conversation: Conversation
 
 
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    label: str
+    details: str
+    last_active_at: datetime
+    ref: str  # what find() takes to open exactly this session
+
+
+class SessionSpace(Protocol):
+    """Where the REPL's sessions live: JSONL agent transcripts or database sessions."""
+
+    async def list(self) -> list[SessionInfo]: ...
+
+    async def new(self, name: str | None) -> _Current: ...
+
+    async def find(self, prefix: str) -> _Current:
+        """Raises AmbiguousSessionPrefix / UnknownSessionPrefix."""
+
+
+@dataclass
+class TranscriptSpace:
+    store: TranscriptStore
+    agent: str
+
+    async def list(self) -> list[SessionInfo]:
+        return [
+            SessionInfo(s.display_name, f"{s.message_count} records", s.last_active_at, s.id)
+            for s in await self.store.list_sessions(self.agent)
+        ]
+
+    async def new(self, name: str | None) -> _Current:
+        session = await self.store.create_session(self.agent, name)
+        return _Current(session.display_name, TranscriptConversation(self.store, self.agent, session.id))
+
+    async def find(self, prefix: str) -> _Current:
+        session = await self.store.find(self.agent, prefix)
+        return _Current(session.display_name, TranscriptConversation(self.store, self.agent, session.id))
+
+
+@dataclass
+class DatabaseSpace:
+    """Named agent sessions (``agent:WORKSPACE:a=NAME``) in the database."""
+
+    mem: Memory
+    workspace: str
+
+    def _current(self, name: str) -> _Current:
+        key = self.mem.session_key(workspace=self.workspace, agent=name, policy=KeyPolicy.AGENT)
+        return _Current(name, SessionConversation(self.mem.sessions, key))
+
+    async def list(self) -> list[SessionInfo]:
+        sessions = await self.mem.sessions.list_sessions(workspace=self.workspace, limit=1000)
+        return [
+            SessionInfo(s.agent_id, f"{s.last_seq} messages", s.last_active_at, s.agent_id)
+            for s in sessions
+            if s.policy is KeyPolicy.AGENT and s.agent_id
+        ]
+
+    async def new(self, name: str | None) -> _Current:
+        name = name or secrets.token_hex(6)
+        current = self._current(name)
+        await self.mem.sessions.get_or_create(
+            self.mem.session_key(workspace=self.workspace, agent=name, policy="agent")
+        )
+        return current
+
+    async def find(self, prefix: str) -> _Current:
+        labels = [info.label for info in await self.list()]
+        exact = [label for label in labels if label == prefix]
+        matches = exact or [label for label in labels if label.startswith(prefix)]
+        if len(matches) == 1:
+            return self._current(matches[0])
+        if matches:
+            raise AmbiguousSessionPrefix(
+                f"{prefix!r} matches {len(matches)} sessions: {', '.join(matches)}; type more characters",
+                candidates=matches,
+            )
+        raise UnknownSessionPrefix(
+            f"no session matches {prefix!r}; sessions: {', '.join(labels) or 'none yet'}", candidates=labels
+        )
+
+
 class Repl:
     """The REPL's state machine: one current session, commands, and turns."""
 
-    def __init__(self, store: TranscriptStore, agent: str, runner: ChatRunner, out: Callable[[str], None]) -> None:
-        self.store = store
-        self.agent = agent
+    def __init__(self, space: SessionSpace, runner: ChatRunner, out: Callable[[str], None]) -> None:
+        self.space = space
         self.runner = runner
         self.out = out
         self.current: _Current | None = None
@@ -71,41 +153,34 @@ class Repl:
     async def start(self, session: str | None) -> None:
         if session:
             await self.switch(session)
-            return
-        sessions = await self.store.list_sessions(self.agent)
+            if self.current is not None:
+                return
+        sessions = await self.space.list()
         if sessions:
             latest = max(sessions, key=lambda s: s.last_active_at)
-            self._use(latest.id, latest.display_name)
-            self.out(f"Resumed session {latest.display_name} ({latest.message_count} records). /help lists commands.")
+            self.current = await self.space.find(latest.ref)
+            self.out(f"Resumed session {latest.label} ({latest.details}). /help lists commands.")
         else:
             await self.new(None)
 
-    def _use(self, session_id: str, label: str) -> None:
-        self.current = _Current(label, TranscriptConversation(self.store, self.agent, session_id))
-
     async def new(self, name: str | None) -> None:
-        session = await self.store.create_session(self.agent, name)
-        self._use(session.id, session.display_name)
-        self.out(f"Started session {session.display_name}.")
+        self.current = await self.space.new(name)
+        self.out(f"Started session {self.current.label}.")
 
     async def switch(self, prefix: str) -> None:
         try:
-            session = await self.store.find(self.agent, prefix)
+            self.current = await self.space.find(prefix)
         except (AmbiguousSessionPrefix, UnknownSessionPrefix) as exc:
             self.out(exc.message)
             if exc.candidates:
-                self.out("Candidates: " + ", ".join(c.display_name for c in exc.candidates))
+                self.out("Candidates: " + ", ".join(exc.candidates))
             return
-        self._use(session.id, session.display_name)
-        self.out(f"Switched to session {session.display_name}.")
+        self.out(f"Switched to session {self.current.label}.")
 
     async def list(self) -> None:
-        sessions = await self.store.list_sessions(self.agent)
-        for s in sessions:
-            mark = "*" if self.current and self.current.label == s.display_name else " "
-            self.out(
-                f"{mark} {s.display_name}  {s.message_count} records, last active {s.last_active_at:%Y-%m-%d %H:%M}"
-            )
+        for info in await self.space.list():
+            mark = "*" if self.current and self.current.label == info.label else " "
+            self.out(f"{mark} {info.label}  {info.details}, last active {info.last_active_at:%Y-%m-%d %H:%M}")
 
     async def context(self) -> None:
         assert self.current is not None
@@ -207,20 +282,35 @@ async def _cancellable(work: Awaitable[object]) -> bool:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-async def run_repl(settings: Settings, *, agent: str, session: str | None, system: str) -> None:
+async def run_repl(settings: Settings, *, agent: str, session: str | None, system: str, use_db: bool) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        space: SessionSpace
+        if use_db:  # the database is opened (and migrated) only when sessions live there
+            mem = await stack.enter_async_context(Memory.open(settings))
+            runner = mem.chat_runner(system=system)
+            space = DatabaseSpace(mem, agent)
+            where = f"database sessions of workspace {agent!r} in {settings.database_url}"
+        else:
+            runner = _runner(settings, system)
+            space = TranscriptSpace(TranscriptStore(settings.transcripts_dir), agent)
+            where = f"sessions in {settings.transcripts_dir}"
+        model = runner.model
+        print(f"omoide chat — model {model.provider}:{model.model_id}, {where}", flush=True)
+        repl = Repl(space, runner, lambda text: print(text, flush=True))
+        await repl.start(session)
+        await _loop(repl, settings)
+
+
+def _runner(settings: Settings, system: str) -> ChatRunner:
+    from omoide.context import prompt_budget
     from omoide.providers.registry import build_chat_model
     from omoide.providers.tokens import get_token_counter
 
     model = build_chat_model(settings)
-    runner = ChatRunner(model, get_token_counter(), prompt_budget(model.model_id, settings), system=system)
-    store = TranscriptStore(settings.transcripts_dir)
+    return ChatRunner(model, get_token_counter(), prompt_budget(model.model_id, settings), system=system)
 
-    def out(text: str) -> None:
-        print(text, flush=True)
 
-    repl = Repl(store, agent, runner, out)
-    print(f"omoide chat — model {model.provider}:{model.model_id}, sessions in {settings.transcripts_dir}", flush=True)
-    await repl.start(session)
+async def _loop(repl: Repl, settings: Settings) -> None:
     read = await _read_lines(settings.transcripts_dir / ".repl_history")
 
     def stream(piece: str) -> None:
@@ -245,7 +335,7 @@ async def run_repl(settings: Settings, *, agent: str, session: str | None, syste
 
 def chat(
     agent: Annotated[
-        str, typer.Option(help="Agent whose sessions to use (a folder under the transcripts dir).")
+        str, typer.Option(help="Agent whose sessions to use (a transcripts folder, or the workspace with --db).")
     ] = "default",
     session: Annotated[
         str | None, typer.Option(help="Open this session (id or name prefix) instead of the latest.")
@@ -254,14 +344,22 @@ def chat(
     transcripts: Annotated[
         Path | None, typer.Option(help="Transcripts directory (default: OMOIDE_TRANSCRIPTS_DIR).")
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", help="Keep the sessions in this database (sqlite:///… or postgresql://…) instead of JSONL."
+        ),
+    ] = None,
 ) -> None:
     """Chat in the terminal with session memory: /new /switch /list /context /compact /help /exit.
 
     Works offline with the extractive model; set OMOIDE_LLM (e.g. anthropic:claude-sonnet-4-5) for a real LLM.
     """
-    overrides = {"transcripts_dir": transcripts} if transcripts else {}
+    overrides: dict[str, object] = {"transcripts_dir": transcripts} if transcripts else {}
+    if db:
+        overrides["database_url"] = db
 
     async def main() -> None:
-        await run_repl(load_settings(**overrides), agent=agent, session=session, system=system)
+        await run_repl(load_settings(**overrides), agent=agent, session=session, system=system, use_db=db is not None)
 
     run(main)

@@ -122,6 +122,32 @@ class KnowledgeSource:
 
 
 @dataclass(frozen=True, slots=True)
+class KnowledgeChunk:
+    """A stored chunk, as read back (``KnowledgeStore.chunks_of_source``).
+
+    Attributes:
+        chunk_index: its position in the source, 0, 1, 2, … in the order the drafts were given.
+        location / author_ids / started_at / ended_at: as in :class:`ChunkDraft`; JSON values
+            come back as JSON types (a datetime written into ``location`` reads back as ISO text).
+    """
+
+    id: ChunkId
+    source_id: SourceId
+    workspace_id: str
+    chunk_index: int
+    content: str
+    lexical: str
+    token_count: int
+    location: Mapping[str, Any]
+    channel_id: str | None
+    thread_id: str | None
+    author_ids: tuple[str, ...]
+    started_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkText:
     """A chunk waiting for an embedding."""
 
@@ -156,6 +182,7 @@ __all__ = [
     "ChunkId",
     "ChunkText",
     "EmbeddingRow",
+    "KnowledgeChunk",
     "KnowledgeSource",
     "KnowledgeStatus",
     "SourceDraft",

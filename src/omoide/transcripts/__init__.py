@@ -41,6 +41,7 @@ alternation; :func:`to_openai_messages` yields OpenAI chat messages;
 ``docs/transcripts.md``.
 """
 
+from omoide.errors import AmbiguousSessionPrefix, UnknownSessionPrefix
 from omoide.transcripts._convert import messages_from_records, records_from_messages
 from omoide.transcripts._jsonl import TornLineWarning, dump_record, dump_records, parse_jsonl, read_records
 from omoide.transcripts._records import (
@@ -65,13 +66,7 @@ from omoide.transcripts._records import (
     validate_record,
 )
 from omoide.transcripts._replay import compaction_point, rebuild_history, to_openai_messages
-from omoide.transcripts._store import (
-    AmbiguousSessionPrefix,
-    TranscriptSession,
-    TranscriptStore,
-    UnknownSessionPrefix,
-    check_component,
-)
+from omoide.transcripts._store import TranscriptSession, TranscriptStore, check_component
 
 __all__ = [
     "EXTRA_FIELDS",

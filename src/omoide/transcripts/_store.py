@@ -33,7 +33,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from omoide.errors import InvalidContent, InvalidInput, SessionNotFound, TranscriptError
+from omoide.errors import (
+    AmbiguousSessionPrefix,
+    InvalidContent,
+    InvalidInput,
+    SessionNotFound,
+    TranscriptError,
+    UnknownSessionPrefix,
+)
 from omoide.models import Message, utcnow
 from omoide.transcripts._convert import messages_from_records
 from omoide.transcripts._jsonl import TornLineWarning, dump_record, parse_jsonl
@@ -86,26 +93,6 @@ class TranscriptSession:
     @property
     def display_name(self) -> str:
         return f"{self.id} ({self.label})" if self.label else self.id
-
-
-class AmbiguousSessionPrefix(InvalidInput):
-    """A prefix matches several sessions; ``candidates`` lists them."""
-
-    code = "AMBIGUOUS_SESSION_PREFIX"
-
-    def __init__(self, message: str, *, candidates: Sequence[TranscriptSession]) -> None:
-        super().__init__(message, candidates=[c.id for c in candidates])
-        self.candidates = tuple(candidates)
-
-
-class UnknownSessionPrefix(SessionNotFound):
-    """No session matches a prefix; ``candidates`` lists every session of the agent."""
-
-    code = "UNKNOWN_SESSION_PREFIX"
-
-    def __init__(self, message: str, *, candidates: Sequence[TranscriptSession]) -> None:
-        super().__init__(message, candidates=[c.id for c in candidates])
-        self.candidates = tuple(candidates)
 
 
 def check_component(kind: str, value: object) -> str:
@@ -375,11 +362,12 @@ class TranscriptStore:
             listed = ", ".join(s.display_name for s in matches)
             raise AmbiguousSessionPrefix(
                 f"{prefix!r} matches {len(matches)} sessions of agent {agent_id!r}: {listed}; type more characters",
-                candidates=matches,
+                candidates=[s.display_name for s in matches],
             )
         listed = ", ".join(s.display_name for s in sessions) or "none yet"
         raise UnknownSessionPrefix(
-            f"no session of agent {agent_id!r} matches {prefix!r}; sessions: {listed}", candidates=sessions
+            f"no session of agent {agent_id!r} matches {prefix!r}; sessions: {listed}",
+            candidates=[s.display_name for s in sessions],
         )
 
     async def rebuild_index(self, agent_id: str) -> list[TranscriptSession]:

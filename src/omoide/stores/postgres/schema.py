@@ -166,4 +166,12 @@ ALTER TABLE sessions ADD COLUMN context_summary_seq BIGINT NOT NULL DEFAULT 0 CH
 """
 """Migration 2: the persisted prompt compaction of a session (seed 002)."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2"]
+MIGRATION_3 = """
+CREATE INDEX sessions_unarchived ON sessions (last_active_at, id) WHERE last_seq > archived_seq;
+CREATE INDEX knowledge_sources_claimable ON knowledge_sources (id) WHERE status IN ('pending', 'processing');
+CREATE INDEX knowledge_sources_workspace_id ON knowledge_sources (workspace_id, id);
+"""
+"""Migration 3: indexes for the archiver's pick (sessions with unarchived messages, oldest
+activity first), the embedding queue (claimable sources, oldest first) and source listing."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3"]

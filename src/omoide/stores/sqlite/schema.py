@@ -239,4 +239,17 @@ V2: tuple[str, ...] = (
 )
 """Migration 2: the persisted prompt compaction of a session (seed 002)."""
 
-__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2"]
+V3: tuple[str, ...] = (
+    # sessions_to_archive: only sessions with unarchived messages, oldest activity first
+    "CREATE INDEX sessions_unarchived_idx ON sessions (last_active_at, id) WHERE last_seq > archived_seq",
+    # claim_sources: the embedding queue, oldest first
+    """
+    CREATE INDEX knowledge_sources_claimable_idx ON knowledge_sources (id)
+        WHERE status IN ('pending', 'processing')
+    """,
+    # list_sources(workspace_id=...): newest first
+    "CREATE INDEX knowledge_sources_workspace_id_idx ON knowledge_sources (workspace_id, id)",
+)
+"""Migration 3: indexes for the archiver's pick, the embedding queue and source listing."""
+
+__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2", "V3"]
