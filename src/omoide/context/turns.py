@@ -31,12 +31,12 @@ def _merge(messages: Sequence[Message]) -> list[Message]:
             out[-1] = replace(out[-1], content=(*out[-1].content, *message.content), seq=seq)
         else:
             out.append(message)
-    return [
-        replace(m, content=tuple(sorted(m.content, key=lambda b: not isinstance(b, ToolResultBlock))))
-        if m.role == "user"
-        else m
-        for m in out
-    ]
+    return [_tool_results_first(m) if m.role == "user" and len(m.content) > 1 else m for m in out]
+
+
+def _tool_results_first(message: Message) -> Message:
+    ordered = tuple(sorted(message.content, key=lambda b: not isinstance(b, ToolResultBlock)))
+    return message if ordered == message.content else replace(message, content=ordered)
 
 
 def _pair_tools(turns: list[Message]) -> tuple[list[Message], bool]:

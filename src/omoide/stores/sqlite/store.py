@@ -25,16 +25,45 @@ import asyncio
 import logging
 import queue
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.settings import Settings
+from omoide.stores._knowledge_common import (
+    check_chunks,
+    check_dimensions,
+    check_finish_status,
+    check_int,
+    check_model,
+    check_number,
+    check_plan,
+    check_source,
+    check_vectors,
+)
 from omoide.stores.base import Capability
+from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
@@ -356,6 +385,109 @@ class SqliteStore:
     async def delete_session(self, session_id: SessionId) -> bool:
         """Delete a session and all its messages; ``False`` when it did not exist."""
         return await self._write("delete_session", ops.delete_session, _int("session_id", session_id))
+
+    # ------------------------------------------------------------------- knowledge
+    # The contract is in omoide.stores.base.KnowledgeStore; the operations in _knowledge.py.
+
+    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
+        """Apply one archive plan in one ``BEGIN IMMEDIATE`` transaction (see ``KnowledgeStore``).
+
+        Raises:
+            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
+            SessionNotFound: the session is gone.
+            InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
+        """
+        check_plan(plan)
+        return await self._write("archive_session", kops.archive_session, plan, utcnow())
+
+    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
+        """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
+        if not isinstance(idle_before, datetime):
+            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
+        check_int("min_unarchived", min_unarchived, minimum=1)
+        check_int("limit", limit, minimum=1)
+        return await self._read("sessions_to_archive", kops.sessions_to_archive, idle_before, min_unarchived, limit)
+
+    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
+        """Create a pending source with its chunks in one transaction; return their ids."""
+        check_source(source)
+        check_chunks(chunks)
+        return await self._write("add_source", kops.insert_source, source, list(chunks), utcnow())
+
+    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
+        """Claim up to ``limit`` pending (or lease-expired) sources, oldest first."""
+        check_int("limit", limit, minimum=1)
+        lease = check_number("lease_seconds", lease_seconds)
+        return await self._write("claim_sources", kops.claim_sources, limit, lease, utcnow())
+
+    async def chunks_missing_embedding(
+        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[ChunkText]:
+        """Chunks with no vector for ``model``, by id, ``id > after_id``."""
+        check_model(model)
+        check_int("after_id", after_id, minimum=0)
+        check_int("limit", limit, minimum=1)
+        ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
+        if ids is not None and not ids:
+            return []
+        return await self._read("chunks_missing_embedding", kops.chunks_missing_embedding, model, ids, after_id, limit)
+
+    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
+        """Insert or replace float32 vectors for ``model``; return how many were written.
+
+        Raises:
+            InvalidInput: a vector's length is not ``dimensions``, or it is not finite.
+        """
+        check_model(model)
+        dims = check_dimensions(dimensions)
+        checked = check_vectors(dims, rows)
+        if not checked:
+            return 0
+        return await self._write("put_embeddings", kops.put_embeddings, model, dims, checked, utcnow())
+
+    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
+        """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
+
+        Raises:
+            NotFoundError: no source has this id.
+            InvalidInput: ``status`` is ``processing`` or unknown.
+        """
+        sid = check_int("source_id", source_id)
+        new_status = check_finish_status(status)
+        if error is not None and not isinstance(error, str):
+            raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
+        await self._write("finish_source", kops.finish_source, sid, new_status, error, utcnow())
+
+    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
+        """SQLite has no ANN index (vectors are scanned): always ``False``."""
+        check_model(model)
+        check_dimensions(dimensions)
+        return False
+
+    async def list_sources(
+        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[KnowledgeSource]:
+        """Sources, newest first, with their chunk counts."""
+        _check_count("limit", limit)
+        _check_count("offset", offset)
+        return await self._read("list_sources", kops.list_sources, workspace_id, limit, offset)
+
+    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
+        """The source with this id (with its chunk count), or ``None``."""
+        return await self._read("get_source", kops.get_source, check_int("source_id", source_id))
+
+    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
+        """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
+        return await self._read("chunks_of_source", kops.chunks_of_source, check_int("source_id", source_id))
+
+    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+        """The stored vector of a chunk for ``model`` (float32), or ``None``."""
+        cid = check_int("chunk_id", chunk_id)
+        return await self._read("get_embedding", kops.get_embedding, cid, check_model(model))
+
+    async def knowledge_status(self) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
+        return await self._read("knowledge_status", kops.knowledge_status)
 
 
 def _int(name: str, value: int) -> int:

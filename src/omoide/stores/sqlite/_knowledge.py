@@ -1,0 +1,397 @@
+"""Knowledge operations (long-term memory) as plain synchronous functions on one connection.
+
+Like :mod:`~omoide.stores.sqlite._sessions`, each function is one whole store operation
+that :class:`~omoide.stores.sqlite.SqliteStore` runs in the thread owning the connection.
+Writers run inside ``BEGIN IMMEDIATE`` (opened by the caller), so a function that reads
+and then writes sees no other writer in between; that is what makes
+:func:`archive_session`'s version check and :func:`claim_sources` atomic, in this process
+and against other processes using the same file.
+
+Why no message is ever lost or archived twice: an append bumps the session's ``version``
+and takes ``seq = last_seq + 1``. The archive transaction checks the version the archiver
+read; if an append slipped in, the plan is refused (:class:`~omoide.errors.VersionConflict`)
+and the archiver re-reads. Otherwise ``last_seq`` is exactly what the archiver saw, the
+watermark moves to ``upto_seq``, and only messages with ``seq <= upto_seq`` (and not among
+the newest ``keep_newest``) are deleted. A message appended after the commit gets a larger
+``seq`` and stays unarchived until the next run.
+
+Vectors are float32 little-endian BLOBs (``4 * dimensions`` bytes); lexical search uses
+the FTS5 table ``knowledge_chunks_fts``, filled by the triggers of migration 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+from omoide.models import Session, SessionStatus
+from omoide.stores._knowledge_common import (
+    check_archive_range,
+    prune_through,
+    session_not_found,
+    source_not_found,
+    to_json,
+    version_conflict,
+)
+from omoide.stores.sqlite._conn import format_ts, parse_ts
+from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row
+
+VECTOR_DTYPE = np.dtype("<f4")
+
+SOURCE_COLUMNS = (
+    "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
+    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id)"
+)
+CHUNK_COLUMNS = (
+    "id, source_id, workspace_id, chunk_index, content, lexical, token_count, location, channel_id, thread_id, "
+    "author_ids, started_at, ended_at, created_at"
+)
+
+_INSERT_SOURCE = """
+INSERT INTO knowledge_sources (workspace_id, type, title, uri, status, metadata, attempts, created_at, updated_at)
+VALUES (?, ?, ?, ?, 'pending', ?, 0, ?, ?)
+"""
+_INSERT_CHUNK = """
+INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
+                              location, author_ids, token_count, started_at, ended_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+SESSIONS_TO_ARCHIVE_SQL = f"""
+SELECT {SESSION_COLUMNS} FROM sessions
+WHERE last_seq > archived_seq
+  AND (last_active_at < ? OR last_seq - archived_seq >= ?)
+ORDER BY last_active_at, id
+LIMIT ?
+"""
+CLAIM_SQL = """
+UPDATE knowledge_sources
+SET status = 'processing', claimed_at = ?1, attempts = attempts + 1, updated_at = ?1
+WHERE id IN (
+    SELECT id FROM knowledge_sources
+    WHERE status IN ('pending', 'processing')
+      AND (status = 'pending' OR claimed_at < ?2)
+    ORDER BY id
+    LIMIT ?3
+)
+RETURNING id
+"""
+_PUT_EMBEDDING = """
+INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, embedded_at)
+SELECT id, workspace_id, ?, ?, ?, ?, ? FROM knowledge_chunks WHERE id = ?
+ON CONFLICT (chunk_id, model) DO UPDATE
+SET dimensions = excluded.dimensions, embedding = excluded.embedding,
+    content_hash = excluded.content_hash, embedded_at = excluded.embedded_at
+"""
+STATUS_SQL = """
+SELECT 'session', status, count(*) FROM sessions GROUP BY status
+UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
+UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources GROUP BY status
+UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
+UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
+"""
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def _ts(text: str | None) -> datetime | None:
+    return None if text is None else parse_ts(text)
+
+
+def _ts_text(value: datetime | None) -> str | None:
+    return None if value is None else format_ts(value)
+
+
+def source_from_row(row: Sequence[Any]) -> KnowledgeSource:
+    return KnowledgeSource(
+        id=SourceId(row[0]),
+        workspace_id=row[1],
+        type=row[2],
+        title=row[3] or "",
+        uri=row[4],
+        status=SourceStatus(row[5]),
+        metadata=json.loads(row[6]),
+        error=row[7],
+        attempts=row[8],
+        chunk_count=row[11],
+        created_at=parse_ts(row[9]),
+        updated_at=parse_ts(row[10]),
+    )
+
+
+def chunk_from_row(row: Sequence[Any]) -> KnowledgeChunk:
+    return KnowledgeChunk(
+        id=ChunkId(row[0]),
+        source_id=SourceId(row[1]),
+        workspace_id=row[2],
+        chunk_index=row[3],
+        content=row[4],
+        lexical=row[5],
+        token_count=row[6],
+        location=json.loads(row[7]),
+        channel_id=row[8],
+        thread_id=row[9],
+        author_ids=tuple(json.loads(row[10])),
+        started_at=_ts(row[11]),
+        ended_at=_ts(row[12]),
+        created_at=parse_ts(row[13]),
+    )
+
+
+def vector_blob(vector: npt.NDArray[np.float32]) -> bytes:
+    """The stored form of a vector: float32 little-endian bytes."""
+    return np.ascontiguousarray(vector, dtype=VECTOR_DTYPE).tobytes()
+
+
+def vector_from_blob(blob: bytes) -> npt.NDArray[np.float32]:
+    return np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- writes
+# Each runs inside the caller's BEGIN IMMEDIATE transaction.
+
+
+def insert_source(
+    conn: sqlite3.Connection, source: SourceDraft, chunks: Sequence[ChunkDraft], now: datetime
+) -> tuple[SourceId, list[ChunkId]]:
+    """Insert a pending source and its chunks (``chunk_index`` 0, 1, …); return their ids."""
+    stamp = format_ts(now)
+    cursor = conn.execute(
+        _INSERT_SOURCE,
+        (
+            source.workspace_id,
+            source.type,
+            source.title,
+            source.uri,
+            to_json(source.metadata, what="SourceDraft.metadata"),
+            stamp,
+            stamp,
+        ),
+    )
+    source_id = cursor.lastrowid
+    assert source_id is not None
+    if not chunks:
+        return SourceId(source_id), []
+    conn.executemany(
+        _INSERT_CHUNK,
+        [
+            (
+                source_id,
+                source.workspace_id,
+                chunk.channel_id,
+                chunk.thread_id,
+                index,
+                chunk.content,
+                chunk.lexical,
+                to_json(chunk.location, what=f"chunk {index}: location"),
+                to_json(list(chunk.author_ids), what=f"chunk {index}: author_ids"),
+                chunk.token_count,
+                _ts_text(chunk.started_at),
+                _ts_text(chunk.ended_at),
+                stamp,
+            )
+            for index, chunk in enumerate(chunks)
+        ],
+    )
+    rows = conn.execute("SELECT id FROM knowledge_chunks WHERE source_id = ? ORDER BY chunk_index", (source_id,))
+    return SourceId(source_id), [ChunkId(r[0]) for r in rows]
+
+
+def archive_session(conn: sqlite3.Connection, plan: ArchivePlan, now: datetime) -> ArchiveResult:
+    """Apply ``plan`` (see :meth:`omoide.stores.base.KnowledgeStore.archive_session`).
+
+    Raises:
+        SessionNotFound: the session is gone.
+        VersionConflict: its version is not ``plan.expected_version``.
+        InvalidInput: ``upto_seq`` does not fit, or the source is of another workspace.
+    """
+    sid = plan.session_id
+    row = conn.execute(
+        "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = ?", (sid,)
+    ).fetchone()
+    if row is None:
+        raise session_not_found(sid)
+    version, archived_seq, last_seq, workspace_id = row
+    if version != plan.expected_version:
+        raise version_conflict(sid, plan.expected_version, version)
+    check_archive_range(plan, archived_seq=archived_seq, last_seq=last_seq, workspace_id=workspace_id)
+    source_id: SourceId | None = None
+    chunk_ids: list[ChunkId] = []
+    if plan.source is not None:
+        source_id, chunk_ids = insert_source(conn, plan.source, plan.chunks, now)
+    cut = prune_through(plan, last_seq)
+    pruned = 0
+    if cut > 0:
+        pruned = conn.execute("DELETE FROM session_messages WHERE session_id = ? AND seq <= ?", (sid, cut)).rowcount
+    new_version = conn.execute(
+        "UPDATE sessions SET archived_seq = ?, status = ?, version = version + 1 WHERE id = ? RETURNING version",
+        (plan.upto_seq, SessionStatus(plan.status).value, sid),
+    ).fetchone()[0]
+    return ArchiveResult(source_id=source_id, chunk_ids=tuple(chunk_ids), pruned=pruned, session_version=new_version)
+
+
+def claim_sources(conn: sqlite3.Connection, limit: int, lease_seconds: float, now: datetime) -> list[SourceId]:
+    """Claim pending sources and those whose lease expired, oldest first (one UPDATE … RETURNING)."""
+    expired_before = format_ts(now - timedelta(seconds=lease_seconds))
+    rows = conn.execute(CLAIM_SQL, (format_ts(now), expired_before, limit)).fetchall()
+    return sorted(SourceId(r[0]) for r in rows)
+
+
+def put_embeddings(
+    conn: sqlite3.Connection,
+    model: str,
+    dimensions: int,
+    rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
+    now: datetime,
+) -> int:
+    """Upsert vectors; rows whose chunk no longer exists are skipped. Returns rows written."""
+    stamp = format_ts(now)
+    cursor = conn.executemany(
+        _PUT_EMBEDDING,
+        [
+            (model, dimensions, vector_blob(vector), content_hash, stamp, chunk_id)
+            for chunk_id, vector, content_hash in rows
+        ],
+    )
+    return max(cursor.rowcount, 0)
+
+
+def finish_source(
+    conn: sqlite3.Connection, source_id: int, status: SourceStatus, error: str | None, now: datetime
+) -> None:
+    """Set the status (and error) and drop the lease.
+
+    Raises:
+        NotFoundError: no source has this id.
+    """
+    cursor = conn.execute(
+        "UPDATE knowledge_sources SET status = ?, error = ?, claimed_at = NULL, updated_at = ? WHERE id = ?",
+        (status.value, error, format_ts(now), source_id),
+    )
+    if cursor.rowcount == 0:
+        raise source_not_found(source_id)
+
+
+# ---------------------------------------------------------------------------- reads
+
+
+def sessions_to_archive(
+    conn: sqlite3.Connection, idle_before: datetime, min_unarchived: int, limit: int
+) -> list[Session]:
+    rows = conn.execute(SESSIONS_TO_ARCHIVE_SQL, (format_ts(idle_before), min_unarchived, limit)).fetchall()
+    return [session_from_row(r) for r in rows]
+
+
+def chunks_missing_embedding(
+    conn: sqlite3.Connection, model: str, source_ids: Sequence[int] | None, after_id: int, limit: int
+) -> list[ChunkText]:
+    where = "c.id > ? AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.model = ?)"
+    params: list[Any] = [after_id, model]
+    if source_ids is not None:
+        where += " AND c.source_id IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(source_ids)))
+    rows = conn.execute(
+        f"SELECT c.id, c.source_id, c.workspace_id, c.content FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [ChunkText(id=ChunkId(r[0]), source_id=SourceId(r[1]), workspace_id=r[2], content=r[3]) for r in rows]
+
+
+def get_source(conn: sqlite3.Connection, source_id: int) -> KnowledgeSource | None:
+    row = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.id = ?", (source_id,)).fetchone()
+    return None if row is None else source_from_row(row)
+
+
+def list_sources(conn: sqlite3.Connection, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
+    if workspace_id is None:
+        sql = f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s ORDER BY s.id DESC LIMIT ? OFFSET ?"
+        params: tuple[Any, ...] = (limit, offset)
+    else:
+        sql = (
+            f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.workspace_id = ? "
+            "ORDER BY s.id DESC LIMIT ? OFFSET ?"
+        )
+        params = (workspace_id, limit, offset)
+    return [source_from_row(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def chunks_of_source(conn: sqlite3.Connection, source_id: int) -> list[KnowledgeChunk]:
+    rows = conn.execute(
+        f"SELECT {CHUNK_COLUMNS} FROM knowledge_chunks WHERE source_id = ? ORDER BY chunk_index", (source_id,)
+    ).fetchall()
+    return [chunk_from_row(r) for r in rows]
+
+
+def get_embedding(conn: sqlite3.Connection, chunk_id: int, model: str) -> npt.NDArray[np.float32] | None:
+    row = conn.execute(
+        "SELECT embedding FROM chunk_embeddings WHERE chunk_id = ? AND model = ?", (chunk_id, model)
+    ).fetchone()
+    return None if row is None else vector_from_blob(row[0])
+
+
+def status_from_rows(rows: Sequence[Sequence[Any]]) -> KnowledgeStatus:
+    """:class:`KnowledgeStatus` from the rows of :data:`STATUS_SQL` (every status present, 0 if none)."""
+    sessions = {s.value: 0 for s in SessionStatus}
+    sources = {s.value: 0 for s in SourceStatus}
+    embedded: dict[str, int] = {}
+    unarchived = chunks = 0
+    for kind, key, count in rows:
+        n = int(count)
+        if kind == "session":
+            sessions[key] = n
+        elif kind == "source":
+            sources[key] = n
+        elif kind == "embedded":
+            embedded[key] = n
+        elif kind == "unarchived":
+            unarchived = n
+        elif kind == "chunks":
+            chunks = n
+    return KnowledgeStatus(
+        sessions=sessions, unarchived_messages=unarchived, sources=sources, chunks=chunks, embedded=embedded
+    )
+
+
+def knowledge_status(conn: sqlite3.Connection) -> KnowledgeStatus:
+    return status_from_rows(conn.execute(STATUS_SQL).fetchall())
+
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "CLAIM_SQL",
+    "SESSIONS_TO_ARCHIVE_SQL",
+    "SOURCE_COLUMNS",
+    "STATUS_SQL",
+    "archive_session",
+    "chunks_missing_embedding",
+    "chunks_of_source",
+    "claim_sources",
+    "finish_source",
+    "get_embedding",
+    "get_source",
+    "insert_source",
+    "knowledge_status",
+    "list_sources",
+    "put_embeddings",
+    "sessions_to_archive",
+    "status_from_rows",
+]
