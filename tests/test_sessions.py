@@ -156,3 +156,12 @@ async def test_delete_then_append_recreates(mem):
     assert await mem.sessions.delete(key) is False
     await mem.append(key, Message.user("two"))
     assert [m.text for m in await mem.history(key)] == ["two"]
+
+
+async def test_append_after_the_session_was_deleted_elsewhere(mem):
+    key = key_for(mem)
+    await mem.append(key, Message.user("one"))
+    session = await mem.sessions.get(key)
+    await mem.store.delete_session(session.id)  # as another process would: the cached id is now stale
+    await mem.append(key, Message.user("two"))
+    assert [m.text for m in await mem.history(key)] == ["two"]

@@ -11,16 +11,18 @@ them into long-term memory (:meth:`Sessions.unarchived` lists what it still has 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import datetime, timedelta
 
 from omoide.concurrency import with_optimistic_retry
 from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
-from omoide.models import KeyPolicy, Message, Session, SessionKey, SessionStatus, TextBlock, utcnow
+from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
 from omoide.stores.base import SessionStore
 
 KeyLike = SessionKey | str
+SESSION_ID_CACHE_SIZE = 10_000
 
 
 def validate_message(message: Message, *, max_bytes: int) -> None:
@@ -50,6 +52,9 @@ class Sessions:
     def __init__(self, store: SessionStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        # key -> session id: ids never change, so an append needs no lookup round trip.
+        # A session deleted elsewhere shows up as SessionNotFound on append and is re-created.
+        self._ids: OrderedDict[str, SessionId] = OrderedDict()
 
     # ------------------------------------------------------------------ keys
 
@@ -82,7 +87,7 @@ class Sessions:
     # ------------------------------------------------------------------ reads
 
     async def get_or_create(self, key: KeyLike) -> Session:
-        return await self.store.get_or_create_session(self._key(key))
+        return self._remember(await self.store.get_or_create_session(self._key(key)))
 
     async def get(self, key: KeyLike) -> Session:
         """The stored session.
@@ -104,10 +109,14 @@ class Sessions:
         size = window or self.settings.session_window
         if size < 1:
             raise InvalidContent(f"window must be at least 1, got {size}")
-        session = await self.store.get_session(self._key(key).value)
-        if session is None:
-            return []
-        return await self.store.history(session.id, window=size)
+        text = self._key(key).value
+        session_id = self._ids.get(text)
+        if session_id is None:
+            session = await self.store.get_session(text)
+            if session is None:
+                return []
+            session_id = self._remember(session).id
+        return await self.store.history(session_id, window=size)
 
     async def messages(self, key: KeyLike, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
         """Every stored message of the session (oldest first), not just the window."""
@@ -146,12 +155,25 @@ class Sessions:
     async def append_checked(self, key: KeyLike, message: Message) -> tuple[Message, bool]:
         """Like :meth:`append`, also saying whether the message was new."""
         validate_message(message, max_bytes=self.settings.max_message_bytes)
-        session = await self.get_or_create(key)
+        parsed = self._key(key)
+        session_id = self._ids.get(parsed.value)
+        if session_id is None:
+            session_id = (await self.get_or_create(parsed)).id
+        else:
+            self._ids.move_to_end(parsed.value)
         try:
-            return await self.store.append_message(session.id, message)
-        except SessionNotFound:  # deleted between the two calls: create it again, once
-            session = await self.get_or_create(key)
-            return await self.store.append_message(session.id, message)
+            return await self.store.append_message(session_id, message)
+        except SessionNotFound:  # deleted meanwhile (here or by another process): create it again, once
+            self._ids.pop(parsed.value, None)
+            session_id = (await self.get_or_create(parsed)).id
+            return await self.store.append_message(session_id, message)
+
+    def _remember(self, session: Session) -> Session:
+        self._ids[session.key] = session.id
+        self._ids.move_to_end(session.key)
+        while len(self._ids) > SESSION_ID_CACHE_SIZE:
+            self._ids.popitem(last=False)
+        return session
 
     async def reset(self, key: KeyLike) -> Session:
         """Start a fresh conversation: the window becomes empty.
@@ -172,7 +194,9 @@ class Sessions:
 
     async def delete(self, key: KeyLike) -> bool:
         """Delete a session and its messages. ``False`` when there was no such session."""
-        session = await self.store.get_session(self._key(key).value)
+        text = self._key(key).value
+        self._ids.pop(text, None)
+        session = await self.store.get_session(text)
         if session is None:
             return False
         return await self.store.delete_session(session.id)

@@ -304,7 +304,9 @@ class Chunker:
         else:
             windows = self._token_windows(units)
         return [
-            self._draft(units[start:end], total=total, session_id=session_id, channel_id=channel_id, thread_id=thread_id)
+            self._draft(
+                units[start:end], total=total, session_id=session_id, channel_id=channel_id, thread_id=thread_id
+            )
             for start, end in windows
         ]
 

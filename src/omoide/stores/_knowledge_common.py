@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
-from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
+from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, KnowledgeStatus, SourceDraft, SourceStatus
 from omoide.models import SessionStatus, ensure_utc
 
 HALFVEC_MAX = 65504.0  # largest finite IEEE half-precision value
@@ -328,6 +328,34 @@ def source_not_found(source_id: int) -> NotFoundError:
     return NotFoundError(f"no knowledge source with id {source_id}", source_id=source_id)
 
 
+def status_from_rows(rows: Sequence[Sequence[Any]]) -> KnowledgeStatus:
+    """:class:`KnowledgeStatus` from ``(kind, key, count)`` rows of a backend's status query.
+
+    Kinds: ``session`` (key = status), ``unarchived``, ``source`` (key = status),
+    ``chunks``, ``embedded`` (key = model). Every session and source status is present
+    (0 when none).
+    """
+    sessions = {s.value: 0 for s in SessionStatus}
+    sources = {s.value: 0 for s in SourceStatus}
+    embedded: dict[str, int] = {}
+    unarchived = chunks = 0
+    for kind, key, count in rows:
+        n = int(count)
+        if kind == "session":
+            sessions[key] = n
+        elif kind == "source":
+            sources[key] = n
+        elif kind == "embedded":
+            embedded[key] = n
+        elif kind == "unarchived":
+            unarchived = n
+        elif kind == "chunks":
+            chunks = n
+    return KnowledgeStatus(
+        sessions=sessions, unarchived_messages=unarchived, sources=sources, chunks=chunks, embedded=embedded
+    )
+
+
 __all__ = [
     "HALFVEC_MAX",
     "MAX_DIMENSIONS",
@@ -346,6 +374,7 @@ __all__ = [
     "session_not_found",
     "source_not_found",
     "sql_literal",
+    "status_from_rows",
     "to_json",
     "vector_index_name",
     "version_conflict",

@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from omoide.knowledge.models import (
     ArchivePlan,
     ArchiveResult,
@@ -36,6 +39,7 @@ from omoide.knowledge.models import (
     ChunkId,
     ChunkText,
     EmbeddingRow,
+    KnowledgeChunk,
     KnowledgeSource,
     KnowledgeStatus,
     SourceDraft,
@@ -195,10 +199,23 @@ class KnowledgeStore(Lifecycle, Protocol):
       never leaves a source stuck). PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``.
     * Vectors are stored per ``(chunk_id, model)``: a new model is embedded beside the
       old one, and search keeps using the old one until told otherwise.
+    * Vectors are validated the same way on every backend (the ``halfvec`` limits of
+      PostgreSQL: finite, within ±65504, at most 16,000 dimensions); a bad one is an
+      :class:`~omoide.errors.InvalidInput` and nothing of the call is written.
+    * Missing ids: getters return ``None`` (or an empty list); :meth:`finish_source` raises
+      :class:`~omoide.errors.NotFoundError`.
     """
 
     async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
         """Apply one archive plan atomically.
+
+        Checks, in order: the session exists, its ``version`` is ``plan.expected_version``,
+        ``archived_seq < plan.upto_seq <= last_seq`` and the source's workspace is the
+        session's. Then inserts the source (``pending``) and its chunks (``chunk_index``
+        0..n-1, no embeddings), sets ``archived_seq = upto_seq``, deletes the messages with
+        ``seq <= min(upto_seq, last_seq - keep_newest)``, sets ``plan.status`` and bumps
+        ``version``. A message appended concurrently is never deleted or skipped: either it
+        committed first (a conflict: re-plan) or it gets a ``seq`` above ``last_seq``.
 
         Raises:
             VersionConflict: the session changed since the archiver read it (re-read, re-plan).
@@ -207,16 +224,25 @@ class KnowledgeStore(Lifecycle, Protocol):
         """
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
-        """Sessions with unarchived messages that are either idle (active, ``last_active_at <
-        idle_before``) or have at least ``min_unarchived`` unarchived messages, oldest
-        activity first, at most ``limit``."""
+        """Sessions with unarchived messages (``last_seq > archived_seq``) that are either idle
+        (``last_active_at < idle_before``) or have at least ``min_unarchived`` unarchived
+        messages, oldest activity first (ties: lower id), at most ``limit``.
+
+        Any status qualifies: an *expired* session's unarchived messages must still reach
+        long-term memory (an archived session normally has none left).
+        """
 
     async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
-        """Create a source with its chunks in one transaction (importers, documents)."""
+        """Create a ``pending`` source with its chunks (``chunk_index`` 0..n-1) in one
+        transaction (importers, documents); return the source id and the chunk ids in order."""
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` sources to embed: ``pending`` ones, and ``processing`` ones
-        whose lease expired. Sets ``processing``, ``claimed_at = now``, ``attempts += 1``."""
+        whose lease expired. Sets ``processing``, ``claimed_at = now``, ``attempts += 1``.
+
+        Oldest (lowest id) first; returns the claimed ids ascending. Concurrent claimers
+        (tasks, processes, hosts) never get the same source while its lease runs.
+        """
 
     async def chunks_missing_embedding(
         self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
@@ -226,16 +252,33 @@ class KnowledgeStore(Lifecycle, Protocol):
     async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
         """Insert or replace vectors for ``model``; return how many were written.
 
+        Rows whose chunk no longer exists (its source was deleted) are skipped.
+
         Raises:
-            InvalidInput: a vector's length is not ``dimensions``.
+            InvalidInput: a vector's length is not ``dimensions``, a value is not finite or
+                beyond ±65504, or a chunk id repeats within ``rows``.
         """
 
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
-        """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later)."""
+        """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later).
+
+        Stores ``error`` as given (``None`` clears it) and drops the lease. The current
+        status is not checked, so a reindex may also move a ``ready`` source back to ``pending``.
+
+        Raises:
+            NotFoundError: no source has this id.
+            InvalidInput: ``status`` is ``processing`` (only a claim sets it) or unknown.
+        """
 
     async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
         """Create the ANN index for ``model`` if the backend has one (PostgreSQL HNSW,
-        ``halfvec_cosine_ops``); ``True`` if it was created now."""
+        ``halfvec_cosine_ops``); ``True`` if it was created now, ``False`` if it existed or
+        the backend has no ANN index (SQLite).
+
+        The PostgreSQL index is partial and on an expression; a query uses it when it repeats
+        both: ``WHERE model = '<model>' ORDER BY (embedding::halfvec(D)) <=> $1`` with the
+        model as a literal (a generic plan with ``model = $n`` cannot match a partial index).
+        """
 
     async def list_sources(
         self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
@@ -243,7 +286,20 @@ class KnowledgeStore(Lifecycle, Protocol):
         """Sources, newest first, with their chunk counts."""
 
     async def knowledge_status(self) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model.
+
+        Every session and source status is a key (0 when none).
+        """
+
+    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
+        """The source with this id, with its chunk count, or ``None``."""
+
+    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
+        """A source's chunks by ``chunk_index`` (empty if it has none or does not exist)."""
+
+    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+        """The vector stored for a chunk and model as float32 (PostgreSQL rounds to half
+        precision), or ``None``."""
 
 
 __all__ = ["Capability", "KnowledgeStore", "Lifecycle", "SessionStore"]

@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Self
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from omoide.errors import (
     ConfigError,
@@ -51,8 +53,35 @@ from omoide.errors import (
     StoreError,
     VersionConflict,
 )
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
+from omoide.stores._knowledge_common import (
+    MAX_INDEX_DIMENSIONS,
+    check_chunks,
+    check_dimensions,
+    check_finish_status,
+    check_int,
+    check_model,
+    check_number,
+    check_plan,
+    check_source,
+    check_vectors,
+)
 from omoide.stores.base import Capability
+from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres.migrations import (
@@ -542,6 +571,140 @@ class PostgresStore:
         async with self._acquire() as conn:
             deleted = await conn.fetchval("DELETE FROM sessions WHERE id = $1 RETURNING id", sid)
         return deleted is not None
+
+    # ------------------------------------------------------------------ knowledge
+    # The contract is in omoide.stores.base.KnowledgeStore; the SQL in _knowledge.py.
+
+    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
+        """Apply one archive plan in one REPEATABLE READ transaction (see ``KnowledgeStore``).
+
+        Raises:
+            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
+            SessionNotFound: the session is gone.
+            InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
+        """
+        check_plan(plan)
+        async with self._acquire() as conn:
+            return await kops.archive_session(conn, plan)
+
+    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
+        """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
+        if not isinstance(idle_before, datetime):
+            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
+        check_int("min_unarchived", min_unarchived, minimum=1)
+        check_int("limit", limit, minimum=1)
+        async with self._acquire() as conn:
+            return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
+
+    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
+        """Create a pending source with its chunks (one statement); return their ids."""
+        check_source(source)
+        check_chunks(chunks)
+        async with self._acquire() as conn:
+            return await kops.insert_source(conn, source, list(chunks))
+
+    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
+        """Claim up to ``limit`` pending (or lease-expired) sources, oldest first, ``FOR UPDATE SKIP LOCKED``."""
+        check_int("limit", limit, minimum=1)
+        lease = check_number("lease_seconds", lease_seconds)
+        async with self._acquire() as conn:
+            return await kops.claim_sources(conn, limit, lease)
+
+    async def chunks_missing_embedding(
+        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
+    ) -> list[ChunkText]:
+        """Chunks with no vector for ``model``, by id, ``id > after_id``."""
+        check_model(model)
+        check_int("after_id", after_id, minimum=0)
+        check_int("limit", limit, minimum=1)
+        ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
+        if ids is not None and not ids:
+            return []
+        async with self._acquire() as conn:
+            return await kops.chunks_missing_embedding(conn, model, ids, after_id, limit)
+
+    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
+        """Insert or replace ``halfvec`` vectors for ``model``; return how many were written.
+
+        Raises:
+            InvalidInput: a vector's length is not ``dimensions``, or it is outside the halfvec range.
+        """
+        check_model(model)
+        dims = check_dimensions(dimensions)
+        checked = check_vectors(dims, rows)
+        if not checked:
+            return 0
+        async with self._acquire() as conn:
+            return await kops.put_embeddings(conn, model, dims, checked, self._vector_schema)
+
+    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
+        """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
+
+        Raises:
+            NotFoundError: no source has this id.
+            InvalidInput: ``status`` is ``processing`` or unknown.
+        """
+        sid = check_int("source_id", source_id)
+        new_status = check_finish_status(status)
+        if error is not None and not isinstance(error, str):
+            raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
+        async with self._acquire() as conn:
+            await kops.finish_source(conn, sid, new_status, error)
+
+    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
+        """Create the HNSW index (``halfvec_cosine_ops``, m / ef_construction from settings) for
+        ``model`` at ``dimensions`` unless it exists; ``True`` if it was created now.
+
+        Queries use it with ``WHERE model = '<model>' ORDER BY (embedding::halfvec(D)) <=> $q``
+        (the model as a literal, so the planner can match the partial index).
+
+        Raises:
+            InvalidInput: an empty model id, or more than 4,000 dimensions (HNSW's halfvec limit).
+        """
+        check_model(model)
+        dims = check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS)
+        async with self._acquire() as conn:
+            return await kops.ensure_vector_index(
+                conn,
+                model,
+                dims,
+                m=self._settings.hnsw_m,
+                ef_construction=self._settings.hnsw_ef_construction,
+                schema=self._vector_schema,
+            )
+
+    async def list_sources(
+        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[KnowledgeSource]:
+        """Sources, newest first, with their chunk counts."""
+        limit = _check_int("limit", limit, minimum=0)
+        offset = _check_int("offset", offset, minimum=0)
+        async with self._acquire() as conn:
+            return await kops.list_sources(conn, workspace_id, limit, offset)
+
+    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
+        """The source with this id (with its chunk count), or ``None``."""
+        sid = check_int("source_id", source_id)
+        async with self._acquire() as conn:
+            return await kops.get_source(conn, sid)
+
+    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
+        """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
+        sid = check_int("source_id", source_id)
+        async with self._acquire() as conn:
+            return await kops.chunks_of_source(conn, sid)
+
+    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+        """The stored vector of a chunk for ``model`` (halfvec read back as float32), or ``None``."""
+        cid = check_int("chunk_id", chunk_id)
+        check_model(model)
+        async with self._acquire() as conn:
+            return await kops.get_embedding(conn, cid, model)
+
+    async def knowledge_status(self) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
+        async with self._acquire() as conn:
+            return await kops.knowledge_status(conn)
 
 
 __all__ = ["PostgresStore"]

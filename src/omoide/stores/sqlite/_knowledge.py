@@ -49,6 +49,7 @@ from omoide.stores._knowledge_common import (
     prune_through,
     session_not_found,
     source_not_found,
+    status_from_rows,
     to_json,
     version_conflict,
 )
@@ -348,29 +349,6 @@ def get_embedding(conn: sqlite3.Connection, chunk_id: int, model: str) -> npt.ND
     return None if row is None else vector_from_blob(row[0])
 
 
-def status_from_rows(rows: Sequence[Sequence[Any]]) -> KnowledgeStatus:
-    """:class:`KnowledgeStatus` from the rows of :data:`STATUS_SQL` (every status present, 0 if none)."""
-    sessions = {s.value: 0 for s in SessionStatus}
-    sources = {s.value: 0 for s in SourceStatus}
-    embedded: dict[str, int] = {}
-    unarchived = chunks = 0
-    for kind, key, count in rows:
-        n = int(count)
-        if kind == "session":
-            sessions[key] = n
-        elif kind == "source":
-            sources[key] = n
-        elif kind == "embedded":
-            embedded[key] = n
-        elif kind == "unarchived":
-            unarchived = n
-        elif kind == "chunks":
-            chunks = n
-    return KnowledgeStatus(
-        sessions=sessions, unarchived_messages=unarchived, sources=sources, chunks=chunks, embedded=embedded
-    )
-
-
 def knowledge_status(conn: sqlite3.Connection) -> KnowledgeStatus:
     return status_from_rows(conn.execute(STATUS_SQL).fetchall())
 
@@ -393,5 +371,4 @@ __all__ = [
     "list_sources",
     "put_embeddings",
     "sessions_to_archive",
-    "status_from_rows",
 ]

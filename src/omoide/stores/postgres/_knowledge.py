@@ -1,0 +1,423 @@
+"""Knowledge operations (long-term memory) on PostgreSQL + pgvector, one function per operation.
+
+Each function takes a pooled asyncpg connection; :class:`~omoide.stores.postgres.PostgresStore`
+validates the input (``omoide.stores._knowledge_common``) and translates driver errors.
+
+How :func:`archive_session` stays exactly-once with appends running at the same time:
+
+* It runs in one REPEATABLE READ transaction whose first statement locks the session
+  row (``SELECT … FOR NO KEY UPDATE``), the lock an append's ``UPDATE sessions`` also
+  takes. An append that committed before the snapshot shows up as a different
+  ``version`` → :class:`~omoide.errors.VersionConflict`. An append that commits while the
+  archive waits for the lock makes PostgreSQL refuse the lock with a serialization failure
+  (SQLSTATE 40001) → also :class:`~omoide.errors.VersionConflict`: the archiver re-reads.
+* Once locked, no append can run until COMMIT, so ``last_seq`` is the one the archiver
+  planned against; appends queued on the lock get larger ``seq`` values and are neither
+  deleted (only ``seq <= upto_seq`` is) nor skipped (the watermark is ``upto_seq``).
+* The source and all its chunks are one ``INSERT … SELECT FROM unnest(…)`` statement; the
+  prune, the watermark, the status and the version bump are one more. Either all of it
+  commits or none of it.
+
+Claims (:func:`claim_sources`) lock candidate rows with ``FOR UPDATE SKIP LOCKED``, so two
+workers never claim one source and neither waits for the other. Vectors are ``halfvec``
+(:class:`pgvector.HalfVector`), one row per ``(chunk_id, model)``; each model gets a
+partial HNSW index (:func:`ensure_vector_index`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+from pgvector import HalfVector
+
+from omoide.knowledge.models import (
+    ArchivePlan,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+from omoide.models import Session, SessionStatus, ensure_utc
+from omoide.stores._knowledge_common import (
+    check_archive_range,
+    prune_through,
+    session_not_found,
+    source_not_found,
+    sql_literal,
+    status_from_rows,
+    to_json,
+    vector_index_name,
+    version_conflict,
+)
+from omoide.stores.postgres._rows import SESSION_COLUMNS, row_to_session
+
+SOURCE_COLUMNS = (
+    "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
+    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS chunk_count"
+)
+CHUNK_COLUMNS = (
+    "id, source_id, workspace_id, chunk_index, content, lexical, token_count, location, channel_id, thread_id, "
+    "author_ids, started_at, ended_at, created_at"
+)
+
+_INSERT_SOURCE = """
+INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
+RETURNING id
+"""
+_INSERT_SOURCE_WITH_CHUNKS = """
+WITH s AS (
+    INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
+    RETURNING id, workspace_id
+)
+INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
+                              location, author_ids, token_count, started_at, ended_at)
+SELECT s.id, s.workspace_id, u.channel_id, u.thread_id, (u.ord - 1)::integer, u.content, u.lexical,
+       u.location::jsonb, u.author_ids::jsonb, u.token_count, u.started_at, u.ended_at
+FROM s, unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[],
+               $13::timestamptz[], $14::timestamptz[])
+        WITH ORDINALITY AS u(channel_id, thread_id, content, lexical, location, author_ids, token_count,
+                             started_at, ended_at, ord)
+RETURNING source_id, chunk_index, id
+"""
+_LOCK_SESSION = "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
+_FINISH_ARCHIVE = """
+WITH pruned AS (DELETE FROM session_messages WHERE session_id = $1 AND seq <= $3 RETURNING 1)
+UPDATE sessions SET archived_seq = $2, status = $4, version = version + 1 WHERE id = $1
+RETURNING version, (SELECT count(*) FROM pruned) AS pruned
+"""
+SESSIONS_TO_ARCHIVE_SQL = f"""
+SELECT {SESSION_COLUMNS} FROM sessions
+WHERE last_seq > archived_seq
+  AND (last_active_at < $1 OR last_seq - archived_seq >= $2)
+ORDER BY last_active_at, id
+LIMIT $3
+"""
+CLAIM_SQL = """
+UPDATE knowledge_sources
+SET status = 'processing', claimed_at = now(), attempts = attempts + 1, updated_at = now()
+WHERE id IN (
+    SELECT id FROM knowledge_sources
+    WHERE status IN ('pending', 'processing')
+      AND (status = 'pending' OR claimed_at < now() - make_interval(secs => $2))
+    ORDER BY id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id
+"""
+_MISSING = """
+SELECT c.id, c.source_id, c.workspace_id, c.content FROM knowledge_chunks c
+WHERE c.id > $2 {sources}
+  AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.model = $1)
+ORDER BY c.id
+LIMIT $3
+"""
+_MISSING_ALL = _MISSING.format(sources="")
+_MISSING_OF_SOURCES = _MISSING.format(sources="AND c.source_id = ANY($4::bigint[])")
+_PUT_EMBEDDINGS = """
+INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash)
+SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash
+FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[]) AS u(chunk_id, embedding, content_hash)
+JOIN knowledge_chunks c ON c.id = u.chunk_id
+ON CONFLICT (chunk_id, model) DO UPDATE
+SET dimensions = EXCLUDED.dimensions, embedding = EXCLUDED.embedding,
+    content_hash = EXCLUDED.content_hash, embedded_at = now()
+"""
+_FINISH_SOURCE = """
+UPDATE knowledge_sources SET status = $2, error = $3, claimed_at = NULL, updated_at = now() WHERE id = $1
+RETURNING id
+"""
+STATUS_SQL = """
+SELECT 'session' AS kind, status AS key, count(*) AS n FROM sessions GROUP BY status
+UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
+UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources GROUP BY status
+UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
+UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
+"""
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def vector_type(schema: str | None, name: str = "halfvec") -> str:
+    """A pgvector type or operator class, qualified with the extension's schema when known."""
+    return name if schema is None else f"{quote_ident(schema)}.{name}"
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def _ts(value: datetime | None) -> datetime | None:
+    return None if value is None else ensure_utc(value)
+
+
+def source_from_row(row: Mapping[str, Any]) -> KnowledgeSource:
+    return KnowledgeSource(
+        id=SourceId(int(row["id"])),
+        workspace_id=row["workspace_id"],
+        type=row["type"],
+        title=row["title"] or "",
+        uri=row["uri"],
+        status=SourceStatus(row["status"]),
+        metadata=json.loads(row["metadata"]),
+        error=row["error"],
+        attempts=int(row["attempts"]),
+        chunk_count=int(row["chunk_count"]),
+        created_at=ensure_utc(row["created_at"]),
+        updated_at=ensure_utc(row["updated_at"]),
+    )
+
+
+def chunk_from_row(row: Mapping[str, Any]) -> KnowledgeChunk:
+    return KnowledgeChunk(
+        id=ChunkId(int(row["id"])),
+        source_id=SourceId(int(row["source_id"])),
+        workspace_id=row["workspace_id"],
+        chunk_index=int(row["chunk_index"]),
+        content=row["content"],
+        lexical=row["lexical"],
+        token_count=int(row["token_count"]),
+        location=json.loads(row["location"]),
+        channel_id=row["channel_id"],
+        thread_id=row["thread_id"],
+        author_ids=tuple(json.loads(row["author_ids"])),
+        started_at=_ts(row["started_at"]),
+        ended_at=_ts(row["ended_at"]),
+        created_at=ensure_utc(row["created_at"]),
+    )
+
+
+# --------------------------------------------------------------------------- writes
+
+
+async def insert_source(
+    conn: asyncpg.Connection, source: SourceDraft, chunks: Sequence[ChunkDraft]
+) -> tuple[SourceId, list[ChunkId]]:
+    """Insert a pending source and its chunks in one statement; return their ids."""
+    head = (
+        source.workspace_id,
+        source.type,
+        source.title,
+        source.uri,
+        to_json(source.metadata, what="SourceDraft.metadata"),
+    )
+    if not chunks:
+        return SourceId(int(await conn.fetchval(_INSERT_SOURCE, *head))), []
+    rows = await conn.fetch(
+        _INSERT_SOURCE_WITH_CHUNKS,
+        *head,
+        [c.channel_id for c in chunks],
+        [c.thread_id for c in chunks],
+        [c.content for c in chunks],
+        [c.lexical for c in chunks],
+        [to_json(c.location, what=f"chunk {i}: location") for i, c in enumerate(chunks)],
+        [to_json(list(c.author_ids), what=f"chunk {i}: author_ids") for i, c in enumerate(chunks)],
+        [c.token_count for c in chunks],
+        [_ts(c.started_at) for c in chunks],
+        [_ts(c.ended_at) for c in chunks],
+    )
+    ordered = sorted(rows, key=lambda r: r["chunk_index"])
+    return SourceId(int(ordered[0]["source_id"])), [ChunkId(int(r["id"])) for r in ordered]
+
+
+async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan) -> ArchiveResult:
+    """Apply ``plan`` in one REPEATABLE READ transaction (see the module docstring).
+
+    Raises:
+        SessionNotFound: the session is gone.
+        VersionConflict: the session changed since it was read, before or during this call.
+        InvalidInput: ``upto_seq`` does not fit, or the source is of another workspace.
+    """
+    sid = plan.session_id
+    try:
+        async with conn.transaction(isolation="repeatable_read"):
+            row = await conn.fetchrow(_LOCK_SESSION, sid)
+            if row is None:
+                raise session_not_found(sid)
+            last_seq = int(row["last_seq"])
+            if int(row["version"]) != plan.expected_version:
+                raise version_conflict(sid, plan.expected_version, int(row["version"]))
+            check_archive_range(
+                plan, archived_seq=int(row["archived_seq"]), last_seq=last_seq, workspace_id=row["workspace_id"]
+            )
+            source_id: SourceId | None = None
+            chunk_ids: list[ChunkId] = []
+            if plan.source is not None:
+                source_id, chunk_ids = await insert_source(conn, plan.source, plan.chunks)
+            done = await conn.fetchrow(
+                _FINISH_ARCHIVE, sid, plan.upto_seq, prune_through(plan, last_seq), SessionStatus(plan.status).value
+            )
+    except asyncpg.exceptions.SerializationError as exc:  # an append or delete committed while we waited
+        current = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", sid)
+        if current is None:
+            raise session_not_found(sid) from exc
+        raise version_conflict(sid, plan.expected_version, int(current)) from exc
+    return ArchiveResult(
+        source_id=source_id,
+        chunk_ids=tuple(chunk_ids),
+        pruned=int(done["pruned"]),
+        session_version=int(done["version"]),
+    )
+
+
+async def claim_sources(conn: asyncpg.Connection, limit: int, lease_seconds: float) -> list[SourceId]:
+    rows = await conn.fetch(CLAIM_SQL, limit, lease_seconds)
+    return sorted(SourceId(int(r["id"])) for r in rows)
+
+
+async def put_embeddings(
+    conn: asyncpg.Connection,
+    model: str,
+    dimensions: int,
+    rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
+    schema: str | None,
+) -> int:
+    """Upsert ``halfvec`` vectors in one statement; rows whose chunk is gone are skipped."""
+    status = await conn.execute(
+        _PUT_EMBEDDINGS.format(halfvec=vector_type(schema)),
+        model,
+        dimensions,
+        [chunk_id for chunk_id, _, _ in rows],
+        [HalfVector(vector) for _, vector, _ in rows],
+        [content_hash for _, _, content_hash in rows],
+    )
+    return int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
+
+
+async def finish_source(conn: asyncpg.Connection, source_id: int, status: SourceStatus, error: str | None) -> None:
+    if await conn.fetchval(_FINISH_SOURCE, source_id, status.value, error) is None:
+        raise source_not_found(source_id)
+
+
+async def ensure_vector_index(
+    conn: asyncpg.Connection, model: str, dimensions: int, *, m: int, ef_construction: int, schema: str | None
+) -> bool:
+    """Create the partial HNSW index of ``model`` unless it exists; ``True`` if created now.
+
+    A transaction-scoped advisory lock on the index name serialises concurrent callers
+    (two ``CREATE INDEX IF NOT EXISTS`` racing can otherwise fail on the catalog).
+    """
+    name = vector_index_name(model, dimensions)
+    key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+    ddl = (
+        f"CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
+        f"USING hnsw ((embedding::{vector_type(schema)}({int(dimensions)})) {vector_type(schema, 'halfvec_cosine_ops')}) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
+        f"WHERE model = {sql_literal(model)}"
+    )
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+        if await conn.fetchval("SELECT to_regclass($1)", name) is not None:
+            return False
+        await conn.execute(ddl)
+    return True
+
+
+# ---------------------------------------------------------------------------- reads
+
+
+async def sessions_to_archive(
+    conn: asyncpg.Connection, idle_before: datetime, min_unarchived: int, limit: int
+) -> list[Session]:
+    rows = await conn.fetch(SESSIONS_TO_ARCHIVE_SQL, ensure_utc(idle_before), min_unarchived, limit)
+    return [row_to_session(r) for r in rows]
+
+
+async def chunks_missing_embedding(
+    conn: asyncpg.Connection, model: str, source_ids: Sequence[int] | None, after_id: int, limit: int
+) -> list[ChunkText]:
+    if source_ids is None:
+        rows = await conn.fetch(_MISSING_ALL, model, after_id, limit)
+    else:
+        rows = await conn.fetch(_MISSING_OF_SOURCES, model, after_id, limit, list(source_ids))
+    return [
+        ChunkText(
+            id=ChunkId(int(r["id"])),
+            source_id=SourceId(int(r["source_id"])),
+            workspace_id=r["workspace_id"],
+            content=r["content"],
+        )
+        for r in rows
+    ]
+
+
+async def get_source(conn: asyncpg.Connection, source_id: int) -> KnowledgeSource | None:
+    row = await conn.fetchrow(f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.id = $1", source_id)
+    return None if row is None else source_from_row(row)
+
+
+async def list_sources(
+    conn: asyncpg.Connection, workspace_id: str | None, limit: int, offset: int
+) -> list[KnowledgeSource]:
+    if workspace_id is None:
+        rows = await conn.fetch(
+            f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s ORDER BY s.id DESC LIMIT $1 OFFSET $2", limit, offset
+        )
+    else:
+        rows = await conn.fetch(
+            f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.workspace_id = $1 "
+            "ORDER BY s.id DESC LIMIT $2 OFFSET $3",
+            workspace_id,
+            limit,
+            offset,
+        )
+    return [source_from_row(r) for r in rows]
+
+
+async def chunks_of_source(conn: asyncpg.Connection, source_id: int) -> list[KnowledgeChunk]:
+    rows = await conn.fetch(
+        f"SELECT {CHUNK_COLUMNS} FROM knowledge_chunks WHERE source_id = $1 ORDER BY chunk_index", source_id
+    )
+    return [chunk_from_row(r) for r in rows]
+
+
+async def get_embedding(conn: asyncpg.Connection, chunk_id: int, model: str) -> npt.NDArray[np.float32] | None:
+    value = await conn.fetchval(
+        "SELECT embedding FROM chunk_embeddings WHERE chunk_id = $1 AND model = $2", chunk_id, model
+    )
+    if value is None:
+        return None
+    vector: npt.NDArray[np.float32] = value.to_numpy().astype(np.float32)
+    return vector
+
+
+async def knowledge_status(conn: asyncpg.Connection) -> KnowledgeStatus:
+    rows = await conn.fetch(STATUS_SQL)
+    return status_from_rows([(r["kind"], r["key"], r["n"]) for r in rows])
+
+
+__all__ = [
+    "CLAIM_SQL",
+    "SESSIONS_TO_ARCHIVE_SQL",
+    "archive_session",
+    "chunks_missing_embedding",
+    "chunks_of_source",
+    "claim_sources",
+    "ensure_vector_index",
+    "finish_source",
+    "get_embedding",
+    "get_source",
+    "insert_source",
+    "knowledge_status",
+    "list_sources",
+    "put_embeddings",
+    "quote_ident",
+    "sessions_to_archive",
+    "vector_index_name",
+    "vector_type",
+]

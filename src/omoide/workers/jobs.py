@@ -1,0 +1,118 @@
+"""The built-in worker jobs: archiver, embedder and session expiry, built from a ``Memory``.
+
+* ``archiver`` — :class:`~omoide.knowledge.archiver.SessionArchiver` every
+  ``worker_archive_interval_seconds``;
+* ``embedder`` — :class:`~omoide.knowledge.embedding.EmbeddingProcessor` every
+  ``worker_embed_interval_seconds``; its first run also embeds chunks stored while another
+  embedding model was configured (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill`);
+* ``expiry`` — :meth:`Sessions.expire_idle <omoide.sessions.Sessions.expire_idle>` every
+  ``worker_expire_interval_seconds`` (an expired session's unarchived messages are still
+  archived: the archiver takes sessions of any status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from omoide.knowledge.archiver import ChannelNames, SessionArchiver
+from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
+from omoide.workers.runner import Job, RunReport
+
+if TYPE_CHECKING:
+    from omoide.engine import Memory
+
+JOB_NAMES = ("archiver", "embedder", "expiry")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireReport:
+    """What one expiry run did."""
+
+    expired: int
+    duration_s: float
+
+    @property
+    def idle(self) -> bool:
+        return self.expired == 0
+
+    @property
+    def retry_later(self) -> bool:
+        return False
+
+    def as_log(self) -> dict[str, Any]:
+        return {"expired": self.expired, "duration_ms": round(self.duration_s * 1000, 1)}
+
+
+def archive_job(mem: Memory, *, channel_names: ChannelNames | None = None) -> Job:
+    """Archive due sessions every ``worker_archive_interval_seconds``."""
+    archiver = SessionArchiver(mem.store, mem.settings, channel_names=channel_names)
+
+    async def run(stop: asyncio.Event) -> RunReport:
+        return await archiver.run(stop=stop)
+
+    settings = mem.settings
+    return Job("archiver", settings.worker_archive_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+def embed_job(mem: Memory) -> Job:
+    """Embed pending chunks every ``worker_embed_interval_seconds`` (a catch-up of every chunk first)."""
+    settings = mem.settings
+    state: dict[str, EmbeddingProcessor] = {}
+
+    async def run(stop: asyncio.Event) -> RunReport:
+        processor = state.get("processor")
+        if processor is None:
+            processor = EmbeddingProcessor(mem.store, mem.embedder, settings)
+            catch_up = await processor.backfill(stop=stop)
+            state["processor"] = processor
+            report = await processor.run(stop=stop)
+            return _merge(catch_up, report)
+        return await processor.run(stop=stop)
+
+    return Job("embedder", settings.worker_embed_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+def _merge(catch_up: EmbedReport, report: EmbedReport) -> EmbedReport:
+    report.chunks += catch_up.chunks
+    report.skipped += catch_up.skipped
+    report.batches += catch_up.batches
+    report.duration_s += catch_up.duration_s
+    report.index_created = report.index_created or catch_up.index_created
+    return report
+
+
+def expire_job(mem: Memory) -> Job:
+    """Expire idle sessions every ``worker_expire_interval_seconds``."""
+
+    async def run(stop: asyncio.Event) -> RunReport:
+        started = time.perf_counter()
+        expired = await mem.sessions.expire_idle()
+        return ExpireReport(expired, time.perf_counter() - started)
+
+    settings = mem.settings
+    return Job("expiry", settings.worker_expire_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+def build_jobs(
+    mem: Memory,
+    *,
+    archive: bool = True,
+    embed: bool = True,
+    expire: bool = True,
+    channel_names: ChannelNames | None = None,
+) -> list[Job]:
+    """The built-in jobs that are switched on."""
+    jobs: list[Job] = []
+    if archive:
+        jobs.append(archive_job(mem, channel_names=channel_names))
+    if embed:
+        jobs.append(embed_job(mem))
+    if expire:
+        jobs.append(expire_job(mem))
+    return jobs
+
+
+__all__ = ["JOB_NAMES", "ExpireReport", "archive_job", "build_jobs", "embed_job", "expire_job"]

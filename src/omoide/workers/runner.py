@@ -1,0 +1,187 @@
+"""The worker runner: periodic jobs in one :class:`asyncio.TaskGroup`, with graceful shutdown.
+
+Each :class:`Job` runs, sleeps ``interval`` seconds, and runs again. A run that fails with
+an :class:`~omoide.errors.OmoideError` (database unreachable, provider down), or that asks
+to back off (a transient provider error), waits twice as long each time, up to
+``worker_max_backoff_seconds``; any other exception is a bug and stops the runner.
+
+Shutdown (:meth:`WorkerRunner.stop`, or SIGTERM / SIGINT in :func:`serve`):
+
+1. every job is told to stop: no new session or source is claimed, the session or
+   embedding batch in flight finishes and commits, and unfinished sources are handed back;
+2. the runner waits up to ``worker_shutdown_timeout_seconds`` for that;
+3. whatever is still running is then cancelled. A cancelled store call rolls its
+   transaction back (a source is never half-written), and a source left ``processing``
+   is reclaimed by the next worker once its lease runs out.
+
+A second signal (or ``stop(force=True)``) skips step 2.
+
+Each run is logged as one structured ``worker_run`` event with the job's counts and
+``duration_ms``: at INFO when it did something, at DEBUG when there was nothing to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from omoide.errors import OmoideError
+
+log = structlog.get_logger(__name__)
+
+
+class RunReport(Protocol):
+    """What a job run returns."""
+
+    @property
+    def idle(self) -> bool:
+        """Nothing was there to do."""
+
+    @property
+    def retry_later(self) -> bool:
+        """The run hit a transient failure: back off before the next one."""
+
+    def as_log(self) -> dict[str, Any]:
+        """Counts and ``duration_ms`` for the log line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A periodic job.
+
+    Attributes:
+        name: ``archiver``, ``embedder``, ``expiry``, … (the ``worker`` field of its logs).
+        interval: seconds between the end of one run and the start of the next.
+        run: one run; it must watch the stop event and end soon after it is set.
+        max_backoff: the longest pause after failures.
+    """
+
+    name: str
+    interval: float
+    run: Callable[[asyncio.Event], Awaitable[RunReport]]
+    max_backoff: float = 300.0
+
+
+def backoff_delay(interval: float, failures: int, max_backoff: float) -> float:
+    """``interval × 2^failures``, at most ``max_backoff`` (and never below ``interval``)."""
+    if failures <= 0:
+        return interval
+    return max(interval, min(max_backoff, interval * (2.0 ** min(failures, 30))))
+
+
+class WorkerRunner:
+    """Runs jobs until stopped (see the module docstring).
+
+    Args:
+        jobs: the jobs to run, each in its own task.
+        shutdown_timeout: seconds the jobs get to finish once stopped, before cancellation.
+
+    Example:
+        >>> runner = WorkerRunner(jobs, shutdown_timeout=30)   # doctest: +SKIP
+        >>> task = asyncio.create_task(runner.run())            # doctest: +SKIP
+        >>> runner.stop(); await task                           # doctest: +SKIP
+    """
+
+    def __init__(self, jobs: Sequence[Job], *, shutdown_timeout: float) -> None:
+        if not jobs:
+            raise ValueError("WorkerRunner needs at least one job")
+        self.jobs = tuple(jobs)
+        self.shutdown_timeout = shutdown_timeout
+        self.stopping = asyncio.Event()
+        self._forced = asyncio.Event()
+        self.runs: dict[str, int] = {job.name: 0 for job in self.jobs}
+        self.cancelled: list[str] = []
+
+    def stop(self, *, force: bool = False) -> None:
+        """Ask every job to stop; with ``force`` (or when already stopping), cancel at once."""
+        if force or self.stopping.is_set():
+            self._forced.set()
+        self.stopping.set()
+
+    async def run(self) -> None:
+        """Run the jobs until :meth:`stop`; return once every job has ended.
+
+        Raises:
+            ExceptionGroup: a job raised something other than an ``OmoideError`` (a bug).
+        """
+        log.info("worker_started", jobs=[job.name for job in self.jobs])
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self._loop(job), name=f"omoide-{job.name}") for job in self.jobs]
+            group.create_task(self._watchdog(tasks), name="omoide-worker-watchdog")
+        log.info(
+            "worker_stopped",
+            runs=dict(self.runs),
+            cancelled=self.cancelled,
+            uptime_s=round(time.perf_counter() - started, 3),
+        )
+
+    async def _loop(self, job: Job) -> None:
+        failures = 0
+        while not self.stopping.is_set():
+            started = time.perf_counter()
+            try:
+                report = await job.run(self.stopping)
+            except OmoideError as exc:
+                failures += 1
+                delay = backoff_delay(job.interval, failures, job.max_backoff)
+                log.error(
+                    "worker_run_failed",
+                    worker=job.name,
+                    error=exc.message,
+                    code=exc.code,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                    failures=failures,
+                    retry_in_s=round(delay, 3),
+                )
+            else:
+                self.runs[job.name] += 1
+                failures = failures + 1 if report.retry_later else 0
+                delay = backoff_delay(job.interval, failures, job.max_backoff)
+                fields = report.as_log()
+                if failures:
+                    log.warning("worker_run", worker=job.name, retry_in_s=round(delay, 3), **fields)
+                elif report.idle:
+                    log.debug("worker_run", worker=job.name, **fields)
+                else:
+                    log.info("worker_run", worker=job.name, **fields)
+            await self._sleep(delay)
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await self.stopping.wait()
+        except TimeoutError:
+            pass
+
+    async def _watchdog(self, tasks: Sequence[asyncio.Task[None]]) -> None:
+        """Once stopping: give the jobs ``shutdown_timeout`` seconds, then cancel what is left."""
+        await self.stopping.wait()
+        log.info("worker_stopping", timeout_s=self.shutdown_timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.shutdown_timeout
+        forced = asyncio.ensure_future(self._forced.wait())
+        remaining = {t for t in tasks if not t.done()}
+        try:
+            while remaining and not self._forced.is_set():
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                done, _ = await asyncio.wait({*remaining, forced}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                remaining -= done
+        finally:
+            forced.cancel()
+        for task in remaining:
+            if not task.done():
+                name = task.get_name().removeprefix("omoide-")
+                self.cancelled.append(name)
+                log.warning("worker_cancelled", worker=name, reason="forced" if self._forced.is_set() else "timeout")
+                task.cancel()
+
+
+__all__ = ["Job", "RunReport", "WorkerRunner", "backoff_delay"]
