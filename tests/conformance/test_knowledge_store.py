@@ -26,7 +26,7 @@ from omoide.knowledge.models import (
 from omoide.models import Message, Session, SessionStatus
 from omoide.stores.base import Capability, KnowledgeStore
 
-T0 = datetime(2026, 1, 19, 9, 0, tzinfo=UTC)
+T0 = datetime(2024, 1, 19, 9, 0, tzinfo=UTC)  # in the past: messages never move last_active_at
 
 
 def _key(user: str = "u1", channel: str = "c1", workspace: str = "g1"):
@@ -163,7 +163,9 @@ def _vec(seed: int, dims: int = 8) -> np.ndarray:
 async def _sources(store, n: int, *, workspace: str = "g1", chunks: int = 2) -> list[int]:
     ids = []
     for i in range(n):
-        drafts = [ChunkDraft(content=f"doc {i} part {j}", lexical=f"doc {i} part {j}", token_count=4) for j in range(chunks)]
+        drafts = [
+            ChunkDraft(content=f"doc {i} part {j}", lexical=f"doc {i} part {j}", token_count=4) for j in range(chunks)
+        ]
         source_id, _ = await store.add_source(
             SourceDraft(workspace_id=workspace, type="document", title=f"doc {i}"), drafts
         )
@@ -284,7 +286,7 @@ async def test_upto_seq_must_be_beyond_watermark_and_within_messages(store):
     partial = await _plan(store, session.id, upto=6)
     assert partial is not None
     result = await store.archive_session(partial)
-    assert result.pruned == 1  # keep the newest 5 of 10: only seq 1..5 may go, and only <= 6 is archived
+    assert result.pruned == 5  # 1..6 archived, but 6..10 are the newest 5: only 1..5 go
     again = await store.get_session_by_id(session.id)
     assert again is not None and again.archived_seq == 6
     with pytest.raises(InvalidInput, match="watermark"):
@@ -352,8 +354,12 @@ async def test_malformed_plans_are_refused_before_anything_is_written(store):
         ArchivePlan(**{**_fields(plan), "status": "gone"}),
         ArchivePlan(**{**_fields(plan), "source": SourceDraft(workspace_id="g1", type="", title="x")}),
         ArchivePlan(**{**_fields(plan), "chunks": [ChunkDraft(content="x", lexical="x", token_count=-1)]}),
-        ArchivePlan(**{**_fields(plan), "chunks": [ChunkDraft(content="x", lexical="x", token_count=1, author_ids="u1")]}),
-        ArchivePlan(**{**_fields(plan), "source": SourceDraft(workspace_id="g1", type="t", title="x", metadata={"s": {1}})}),
+        ArchivePlan(
+            **{**_fields(plan), "chunks": [ChunkDraft(content="x", lexical="x", token_count=1, author_ids="u1")]}
+        ),
+        ArchivePlan(
+            **{**_fields(plan), "source": SourceDraft(workspace_id="g1", type="t", title="x", metadata={"s": {1}})}
+        ),
         ArchivePlan(**{**_fields(plan), "source": SourceDraft(workspace_id="other", type="t", title="x")}),
     ]
     for bad in bad_plans:
@@ -414,7 +420,9 @@ async def test_sessions_to_archive_picks_idle_or_overflowing_oldest_first(store)
         idle.id,
         expired.id,
     ]
-    everything = await store.sessions_to_archive(idle_before=datetime.now(UTC) + timedelta(hours=1), min_unarchived=1000, limit=100)
+    everything = await store.sessions_to_archive(
+        idle_before=datetime.now(UTC) + timedelta(hours=1), min_unarchived=1000, limit=100
+    )
     assert [s.id for s in everything] == [idle.id, expired.id, busy.id, quiet.id]
     with pytest.raises(InvalidInput):
         await store.sessions_to_archive(idle_before=cutoff, min_unarchived=0, limit=10)
@@ -633,6 +641,6 @@ async def test_knowledge_status_counts(store):
     status = await store.knowledge_status()
     assert status.sessions == {"active": 2, "archived": 0, "expired": 1}
     assert status.unarchived_messages == 4 + 3 + 1
-    assert status.sources == {"pending": 2, "processing": 0, "ready": 0, "failed": 1}
+    assert status.sources == {"pending": 1, "processing": 1, "ready": 0, "failed": 1}  # the oldest was claimed
     assert status.chunks == 2 + 6
     assert status.embedded == {"m8": 3, "m4": 1}

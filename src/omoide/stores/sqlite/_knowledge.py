@@ -87,7 +87,7 @@ CLAIM_SQL = """
 UPDATE knowledge_sources
 SET status = 'processing', claimed_at = ?1, attempts = attempts + 1, updated_at = ?1
 WHERE id IN (
-    SELECT id FROM knowledge_sources
+    SELECT id FROM knowledge_sources INDEXED BY knowledge_sources_claimable_idx  -- walk ids in order, stop at LIMIT
     WHERE status IN ('pending', 'processing')
       AND (status = 'pending' OR claimed_at < ?2)
     ORDER BY id

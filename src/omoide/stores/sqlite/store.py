@@ -52,6 +52,7 @@ from omoide.knowledge.models import (
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.settings import Settings
 from omoide.stores._knowledge_common import (
+    MAX_INDEX_DIMENSIONS,
     check_chunks,
     check_dimensions,
     check_finish_status,
@@ -461,7 +462,7 @@ class SqliteStore:
     async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
         """SQLite has no ANN index (vectors are scanned): always ``False``."""
         check_model(model)
-        check_dimensions(dimensions)
+        check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS)
         return False
 
     async def list_sources(
