@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from omoide import Memory
+
+
+@pytest.fixture
+async def mem(settings: Any) -> AsyncIterator[Memory]:
+    from tests.knowledge.helpers import tuned
+
+    async with Memory.open(tuned(settings, embedder="hashing")) as m:
+        yield m
