@@ -2,7 +2,7 @@
 
 Loading a 20-message window is mostly Python work: the SQL takes ~0.08 ms, turning 20
 rows into :class:`~omoide.models.Message` objects took ~0.33 ms with the validating
-constructors. Three things make it cheap without changing what comes out:
+constructors. Two things make it cheap without changing what comes out:
 
 * content that is only text blocks (almost every chat message) is decoded with
   ``JSONDecoder.raw_decode`` and built straight from the result; anything else goes
@@ -11,16 +11,11 @@ constructors. Three things make it cheap without changing what comes out:
   is assembled through its slot descriptors instead of re-running ``Message.__init__``
   and its validation. This is only done when ``Message`` has exactly the fields listed
   here (checked at import), and a test checks that both paths give equal messages;
-* a message is fully determined by its row, and messages are append-only, so recently
-  converted rows are memoised (keyed by the whole row tuple, so a changed row can never
-  return a stale message). A bot reloads the same window on every turn; only rows with
-  content up to ``_CACHE_MAX_CONTENT`` characters are kept, bounding the memory used.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import types
 from collections.abc import Callable, Sequence
@@ -58,9 +53,7 @@ _MESSAGE_FIELDS = (
     "session_id",
     "seq",
 )
-_CACHE_SIZE = 2048
 _DECODER = json.JSONDecoder()
-_CACHE_MAX_CONTENT = 2000  # characters of content JSON
 
 
 def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
@@ -137,13 +130,8 @@ def _convert(row: Sequence[Any]) -> Message:
     return message
 
 
-_cached_convert = functools.lru_cache(maxsize=_CACHE_SIZE)(_convert)
-
-
 def message_from_row(row: tuple[Any, ...]) -> Message:
     """The :class:`Message` stored in a ``MESSAGE_COLUMNS`` row."""
-    if len(row[4]) <= _CACHE_MAX_CONTENT:
-        return _cached_convert(row)
     return _convert(row)
 
 
