@@ -10,7 +10,7 @@ from omoide import Memory
 
 @pytest.fixture
 async def mem(settings: Any) -> AsyncIterator[Memory]:
-    from tests.knowledge.helpers import tuned
+    from .helpers import tuned
 
     async with Memory.open(tuned(settings, embedder="hashing")) as m:
         yield m
