@@ -262,3 +262,14 @@ async def test_status_and_sources_after_a_pipeline_run(store: PostgresStore) -> 
     assert status.sources["ready"] == 1 and status.embedded == {"m3": 1} and status.unarchived_messages == 0
     [source] = await store.list_sources()
     assert source.status is SourceStatus.READY and source.chunk_count == 1 and source.attempts == 1
+
+
+def test_hnsw_settings_are_validated() -> None:
+    from omoide.errors import ConfigError
+    from omoide.settings import load_settings
+
+    with pytest.raises(ConfigError, match="hnsw_ef_construction"):
+        load_settings(hnsw_m=40, hnsw_ef_construction=64)
+    with pytest.raises(ConfigError, match="HNSW_M"):
+        load_settings(hnsw_m=1)
+    assert load_settings(hnsw_m=32, hnsw_ef_construction=64).hnsw_m == 32

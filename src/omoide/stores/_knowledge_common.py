@@ -16,6 +16,7 @@ import enum
 import hashlib
 import json
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -35,16 +36,17 @@ VECTOR_INDEX_PREFIX = "chunk_embeddings_hnsw_"
 
 
 def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    """``value`` as an int (bools refused), at least ``minimum``.
+    """``value`` as an int (numpy integers accepted, bools refused), at least ``minimum``.
 
     Raises:
         InvalidInput: not an integer, or below ``minimum``.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
-    if minimum is not None and value < minimum:
-        raise InvalidInput(f"{name} must be at least {minimum}, got {value}")
-    return value
+    number = int(value)
+    if minimum is not None and number < minimum:
+        raise InvalidInput(f"{name} must be at least {minimum}, got {number}")
+    return number
 
 
 def check_number(name: str, value: object, *, minimum: float = 0.0) -> float:

@@ -297,7 +297,7 @@ class KnowledgeStore(Lifecycle, Protocol):
     async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
         """A source's chunks by ``chunk_index`` (empty if it has none or does not exist)."""
 
-    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
         """The vector stored for a chunk and model as float32 (PostgreSQL rounds to half
         precision), or ``None``."""
 

@@ -694,7 +694,7 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await kops.chunks_of_source(conn, sid)
 
-    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
         """The stored vector of a chunk for ``model`` (halfvec read back as float32), or ``None``."""
         cid = check_int("chunk_id", chunk_id)
         check_model(model)

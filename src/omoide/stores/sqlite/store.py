@@ -481,7 +481,7 @@ class SqliteStore:
         """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
         return await self._read("chunks_of_source", kops.chunks_of_source, check_int("source_id", source_id))
 
-    async def get_embedding(self, chunk_id: ChunkId, *, model: str) -> npt.NDArray[np.float32] | None:
+    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
         """The stored vector of a chunk for ``model`` (float32), or ``None``."""
         cid = check_int("chunk_id", chunk_id)
         return await self._read("get_embedding", kops.get_embedding, cid, check_model(model))
