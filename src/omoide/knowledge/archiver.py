@@ -404,7 +404,7 @@ class SessionArchiver:
             idle = session.last_active_at < idle_before
             if not idle and session.unarchived_count < limit:
                 return SessionOutcome(session_id, Outcome.SKIPPED, "active")
-            stored = await self.store.messages(session.id, after_seq=max(0, session.archived_seq - 1))
+            stored = await self.store.messages(session.id, after_seq=session.archived_seq)
             messages = [m for m in stored if m.seq is not None and m.seq <= session.last_seq]
             plan, reason = await asyncio.to_thread(self.plan, session, messages, idle=idle)
             result = await self.store.archive_session(plan)

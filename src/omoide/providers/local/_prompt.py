@@ -136,6 +136,10 @@ def is_summarise_request(system: str, instruction: str) -> bool:
     return bool(_SUMMARISE.search(system) or _SUMMARISE.search(instruction))
 
 
+OWN_LABELS = ("（抽出モード", "(extractive mode")
+"""Answers this model wrote earlier start with these; they are never quoted again."""
+
+
 def parse_request(messages: Sequence[Message], system: str | None) -> Request:
     """Read the request the extractive model answers (see ``ExtractiveChatModel``)."""
     system_text = system or ""
@@ -149,17 +153,17 @@ def parse_request(messages: Sequence[Message], system: str | None) -> Request:
     passages: tuple[Passage, ...] = ()
     if not question and not summarise and evidence:
         summarise = True  # evidence with nothing asked: summarise it
+    earlier = messages[:last_user] if last_user is not None else messages
+    conversation = tuple(
+        Passage(message_text(m), m.author_name or (None if m.role == "user" else "assistant"))
+        for m in earlier
+        if message_text(m).strip() and not message_text(m).startswith(OWN_LABELS)
+    )
     if summarise and not evidence:
         own = [p for p in _paragraphs(instruction) if not _SUMMARISE.search(p)]
-        if own:
-            passages = tuple(Passage(p) for p in own)
-        else:
-            earlier = messages[:last_user] if last_user is not None else messages
-            passages = tuple(
-                Passage(message_text(m), m.author_name or (None if m.role == "user" else "assistant"))
-                for m in earlier
-                if message_text(m).strip()
-            )
+        passages = tuple(Passage(p) for p in own) if own else conversation
+    elif not evidence:
+        passages = conversation  # a question in a plain chat: the conversation so far is the evidence
     sample = question or instruction or " ".join(e.text for e in evidence[:5]) or " ".join(p.text for p in passages[:5])
     return Request(
         mode="summarise" if summarise else "answer",

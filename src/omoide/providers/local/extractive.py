@@ -240,6 +240,13 @@ class ExtractiveChatModel:
     async def _answer(self, request: Request, budget: int) -> list[str]:
         ja = request.japanese
         candidates = [_Candidate(s, 0, evidence=ev) for ev in request.evidence for s in split_sentences(ev.text)]
+        from_conversation = not candidates
+        if from_conversation:
+            candidates = [
+                _Candidate(s, i, speaker=p.speaker)
+                for i, p in enumerate(request.passages)
+                for s in split_sentences(p.text)
+            ]
         if not candidates:
             return [
                 "根拠となる記録が見つからないため、回答できません。"
@@ -255,7 +262,15 @@ class ExtractiveChatModel:
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
         best = scores[order[0]]
         chosen = [i for i in order if scores[i] >= QUOTE_RATIO * best][: self.max_quotes]
-        if lexical[order[0]] > 0:
+        if from_conversation and lexical[order[0]] > 0:
+            header = "これまでの会話から該当する発言:" if ja else "From our conversation so far:"
+        elif from_conversation:
+            header = (
+                "会話に直接の答えは見つかりませんでした。最も近い発言:"
+                if ja
+                else "Nothing in our conversation answers this directly; the closest things said:"
+            )
+        elif lexical[order[0]] > 0:
             header = "根拠から該当する記述:" if ja else "From the evidence:"
         else:
             header = (

