@@ -32,13 +32,16 @@ def omoide(*args: str) -> tuple[int, str, str]:
         ["sessions", "expire"],
         ["sessions", "export"],
         ["sessions", "import"],
+        ["chat"],
+        ["providers"],
     ],
 )
 def test_every_command_has_help_with_an_example(command):
     code, out, _ = omoide(*command, "--help")
     assert code == 0
     if command and command != ["sessions"]:
-        assert "Example: omoide" in out
+        assert "Example:" in out
+        assert "omoide " in out.split("Example:")[1]
 
 
 def test_migrate_then_append_list_show(db_url):
@@ -182,3 +185,17 @@ def test_demo_runs_offline_and_is_idempotent(tmp_path):
     code, out, _ = omoide("demo", "--db", db)
     assert code == 0
     assert "Stored 0 new message(s)" in out
+
+
+def test_providers_lists_roles_and_says_what_is_missing(monkeypatch):
+    code, out, _ = omoide("providers", "--json")
+    assert code == 0
+    rows = {row["role"]: row for row in json.loads(out)}
+    assert rows["llm"]["spec"] == "extractive"
+    assert rows["llm"]["is_default"] is True
+    assert rows["embedder"]["usable"] is True
+    monkeypatch.setenv("OMOIDE_LLM", "anthropic:claude-sonnet-4-5")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code, out, _ = omoide("providers")
+    assert code == 1
+    assert "ANTHROPIC_API_KEY" in out
