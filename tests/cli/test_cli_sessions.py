@@ -181,7 +181,9 @@ def test_demo_runs_offline_and_is_idempotent(tmp_path):
     db = f"sqlite:///{tmp_path / 'demo.db'}"
     code, out, err = omoide("demo", "--db", db)
     assert code == 0, out + err
-    assert "Stored 24 new message(s)" in out
+    assert "Stored 48 new message(s)" in out
+    assert "(the re-delivered message was ignored)" in out
+    assert "抽出モード" in out
     code, out, _ = omoide("demo", "--db", db)
     assert code == 0
     assert "Stored 0 new message(s)" in out

@@ -14,7 +14,6 @@ from omoide.errors import InvalidInput, VersionConflict
 from omoide.knowledge.archiver import (
     ARCHIVE_ATTEMPTS,
     LongTermStore,
-    Outcome,
     SessionArchiver,
     archive_concurrency,
     filter_reason,
@@ -255,10 +254,19 @@ def test_filter_reason_rules():
 
 async def test_metadata_records_every_participant_and_the_discord_jump_url(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", policy="channel")
-    first = await mem.append(key, Message.user("最初の発言です。みんなで週末の予定を話しましょう。", author_id="10", author_name="Alice", message_id="9001"))
+    first = await mem.append(
+        key,
+        Message.user(
+            "最初の発言です。みんなで週末の予定を話しましょう。", author_id="10", author_name="Alice", message_id="9001"
+        ),
+    )
     await mem.append(key, Message.user("いいね、土曜日はどう？", author_id="20", author_name="Bob", message_id="9002"))
-    await mem.append(key, Message.assistant("土曜日は晴れの予報です。", author_id="99", author_name="omoide", message_id="9003"))
-    last = await mem.append(key, Message.user("じゃあ土曜日で！", author_id="30", author_name="Carol", message_id="9004"))
+    await mem.append(
+        key, Message.assistant("土曜日は晴れの予報です。", author_id="99", author_name="omoide", message_id="9003")
+    )
+    last = await mem.append(
+        key, Message.user("じゃあ土曜日で！", author_id="30", author_name="Carol", message_id="9004")
+    )
     await mem.archive(at=later(), channel_names=lambda s: "general" if s.channel_id == "222" else None)
     (source,) = await mem.sources()
     meta = source.metadata
@@ -390,7 +398,9 @@ def test_concurrency_follows_seed_000():
 async def test_sessions_run_concurrently_up_to_the_semaphore(settings):
     async with Memory.open(tuned(settings, db_pool_max=8)) as mem:
         for i in range(6):
-            await talk(mem, mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}"), 4, user=f"u{i}")
+            await talk(
+                mem, mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}"), 4, user=f"u{i}"
+            )
         archiver = mem.archiver()
         assert archiver.concurrency == 2
         inflight, peak = 0, 0

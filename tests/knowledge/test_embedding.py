@@ -110,7 +110,9 @@ async def test_a_permanent_error_fails_only_its_source(mem: Memory):
 
         await mem.append(key, Message.user(text * 3, author_id=f"u{i}"))
     await mem.archive(at=later())
-    embedder = FlakyEmbedder(poison="POISON", poison_error=BadRequest("input rejected", provider="flaky", status_code=400))
+    embedder = FlakyEmbedder(
+        poison="POISON", poison_error=BadRequest("input rejected", provider="flaky", status_code=400)
+    )
     report = await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
     assert (report.ready, report.failed) == (2, 1)
     by_title = {s.metadata["origin_session_key"]: s for s in await all_sources(mem.store)}

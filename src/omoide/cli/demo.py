@@ -17,6 +17,7 @@ from omoide.cli._common import console, open_memory
 from omoide.models import Message
 
 GUILD, CHANNEL = "1100000000000000001", "1200000000000000002"
+ROUNDS = 6
 USERS = {"3100000000000000001": "さくら", "3100000000000000002": "Andy"}
 
 _SCRIPT: list[tuple[str, str]] = [
@@ -38,8 +39,8 @@ async def run_demo(db: str | None) -> None:
         keys = {uid: mem.session_key(platform="discord", workspace=GUILD, channel=CHANNEL, user=uid) for uid in USERS}
         created = 0
         last_user = "3100000000000000001"
-        # three rounds of the script give each user more than a 20-message window of conversation
-        for round_no in range(3):
+        # six rounds of the script give each user more than a 20-message window of conversation
+        for round_no in range(ROUNDS):
             for i, (author, text) in enumerate(_SCRIPT):
                 when = start + timedelta(days=round_no, minutes=i)
                 msg_id = f"{round_no:02d}{i:04d}"
@@ -59,9 +60,12 @@ async def run_demo(db: str | None) -> None:
                 _, new = await mem.sessions.append_checked(keys[last_user], message)
                 created += new
         # Discord re-delivers an event: the platform message id makes it a no-op
+        first_author, first_text = _SCRIPT[0]
         _, redelivered = await mem.sessions.append_checked(
-            keys["3100000000000000001"],
-            Message.user("（再送）", author_id="3100000000000000001", message_id="0000000"),
+            keys[first_author],
+            Message.user(
+                f"{first_text}（1回目）", author_id=first_author, author_name=USERS[first_author], message_id="u000000"
+            ),
         )
 
         table = Table("session", "stored", "in window", "unarchived", "status")
@@ -89,4 +93,14 @@ async def run_demo(db: str | None) -> None:
         sakura = keys["3100000000000000001"]
         window = await mem.history(sakura, window=4)
         console.print(Panel("\n".join(f"[b]{m.author_name}[/b]: {m.text}" for m in window), title="latest window (4)"))
-        console.print(f"Try: omoide sessions show '{sakura}'   ·   omoide sessions export '{sakura}' > sakura.jsonl")
+        question = "勉強会の場所の候補はどこでしたっけ？"
+        reply = await mem.chat(sakura, Message.user(question, author_id="3100000000000000001", author_name="さくら"))
+        console.print(
+            Panel(f"[b]さくら[/b]: {question}\n[b]{mem.chat_model.model_id}[/b]: {reply.text}", title="mem.chat")
+        )
+        console.print(
+            "Offline, the chat model is extractive: it quotes the conversation instead of generating. "
+            "Set OMOIDE_LLM (see `omoide providers`) for a real model.",
+            style="dim",
+        )
+        console.print(f"Try: omoide sessions show '{sakura}'   ·   omoide chat --db {mem.settings.database_url}")

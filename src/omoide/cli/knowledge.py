@@ -233,14 +233,13 @@ def worker(
     OMOIDE_WORKER_SHUTDOWN_TIMEOUT_SECONDS); a second one cancels at once. Each run is logged
     with its counts and duration (at INFO unless OMOIDE_LOG_LEVEL says otherwise).
     """
-    from omoide.logging import configure_logging
     from omoide.settings import load_settings
     from omoide.workers import JOB_NAMES, check_jobs, serve
+    from omoide.workers.service import configure_worker_logging
 
     async def main() -> None:
         settings = load_settings(**({"database_url": db} if db else {}))
-        if "log_level" not in settings.model_fields_set:
-            configure_logging(settings.model_copy(update={"log_level": "INFO"}))
+        configure_worker_logging(settings)
         jobs = check_jobs(only.split(",")) if only is not None else list(JOB_NAMES)
         await serve(settings, jobs=jobs)
 

@@ -217,6 +217,7 @@ class EmbeddingProcessor:
             if not claimed:
                 break
             report.claimed += len(claimed)
+            log.debug("embed_claimed", model=self.model, source_ids=list(claimed))
             try:
                 await self._round(claimed, report, stop, on_chunks)
             except _Transient as exc:
@@ -269,6 +270,7 @@ class EmbeddingProcessor:
         for source_id in pending:
             await self.store.finish_source(source_id, status=SourceStatus.READY)
             report.ready += 1
+        log.debug("embed_sources_ready", model=self.model, source_ids=list(pending))
 
     async def _batch(
         self,
@@ -289,6 +291,7 @@ class EmbeddingProcessor:
         written = await self._put(chunks, vectors)
         report.chunks += written
         report.batches += 1
+        log.debug("embed_batch_stored", model=self.model, chunks=written)
         if on_chunks is not None:
             on_chunks(len(chunks))
 

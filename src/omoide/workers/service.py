@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import structlog
 
 from omoide.errors import ConfigError
-from omoide.settings import Settings
+from omoide.settings import Settings, load_settings
 from omoide.workers.jobs import JOB_NAMES
 from omoide.workers.runner import WorkerRunner
 
@@ -85,4 +86,29 @@ async def serve(settings: Settings, *, jobs: Sequence[str] = JOB_NAMES) -> Worke
             loop.remove_signal_handler(sig)
 
 
-__all__ = ["SIGNALS", "check_jobs", "serve"]
+def configure_worker_logging(settings: Settings) -> None:
+    """Configure logging for a worker process: INFO unless ``OMOIDE_LOG_LEVEL`` (or the TOML file) says otherwise."""
+    from omoide.logging import configure_logging
+
+    if "log_level" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"log_level": "INFO"})
+    configure_logging(settings)
+
+
+def main(overrides: Mapping[str, Any] | None = None, *, jobs: Sequence[str] = JOB_NAMES) -> None:
+    """Process entry point (``python -m omoide.workers``; ``omoide worker`` does the same).
+
+    Args:
+        overrides: setting values that win over the environment and the TOML file.
+        jobs: which jobs to run.
+
+    Raises:
+        ConfigError: bad settings or job names.
+        StoreUnavailable: the database cannot be opened.
+    """
+    settings = load_settings(**dict(overrides or {}))
+    configure_worker_logging(settings)
+    asyncio.run(serve(settings, jobs=jobs))
+
+
+__all__ = ["SIGNALS", "check_jobs", "configure_worker_logging", "main", "serve"]

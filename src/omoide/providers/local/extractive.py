@@ -242,11 +242,15 @@ class ExtractiveChatModel:
         candidates = [_Candidate(s, 0, evidence=ev) for ev in request.evidence for s in split_sentences(ev.text)]
         from_conversation = not candidates
         if from_conversation:
-            candidates = [
+            said = [
                 _Candidate(s, i, speaker=p.speaker)
                 for i, p in enumerate(request.passages)
                 for s in split_sentences(p.text)
             ]
+            # a chat repeats itself: quote each sentence once, and prefer what was stated over what was asked
+            unique = list({c.text: c for c in reversed(said)}.values())[::-1]
+            statements = [c for c in unique if not _is_question(c.text)]
+            candidates = statements or unique
         if not candidates:
             return [
                 "根拠となる記録が見つからないため、回答できません。"
