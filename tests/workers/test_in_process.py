@@ -28,11 +28,13 @@ async def test_idle_sessions_become_searchable_knowledge_automatically(settings)
             for i, key in enumerate(keys):
                 appended += await talk(mem, key, 12, start=0, user=f"u{i}")
             deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
+            while True:
                 status = await mem.knowledge_status()
                 if status.sources.get("ready") == 3 and status.embedded.get(mem.embedder.model_id) == status.chunks:
                     break
+                assert time.monotonic() < deadline, f"the workers did not archive and embed: {status}"
                 await asyncio.sleep(0.05)
+            assert [(await mem.sessions.get(k)).status for k in keys] == [SessionStatus.ARCHIVED] * 3
             # the bot talks on in one session: it becomes active again, the others stay archived
             more = await talk(mem, keys[0], 2, start=12, user="u0")
             assert (await mem.sessions.get(keys[0])).status is SessionStatus.ACTIVE
