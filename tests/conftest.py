@@ -55,6 +55,16 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _isolated_logging() -> Iterator[None]:
+    """CLI tests call configure_logging(); restore structlog's configuration after each test."""
+    import structlog
+
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[_PgServer]:
     external = os.environ.get("OMOIDE_TEST_POSTGRES_URL")

@@ -13,9 +13,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omoide.chat import ChatRunner, SessionConversation
@@ -29,10 +30,14 @@ from omoide.stores import open_store
 from omoide.stores.base import SessionStore
 
 if TYPE_CHECKING:
+    from omoide.answers import AnswerResult, Language
     from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
     from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
+    from omoide.knowledge.importing import ImportSummary
     from omoide.knowledge.models import KnowledgeSource, KnowledgeStatus
-    from omoide.providers.base import Embedder
+    from omoide.providers.base import Embedder, Reranker
+    from omoide.search.filters import SearchFilters
+    from omoide.search.pipeline import SearchMode, SearchPipeline, SearchResult
     from omoide.workers.runner import WorkerRunner
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -329,6 +334,219 @@ class Memory:
             except asyncio.CancelledError:
                 task.cancel()
                 raise
+
+    # ---------------------------------------------------------------- search and answers (issue 6)
+
+    _reranker: Reranker | None = None
+    _reranker_built: bool = False
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured reranker (``OMOIDE_RERANKER``), or ``None``; built once."""
+        if not self._reranker_built:
+            from omoide.providers.registry import build_reranker
+
+            self._reranker = build_reranker(self.settings)
+            self._reranker_built = True
+        return self._reranker
+
+    def search_pipeline(self) -> SearchPipeline:
+        """A :class:`~omoide.search.pipeline.SearchPipeline` on this store, embedder, reranker and chat model.
+
+        Raises:
+            CapabilityNotSupported: the store has no search.
+        """
+        from omoide.errors import CapabilityNotSupported
+        from omoide.search.pipeline import PipelineConfig, SearchPipeline
+        from omoide.stores.base import SearchStore
+
+        if not isinstance(self.store, SearchStore):
+            raise CapabilityNotSupported(
+                f"the {type(self.store).__name__} backend cannot search knowledge; use SQLite or PostgreSQL"
+            )
+        expander = self.chat_model if self.settings.search_query_expansion > 0 else None
+        return SearchPipeline(
+            self.store,
+            PipelineConfig.from_settings(self.settings),
+            embedder=lambda: self.embedder,
+            reranker=self.reranker,
+            expander=expander,
+        )
+
+    @staticmethod
+    def search_filters(
+        *,
+        workspace: str | int,
+        channel: str | int | Sequence[str | int] | None = None,
+        thread: str | int | Sequence[str | int] | None = None,
+        author: str | int | Sequence[str | int] | None = None,
+        source_type: str | Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> SearchFilters:
+        """Search filters from ``Memory.search``'s keyword arguments (ids may be ints or lists).
+
+        Raises:
+            InvalidInput: a bad id or time range.
+        """
+        from omoide.search.filters import SearchFilters
+
+        def ids(value: str | int | Sequence[str | int] | None) -> tuple[str, ...]:
+            if value is None:
+                return ()
+            if isinstance(value, str | int):
+                return (str(value),)
+            return tuple(str(v) for v in value)
+
+        return SearchFilters(
+            workspace_id=str(workspace),
+            channel_ids=ids(channel),
+            thread_ids=ids(thread),
+            author_ids=ids(author),
+            source_types=ids(source_type),
+            since=since,
+            until=until,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        workspace: str | int,
+        channel: str | int | Sequence[str | int] | None = None,
+        thread: str | int | Sequence[str | int] | None = None,
+        author: str | int | Sequence[str | int] | None = None,
+        source_type: str | Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        explain: bool = False,
+        expand: bool | None = None,
+    ) -> SearchResult:
+        """Search long-term memory (seed 004's pipeline; see :mod:`omoide.search.pipeline`).
+
+        Args:
+            query: what to look for (any language; Japanese is tokenised for lexical search).
+            workspace: the guild / Slack workspace / agent (required).
+            channel / thread / author / source_type: limit to these (one value or several).
+            since / until: only chunks whose time span overlaps this range.
+            k: hits to return (default ``OMOIDE_SEARCH_TOP_K``, 5).
+            mode: ``hybrid`` (default), ``vector`` or ``lexical``.
+            explain: record each hit's rank in every list.
+            expand: ask the chat model for alternative queries (default: ``OMOIDE_SEARCH_QUERY_EXPANSION`` > 0).
+
+        Returns:
+            The hits (text, source, time range, jump URL, per-stage scores), timings and notes.
+
+        Raises:
+            InvalidInput: an empty query or bad filters, ``k`` or mode.
+            CapabilityNotSupported: the store has no search.
+        """
+        filters = self.search_filters(
+            workspace=workspace,
+            channel=channel,
+            thread=thread,
+            author=author,
+            source_type=source_type,
+            since=since,
+            until=until,
+        )
+        return await self.search_pipeline().search(query, filters, k=k, mode=mode, explain=explain, expand=expand)
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        workspace: str | int,
+        asker: str | int | None = None,
+        channel: str | int | Sequence[str | int] | None = None,
+        thread: str | int | Sequence[str | int] | None = None,
+        author: str | int | Sequence[str | int] | None = None,
+        source_type: str | Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        language: Language | None = None,
+    ) -> AnswerResult:
+        """Answer a question with citations from long-term memory (seed 004).
+
+        Args:
+            question: the question.
+            workspace / channel / thread / author / source_type / since / until: as in :meth:`search`.
+            asker: the asking user's id, named in the prompt.
+            k: evidence passages given to the model (default ``OMOIDE_SEARCH_TOP_K``, 5).
+            mode: search mode (default ``hybrid``).
+            language: ``ja`` (default ``OMOIDE_ANSWER_LANGUAGE``) or ``en``.
+
+        Returns:
+            The answer, the citations it uses, all evidence, timings per phase and notes.
+            With nothing to search, the localised "no synced messages" text (no model call).
+
+        Raises:
+            InvalidInput: an empty question, bad filters, ``k``, mode or language.
+            AnswerFailed: the chat model failed (code ``CHAT_FAILED``).
+        """
+        from omoide.answers import Answerer, GenerationConfig
+
+        filters = self.search_filters(
+            workspace=workspace,
+            channel=channel,
+            thread=thread,
+            author=author,
+            source_type=source_type,
+            since=since,
+            until=until,
+        )
+        config = GenerationConfig(
+            language=self.settings.answer_language,
+            temperature=self.settings.answer_temperature,
+            top_p=self.settings.answer_top_p,
+            max_tokens=self.settings.answer_max_tokens,
+        )
+        answerer = Answerer(self.search_pipeline(), lambda: self.chat_model, config)
+        who = None if asker is None else str(asker)
+        return await answerer.ask(question, filters, asker=who, k=k, mode=mode, language=language)
+
+    async def import_export(
+        self,
+        paths: str | Path | Sequence[str | Path],
+        *,
+        workspace: str | int | None = None,
+        strict: bool = False,
+        include_system: bool = False,
+        on_source: Callable[[int, int], None] | None = None,
+    ) -> ImportSummary:
+        """Import chat exports (DiscordChatExporter JSON, Slack zip/folder, omoide JSONL) into long-term memory.
+
+        One knowledge source per channel or thread, one chunk per message window; messages
+        already imported (by platform message id) are skipped, so re-importing is safe. The
+        new sources are pending: run :meth:`embed` (or the workers) to make them searchable
+        by vector (they are searchable lexically at once).
+
+        Args:
+            paths: export files or folders.
+            workspace: the workspace for Slack exports and transcripts (Discord names its guild).
+            strict: fail on the first malformed record instead of skipping it (nothing is written).
+            include_system: keep platform notifications.
+            on_source: progress: ``(conversations done, total)``.
+
+        Raises:
+            UnrecognizedExport: a path is missing or not an export.
+            MalformedExport: ``strict`` and a malformed record or file.
+        """
+        from omoide.knowledge.importing import import_export
+
+        return await import_export(
+            self.store,
+            self.settings,
+            paths if isinstance(paths, str | Path) else list(paths),
+            workspace=None if workspace is None else str(workspace),
+            strict=strict,
+            include_system=include_system,
+            on_source=on_source,
+        )
 
 
 __all__ = ["Memory"]

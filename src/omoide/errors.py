@@ -27,7 +27,8 @@ need to import a driver to handle a failure::
         ├── ContextOverflow         the prompt does not fit the model's context window
         ├── AuthenticationFailed    bad or missing API key
         ├── ProviderUnavailable     5xx, timeouts, connection errors (retryable)
-        └── BadRequest              any other 4xx (not retryable)
+        ├── BadRequest              any other 4xx (not retryable)
+        └── AnswerFailed            ``Memory.ask``: the chat model failed (code CHAT_FAILED)
 
 Messages say what happened and what to do next.
 """
@@ -208,8 +209,16 @@ class BadRequest(ProviderError):
     code = "BAD_REQUEST"
 
 
+class AnswerFailed(ProviderError):
+    """Generating an answer failed (seed 004's ``CHAT_FAILED``); ``__cause__`` is the
+    provider's error and ``details["cause_code"]`` its code."""
+
+    code = "CHAT_FAILED"
+
+
 __all__ = [
     "AmbiguousSessionPrefix",
+    "AnswerFailed",
     "AuthenticationFailed",
     "BadRequest",
     "CapabilityNotSupported",

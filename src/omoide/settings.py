@@ -134,6 +134,29 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = Field(
         64, ge=4, le=1000, description="PostgreSQL HNSW index: candidate list size while building (>= 2 * hnsw_m)."
     )
+    hnsw_ef_search: int = Field(
+        100, ge=1, le=1000, description="PostgreSQL HNSW search: candidate list size per query (hnsw.ef_search)."
+    )
+
+    # ---- retrieval and answers (seed 004: 200 candidates → 15 → rerank → 5)
+    search_mode: Literal["hybrid", "vector", "lexical"] = Field(
+        "hybrid", description="Default search mode: hybrid (vector + lexical fused with RRF), vector or lexical."
+    )
+    search_candidates: int = Field(200, ge=1, le=1000, description="Candidates taken from each ranked list.")
+    search_fused: int = Field(
+        15, ge=1, le=1000, description="Fused candidates kept for reranking (or for the final cut without a reranker)."
+    )
+    search_top_k: int = Field(5, ge=1, le=1000, description="Hits returned by search and given to the answer model.")
+    search_rrf_k: int = Field(
+        60, ge=0, le=10_000, description="Reciprocal Rank Fusion constant, the same for every list."
+    )
+    search_query_expansion: int = Field(
+        0, ge=0, le=10, description="Alternative queries the chat model proposes (0 = no query expansion)."
+    )
+    answer_language: Literal["ja", "en"] = Field("ja", description="Language of the answer prompt and messages.")
+    answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (seed 004: 0.3).")
+    answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (seed 004: 0.9).")
+    answer_max_tokens: int = Field(2048, ge=16, le=100_000, description="Answer length limit (seed 004: 2048).")
 
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

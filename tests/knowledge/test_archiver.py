@@ -435,8 +435,7 @@ async def test_appends_racing_the_archiver_lose_nothing(settings):
         async def user(key: Any, name: str) -> None:
             for i in range(60):
                 appended.extend(await talk(mem, key, 1, start=i, user=name))
-                if i % 7 == 0:
-                    await asyncio.sleep(0)
+                await asyncio.sleep(0.003 if i % 5 == 0 else 0)  # a fast typist, with short pauses
 
         async def archiver() -> int:
             runs = 0
@@ -450,8 +449,9 @@ async def test_appends_racing_the_archiver_lose_nothing(settings):
         await asyncio.gather(*(user(k, f"u{i}") for i, k in enumerate(keys)))
         done.set()
         assert await arch > 1
+        archived_while_typing = len(await mem.sources())
         await mem.archive(now=True)
         ids = await archived_ids(mem.store)
         assert len(ids) == len(set(ids))  # no duplicates
         assert Counter(ids) == Counter(m.id for m in appended)  # nothing lost
-        assert len(await mem.sources()) > 3  # it really archived while the users were typing
+        assert archived_while_typing > 0  # it really archived while the users were typing

@@ -199,7 +199,9 @@ async def test_a_plain_chat_question_quotes_the_conversation_so_far():
     model = ExtractiveChatModel()
     history = [
         Message.user("私の名前はタロウです。ラーメンが大好きです。", author_name="タロウ"),
-        Message.assistant("（抽出モード: LLM なし）\n- 「私の名前はタロウです。」"),  # its own earlier output is never quoted
+        Message.assistant(
+            "（抽出モード: LLM なし）\n- 「私の名前はタロウです。」"
+        ),  # its own earlier output is never quoted
         Message.user("明日は京都で釣りをします。", author_name="タロウ"),
         Message.user("私が大好きなものは何ですか？", author_name="タロウ"),
     ]

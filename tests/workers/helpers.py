@@ -16,16 +16,16 @@ def tuned(settings: Settings, **overrides: Any) -> Settings:
 
 
 async def talk(mem: Memory, key: SessionKey | str, n: int, *, start: int, user: str) -> list[Message]:
+    """``n`` messages by two people, each long enough for the archive filters: a worker may
+    archive between any two of them, and every message must still become knowledge."""
     out = []
     for i in range(start, start + n):
-        if i % 2 == 0:
-            m = Message.user(
-                f"{user} のメッセージ {i}: 週末は山に登る予定です。天気が心配です。",
-                author_id=user,
-                message_id=f"{user}-{i}",
-            )
-        else:
-            m = Message.assistant(f"返事 {i}: 山の天気は変わりやすいので気をつけて。", author_id="bot")
+        author = user if i % 2 == 0 else f"{user}-friend"
+        m = Message.user(
+            f"{author} のメッセージ {i}: 週末は山に登る予定です。天気が心配です。",
+            author_id=author,
+            message_id=f"{user}-{i}",
+        )
         out.append(await mem.append(key, m))
     return out
 

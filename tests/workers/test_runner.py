@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -169,7 +170,16 @@ async def test_a_second_stop_cancels_at_once():
     assert runner.cancelled == ["stubborn"]
 
 
-async def test_runs_are_logged_with_counts_and_durations():
+@pytest.fixture
+def all_levels():
+    """Log every level while the test runs (an entry point may have configured WARNING before)."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    yield
+    structlog.configure(**saved)
+
+
+async def test_runs_are_logged_with_counts_and_durations(all_levels):
     async def busy(stop: asyncio.Event) -> Report:
         return Report(done=3)
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -328,19 +329,19 @@ def sources(
     if not rows:
         console.print("No knowledge sources yet. `omoide archive` turns idle sessions into knowledge.")
         return
-    table = Table("id", "type", "title", "origin session", "messages", "first / last message (UTC)", "chunks", "status")
+    table = Table("id", "source", "messages", "chunks", "status")
     for row in rows:
         span = " – ".join(str(t)[:16].replace("T", " ") for t in (row["first_message_at"], row["last_message_at"]) if t)
-        status_text = row["status"] + (f" ({row['error']})" if row["status"] == "failed" and row["error"] else "")
+        status_text = row["status"] + (f"\n{row['error']}" if row["status"] == "failed" and row["error"] else "")
+        lines = [f"[bold]{escape(row['title'])}[/]", f"{row['type']} · {escape(row['origin_session'] or '-')}"]
+        if span:
+            lines.append(f"{span} UTC")
         table.add_row(
             str(row["id"]),
-            row["type"],
-            row["title"],
-            row["origin_session"] or "",
+            "\n".join(lines),
             str(row["message_count"] or ""),
-            span,
             str(row["chunk_count"]),
-            status_text,
+            escape(status_text),
         )
     console.print(table)
 

@@ -317,8 +317,12 @@ class SessionArchiver:
 
     # ---------------------------------------------------------------- planning
 
-    def plan(self, session: Session, messages: Sequence[Message], *, idle: bool) -> tuple[ArchivePlan, str | None]:
+    def plan(
+        self, session: Session, messages: Sequence[Message], *, idle: bool, channel_name: str | None = None
+    ) -> tuple[ArchivePlan, str | None]:
         """The archive plan for ``session`` as read, and the filter reason (``None``: knowledge made).
+
+        Pure computation (no I/O); the archiver runs it in a worker thread.
 
         Args:
             session: the session as just read.
@@ -326,6 +330,7 @@ class SessionArchiver:
             idle: archive as idle (status ``archived``, keep ``archive_overlap`` messages) or
                 as an active session over the size threshold (stays ``active``, keeps at
                 least its prompt window).
+            channel_name: the channel's name, when known.
         """
         settings = self.settings
         keep = settings.archive_overlap if idle else max(settings.archive_overlap, settings.session_window)
@@ -341,7 +346,6 @@ class SessionArchiver:
             channel_id=session.channel_id,
             thread_id=session.thread_id,
         )
-        channel_name = self.channel_names(session) if self.channel_names is not None else None
         participants, names = _participants(messages)
         metadata: dict[str, Any] = {
             "origin_session_key": session.key,
@@ -406,7 +410,8 @@ class SessionArchiver:
                 return SessionOutcome(session_id, Outcome.SKIPPED, "active")
             stored = await self.store.messages(session.id, after_seq=session.archived_seq)
             messages = [m for m in stored if m.seq is not None and m.seq <= session.last_seq]
-            plan, reason = await asyncio.to_thread(self.plan, session, messages, idle=idle)
+            channel_name = self.channel_names(session) if self.channel_names is not None else None
+            plan, reason = await asyncio.to_thread(self.plan, session, messages, idle=idle, channel_name=channel_name)
             result = await self.store.archive_session(plan)
             moved = session.last_seq - session.archived_seq
             if reason is not None:

@@ -42,7 +42,7 @@ from typing import Any
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from omoide.errors import AuthenticationFailed, ProviderError, ProviderUnavailable
+from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
 from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkText, EmbeddingRow, SourceId, SourceStatus
 from omoide.providers.base import Embedder, Vector
@@ -234,8 +234,8 @@ class EmbeddingProcessor:
     ) -> None:
         settings = self.settings
         live: list[SourceId] = []
-        for source_id in claimed:
-            source = await self.store.get_source(source_id)
+        found = await asyncio.gather(*(self.store.get_source(source_id) for source_id in claimed))
+        for source_id, source in zip(claimed, found, strict=True):
             if source is None:  # deleted meanwhile
                 continue
             if source.attempts > settings.embed_max_attempts:
@@ -267,9 +267,8 @@ class EmbeddingProcessor:
         except _Transient as exc:
             await self._back_off(pending, report, error=_short(exc.cause))
             raise
-        for source_id in pending:
-            await self.store.finish_source(source_id, status=SourceStatus.READY)
-            report.ready += 1
+        await self._finish_all(list(pending), SourceStatus.READY)
+        report.ready += len(pending)
         log.debug("embed_sources_ready", model=self.model, source_ids=list(pending))
 
     async def _batch(
@@ -352,10 +351,24 @@ class EmbeddingProcessor:
 
     async def _release(self, pending: dict[SourceId, None], report: EmbedReport, *, error: str | None = None) -> None:
         """Hand unfinished sources back (``pending``) so another worker takes them at once."""
-        for source_id in list(pending):
-            await self.store.finish_source(source_id, status=SourceStatus.PENDING, error=error)
-            report.released += 1
+        await self._finish_all(list(pending), SourceStatus.PENDING, error=error)
+        report.released += len(pending)
         pending.clear()
+
+    async def _finish_all(
+        self, source_ids: Sequence[SourceId], status: SourceStatus, *, error: str | None = None
+    ) -> None:
+        """Finish several sources at once (concurrently on PostgreSQL); a deleted source is skipped."""
+
+        async def finish(source_id: SourceId) -> None:
+            try:
+                await self.store.finish_source(source_id, status=status, error=error)
+            except NotFoundError:
+                log.debug("embed_source_gone", source_id=source_id)
+
+        async with asyncio.TaskGroup() as group:
+            for source_id in source_ids:
+                group.create_task(finish(source_id))
 
     # ---------------------------------------------------------------- every chunk
 

@@ -47,6 +47,8 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
+from omoide.search.filters import SearchFilters
+from omoide.search.types import ChunkHit
 
 
 class Capability(enum.StrEnum):
@@ -302,4 +304,54 @@ class KnowledgeStore(Lifecycle, Protocol):
         precision), or ``None``."""
 
 
-__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "SessionStore"]
+@runtime_checkable
+class SearchStore(Lifecycle, Protocol):
+    """Retrieval over knowledge chunks: vector, lexical and fetch-by-id.
+
+    Contract notes:
+
+    * Every search is scoped to ``filters.workspace_id``: a chunk of another workspace is
+      never returned. All filters (:class:`~omoide.search.filters.SearchFilters`) are
+      applied inside the database query, so a search returns ``k`` hits whenever at least
+      ``k`` chunks match (PostgreSQL: HNSW iterative scan, ``hnsw.iterative_scan``).
+    * Hits come best first with ``rank`` 1, 2, …; **higher scores are better**: cosine
+      similarity (``1 - cosine distance``) for vectors, ``-bm25`` (SQLite) or
+      ``ts_rank_cd`` (PostgreSQL) for lexical. Compare ranks across lists, not scores.
+    * ``k`` is between 1 and :data:`~omoide.search.filters.MAX_K`; anything else is an
+      :class:`~omoide.errors.InvalidInput`.
+    """
+
+    async def vector_search(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[ChunkHit]:
+        """The ``k`` chunks whose ``model`` vectors are most cosine-similar to ``query``.
+
+        SQLite scans exactly (a cached, normalised matrix per workspace and model);
+        PostgreSQL orders by ``(embedding::halfvec(D)) <=> $q`` with the model as a literal,
+        so the model's partial HNSW index (``ensure_vector_index``) is used.
+
+        Raises:
+            InvalidInput: bad ``k``/filters/model, a non-finite or all-zero query, or a
+                query size that differs from the stored vectors.
+        """
+
+    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
+        """The ``k`` best full-text matches of *any* of ``tokens`` (an OR query).
+
+        ``tokens`` come from :func:`omoide.text.tokenize_for_search`, the function that
+        wrote the index (check :meth:`lexical_tokenizer`). No tokens → ``[]``.
+
+        Raises:
+            InvalidInput: bad ``k``/filters, or ``tokens`` is not a sequence of strings.
+        """
+
+    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
+        """Chunks by id in the order given (duplicates once, unknown ids skipped), with
+        ``score=0.0`` and ``rank=0``: for rerankers and answer display."""
+
+    async def lexical_tokenizer(self) -> str | None:
+        """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
+        write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk."""
+
+
+__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "SearchStore", "SessionStore"]

@@ -32,8 +32,6 @@ import structlog
 
 from omoide.errors import OmoideError
 
-log = structlog.get_logger(__name__)
-
 
 class RunReport(Protocol):
     """What a job run returns."""
@@ -95,6 +93,8 @@ class WorkerRunner:
         self.stopping = asyncio.Event()
         self._forced = asyncio.Event()
         self.runs: dict[str, int] = {job.name: 0 for job in self.jobs}
+        # one logger per runner (not cached at import): follows the logging configured before it starts
+        self.log = structlog.get_logger(__name__)
         self.cancelled: list[str] = []
 
     def stop(self, *, force: bool = False) -> None:
@@ -109,12 +109,12 @@ class WorkerRunner:
         Raises:
             ExceptionGroup: a job raised something other than an ``OmoideError`` (a bug).
         """
-        log.info("worker_started", jobs=[job.name for job in self.jobs])
+        self.log.info("worker_started", jobs=[job.name for job in self.jobs])
         started = time.perf_counter()
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(self._loop(job), name=f"omoide-{job.name}") for job in self.jobs]
             group.create_task(self._watchdog(tasks), name="omoide-worker-watchdog")
-        log.info(
+        self.log.info(
             "worker_stopped",
             runs=dict(self.runs),
             cancelled=self.cancelled,
@@ -130,7 +130,7 @@ class WorkerRunner:
             except OmoideError as exc:
                 failures += 1
                 delay = backoff_delay(job.interval, failures, job.max_backoff)
-                log.error(
+                self.log.error(
                     "worker_run_failed",
                     worker=job.name,
                     error=exc.message,
@@ -145,11 +145,11 @@ class WorkerRunner:
                 delay = backoff_delay(job.interval, failures, job.max_backoff)
                 fields = report.as_log()
                 if failures:
-                    log.warning("worker_run", worker=job.name, retry_in_s=round(delay, 3), **fields)
+                    self.log.warning("worker_run", worker=job.name, retry_in_s=round(delay, 3), **fields)
                 elif report.idle:
-                    log.debug("worker_run", worker=job.name, **fields)
+                    self.log.debug("worker_run", worker=job.name, **fields)
                 else:
-                    log.info("worker_run", worker=job.name, **fields)
+                    self.log.info("worker_run", worker=job.name, **fields)
             await self._sleep(delay)
 
     async def _sleep(self, seconds: float) -> None:
@@ -162,7 +162,7 @@ class WorkerRunner:
     async def _watchdog(self, tasks: Sequence[asyncio.Task[None]]) -> None:
         """Once stopping: give the jobs ``shutdown_timeout`` seconds, then cancel what is left."""
         await self.stopping.wait()
-        log.info("worker_stopping", timeout_s=self.shutdown_timeout)
+        self.log.info("worker_stopping", timeout_s=self.shutdown_timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.shutdown_timeout
         forced = asyncio.ensure_future(self._forced.wait())
@@ -180,7 +180,9 @@ class WorkerRunner:
             if not task.done():
                 name = task.get_name().removeprefix("omoide-")
                 self.cancelled.append(name)
-                log.warning("worker_cancelled", worker=name, reason="forced" if self._forced.is_set() else "timeout")
+                self.log.warning(
+                    "worker_cancelled", worker=name, reason="forced" if self._forced.is_set() else "timeout"
+                )
                 task.cancel()
 
 

@@ -63,6 +63,8 @@ from omoide.stores._knowledge_common import (
     version_conflict,
 )
 from omoide.stores.postgres._rows import SESSION_COLUMNS, row_to_session
+from omoide.stores.postgres._search import record_tokenizer
+from omoide.text import search_tokenizer_name
 
 SOURCE_COLUMNS = (
     "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
@@ -218,6 +220,7 @@ async def insert_source(
     )
     if not chunks:
         return SourceId(int(await conn.fetchval(_INSERT_SOURCE, *head))), []
+    await record_tokenizer(conn, search_tokenizer_name())  # the index's tokenizer, for search
     rows = await conn.fetch(
         _INSERT_SOURCE_WITH_CHUNKS,
         *head,

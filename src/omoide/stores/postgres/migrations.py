@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from omoide.errors import MigrationError
-from omoide.stores.postgres.schema import MIGRATION_1, MIGRATION_2, MIGRATION_3
+from omoide.stores.postgres.schema import MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4
 from omoide.stores.postgres.vector import ensure_vector_extension
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
     Migration(3, "knowledge: indexes for archiving, the embedding queue and listing sources", MIGRATION_3),
+    Migration(4, "search: store_meta (lexical tokenizer of the index)", MIGRATION_4),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -174,4 +174,13 @@ CREATE INDEX knowledge_sources_workspace_id ON knowledge_sources (workspace_id, 
 """Migration 3: indexes for the archiver's pick (sessions with unarchived messages, oldest
 activity first), the embedding queue (claimable sources, oldest first) and source listing."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3"]
+MIGRATION_4 = """
+CREATE TABLE store_meta (
+    key        text        PRIMARY KEY,
+    value      text        NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+"""Migration 4: ``store_meta``, key/value facts about the indexes (e.g. ``lexical_tokenizer``)."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4"]

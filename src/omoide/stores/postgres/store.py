@@ -68,6 +68,8 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
+from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
+from omoide.search.types import ChunkHit
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
     check_chunks,
@@ -82,6 +84,7 @@ from omoide.stores._knowledge_common import (
 )
 from omoide.stores.base import Capability
 from omoide.stores.postgres import _knowledge as kops
+from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres.migrations import (
@@ -705,6 +708,58 @@ class PostgresStore:
         """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
         async with self._acquire() as conn:
             return await kops.knowledge_status(conn)
+
+    # ---------------------------------------------------------------------- search
+    # The contract is in omoide.stores.base.SearchStore; the SQL in _search.py.
+
+    async def vector_search(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[ChunkHit]:
+        """The ``k`` chunks nearest to ``query`` by cosine distance (HNSW with iterative scan), best first.
+
+        ``hnsw.ef_search`` is the ``hnsw_ef_search`` setting (at least ``k``).
+
+        Raises:
+            InvalidInput: bad ``k``, filters, model or query vector, or a query size that differs
+                from the model's stored vectors.
+        """
+        check_model(model)
+        vector = check_query_vector(query)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        ef_search = self._settings.hnsw_ef_search
+        async with self._acquire() as conn:
+            return await sops.vector_search(
+                conn, model, vector, wanted, limit, ef_search=ef_search, schema=self._vector_schema
+            )
+
+    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
+        """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens``, best first (``[]`` for no tokens).
+
+        Raises:
+            InvalidInput: bad ``k``, filters or tokens.
+        """
+        terms = clean_tokens(tokens)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        if not terms:
+            return []
+        async with self._acquire() as conn:
+            return await sops.lexical_search(conn, terms, wanted, limit)
+
+    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
+        """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
+        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
+        if not ids:
+            return []
+        async with self._acquire() as conn:
+            return await sops.fetch_chunks(conn, ids)
+
+    async def lexical_tokenizer(self) -> str | None:
+        """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
+        when chunks were written by different ones, or ``None`` before any chunk."""
+        async with self._acquire() as conn:
+            return await sops.lexical_tokenizer(conn)
 
 
 __all__ = ["PostgresStore"]

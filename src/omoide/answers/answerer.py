@@ -1,0 +1,174 @@
+"""Cited answers (seed 004): search → prompt with numbered evidence → chat model → citations.
+
+Outcomes:
+
+* **no data**: the search found nothing → seed 004's 「まだ同期されたメッセージがありません…」
+  (or, when filters narrowed the search, "nothing matches the filters"), localised; the
+  model is not called.
+* **vector failure**: the pipeline falls back to lexical results; the answer is still
+  generated, ``fallback`` is ``True``, ``notes`` say why, and a localised note is
+  appended to the text so a reader sees it too.
+* **chat failure**: any provider error while generating becomes
+  :class:`~omoide.errors.AnswerFailed` (code ``CHAT_FAILED``), the provider's error as its cause.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omoide.answers.citations import cited_numbers
+from omoide.answers.messages import FALLBACK_NOTE, NO_DATA, NO_MATCH, Language, check_language
+from omoide.answers.prompt import build_prompt
+from omoide.errors import AnswerFailed, ProviderError
+from omoide.models import Message
+from omoide.providers.base import ChatModel
+from omoide.search.filters import SearchFilters
+from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, check_query
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Evidence ``[#number]`` that the answer cites."""
+
+    number: int
+    hit: SearchHit
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"number": self.number, **self.hit.as_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerResult:
+    """An answer with its evidence.
+
+    Attributes:
+        text: the answer (or the localised no-data message).
+        citations: the evidence the answer cites, in order of first citation.
+        hits: all evidence given to the model; ``hits[n - 1]`` is ``[#n]``.
+        timings: milliseconds per phase: ``embed``, ``search``, ``fetch``, ``rerank``,
+            ``generate`` (and ``expand``) for the phases that ran.
+        notes: fallbacks and skipped stages, for humans.
+        no_data: nothing was found, so no model was called.
+        fallback: the vector side failed and the evidence comes from lexical search.
+        model: the chat model that answered (``""`` when none was called).
+        language: the prompt's language.
+    """
+
+    text: str
+    citations: tuple[Citation, ...]
+    hits: tuple[SearchHit, ...]
+    timings: Mapping[str, float]
+    notes: tuple[str, ...] = ()
+    no_data: bool = False
+    fallback: bool = False
+    model: str = ""
+    language: Language = "ja"
+
+    @property
+    def total_ms(self) -> float:
+        return round(sum(self.timings.values()), 3)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "citations": [c.as_dict() for c in self.citations],
+            "evidence": [h.as_dict() for h in self.hits],
+            "timings_ms": dict(self.timings),
+            "total_ms": self.total_ms,
+            "notes": list(self.notes),
+            "no_data": self.no_data,
+            "fallback": self.fallback,
+            "model": self.model,
+            "language": self.language,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationConfig:
+    """Seed 004's generation settings (``answer_*`` settings)."""
+
+    language: Language = "ja"
+    temperature: float = 0.3
+    top_p: float = 0.9
+    max_tokens: int = 2048
+
+
+class Answerer:
+    """Answers questions over a :class:`SearchPipeline` with a chat model.
+
+    Args:
+        pipeline: finds the evidence.
+        model: returns the chat model (built on first use).
+        config: language and generation settings.
+    """
+
+    def __init__(self, pipeline: SearchPipeline, model: Callable[[], ChatModel], config: GenerationConfig) -> None:
+        self.pipeline = pipeline
+        self._model = model
+        self.config = config
+
+    async def ask(
+        self,
+        question: str,
+        filters: SearchFilters,
+        *,
+        asker: str | None = None,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        language: Language | None = None,
+    ) -> AnswerResult:
+        """Answer ``question`` from the knowledge in ``filters``' scope (see the module docstring).
+
+        Raises:
+            InvalidInput: an empty question, bad filters, ``k``, mode or language.
+            AnswerFailed: the chat model failed (code ``CHAT_FAILED``).
+        """
+        text = check_query(question)
+        lang = check_language(self.config.language if language is None else language)
+        found = await self.pipeline.search(text, filters, k=k, mode=mode)
+        timings = dict(found.timings)
+        if not found.hits:
+            message = NO_MATCH[lang] if filters.narrows else NO_DATA[lang]
+            return AnswerResult(message, (), (), timings, found.notes, True, found.fallback, "", lang)
+
+        prompt = build_prompt(text, found.hits, asker=asker, language=lang)
+        model = self._model()
+        started = time.perf_counter()
+        try:
+            response = await model.complete(
+                [Message.user(prompt.user)],
+                system=prompt.system,
+                max_tokens=self.config.max_tokens,
+                temperature=self.config.temperature,
+                top_p=self.config.top_p,
+            )
+        except ProviderError as exc:
+            raise AnswerFailed(
+                f"the chat model ({model.provider}:{model.model_id}) failed while generating the answer: {exc.message}",
+                provider=model.provider,
+                status_code=exc.status_code,
+                cause_code=exc.code,
+            ) from exc
+        timings["generate"] = round((time.perf_counter() - started) * 1000.0, 3)
+
+        answer = response.text.strip()
+        if found.fallback:
+            answer = f"{answer}\n\n{FALLBACK_NOTE[lang]}" if answer else FALLBACK_NOTE[lang]
+        citations = tuple(Citation(n, prompt.evidence[n - 1]) for n in cited_numbers(answer, len(prompt.evidence)))
+        return AnswerResult(
+            text=answer,
+            citations=citations,
+            hits=prompt.evidence,
+            timings=timings,
+            notes=found.notes,
+            no_data=False,
+            fallback=found.fallback,
+            model=response.model or model.model_id,
+            language=lang,
+        )
+
+
+__all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig"]

@@ -1,0 +1,107 @@
+"""``omoide import PATH…``: chat exports into long-term memory, then embedded (with progress bars)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+
+if TYPE_CHECKING:
+    from omoide.knowledge.importing import ImportSummary
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not enabled,
+    )
+
+
+def import_(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="DiscordChatExporter JSON files/folders, a Slack export (zip or folder), JSONL transcripts."
+        ),
+    ],
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", "--guild", "-g", help="Workspace id for Slack exports and transcripts."),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail on the first malformed record (nothing is written).")
+    ] = False,
+    include_system: Annotated[
+        bool, typer.Option("--include-system", help="Keep platform notifications (joins, pins, …).")
+    ] = False,
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed the new chunks right away.")] = True,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Import chat history into long-term memory; re-importing the same or an overlapping export adds only new messages."""
+
+    async def main() -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            with _progress(not json_) as progress:
+                task = progress.add_task("Importing conversations", total=None)
+
+                def advance(done: int, total: int) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                summary: ImportSummary = await mem.import_export(
+                    paths, workspace=workspace, strict=strict, include_system=include_system, on_source=advance
+                )
+                data = summary.as_dict()
+                if embed and summary.chunks:
+                    etask = progress.add_task("Embedding chunks", total=None)
+
+                    def embedded(n: int) -> None:
+                        progress.advance(etask, n)
+
+                    vectors = failed = 0
+                    while True:  # one pass claims OMOIDE_EMBED_CLAIM_SIZE sources
+                        report = await mem.embed(on_chunks=embedded)
+                        vectors += report.chunks
+                        failed += report.failed
+                        if report.claimed == 0 or report.transient_error or report.stopped:
+                            break
+                    data["embedded_with"] = report.model
+                    data["embedded_chunks"] = vectors
+                    data["failed_sources"] = failed
+        return data
+
+    data = run(main, json_errors=json_)
+    if json_:
+        print_json(data)
+        return
+    console.print(
+        f"Imported {data['new_messages']} new message(s) from {data['conversations']} conversation(s) "
+        f"into {data['sources']} source(s) / {data['chunks']} chunk(s); "
+        f"{data['known_messages']} already stored.",
+        highlight=False,
+    )
+    if "embedded_with" in data:
+        console.print(f"Embedded {data['embedded_chunks']} chunk(s) with {data['embedded_with']}.", highlight=False)
+    for problem in data["problems"]:
+        err_console.print(f"[yellow]Skipped:[/] {problem}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``import`` to the root ``omoide`` app."""
+    app.command(
+        "import",
+        epilog="Example: omoide import exports/ --db sqlite:///./data/omoide.db   (Slack: omoide import slack.zip --workspace T123)",
+    )(import_)
+
+
+__all__ = ["import_", "register"]

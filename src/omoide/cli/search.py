@@ -1,0 +1,224 @@
+"""``omoide search`` and ``omoide ask``: retrieval and cited answers from the command line.
+
+Both take the same filters (``--guild --channel --author --since --until``), ``--k`` and
+``--mode``, and print JSON with ``--json``. Added to the root app by :func:`register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+
+if TYPE_CHECKING:
+    from omoide.answers import AnswerResult
+    from omoide.search.pipeline import SearchHit, SearchResult
+
+GuildOption = Annotated[
+    str,
+    typer.Option("--guild", "--workspace", "-g", help="Workspace to search: Discord guild id, Slack team id or agent."),
+]
+ChannelOption = Annotated[
+    list[str] | None, typer.Option("--channel", "-c", help="Only these channel ids (repeatable).", show_default=False)
+]
+AuthorOption = Annotated[
+    list[str] | None, typer.Option("--author", "-a", help="Only chunks with these author ids (repeatable).")
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Only messages from this time on: ISO date/time (2025-11-08, 2025-11-08T12:00) or an age (7d, 12h).",
+    ),
+]
+UntilOption = Annotated[
+    str | None, typer.Option("--until", help="Only messages up to this time: ISO date/time or an age (7d, 12h).")
+]
+KOption = Annotated[
+    int | None, typer.Option("--k", "-k", min=1, max=1000, help="Results (default $OMOIDE_SEARCH_TOP_K, 5).")
+]
+ModeOption = Annotated[
+    str | None, typer.Option("--mode", "-m", help="hybrid (default), vector or lexical.", show_default=False)
+]
+
+
+def parse_time(text: str | None, *, option: str, end_of_day: bool = False) -> datetime | None:
+    """An ISO date or date-time (naive = UTC), or an age such as ``7d`` meaning that long ago.
+
+    A bare date means its start (``--since``) or its end (``--until``).
+
+    Raises:
+        typer.BadParameter: neither.
+    """
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        from omoide.cli.knowledge import parse_duration
+
+        try:
+            return datetime.now(UTC) - parse_duration(value)
+        except typer.BadParameter:
+            raise typer.BadParameter(
+                f"{option} {value!r} is neither an ISO date/time (2025-11-08, 2025-11-08T12:00) nor an age (7d, 12h)"
+            ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    if end_of_day and len(value) == 10:  # a bare date: through its last microsecond
+        parsed = parsed.replace(hour=23, minute=59, second=59, microsecond=999_999)
+    return parsed
+
+
+def _filters(
+    guild: str, channel: list[str] | None, author: list[str] | None, since: str | None, until: str | None
+) -> dict[str, Any]:
+    return {
+        "workspace": guild,
+        "channel": channel or None,
+        "author": author or None,
+        "since": parse_time(since, option="--since"),
+        "until": parse_time(until, option="--until", end_of_day=True),
+    }
+
+
+def _where(hit: SearchHit) -> str:
+    from omoide.answers.prompt import time_range
+
+    c = hit.chunk
+    parts = [p for p in (c.source_title, time_range(c.started_at, c.ended_at)) if p]
+    return " · ".join(parts)
+
+
+def _render_hits(result: SearchResult) -> None:
+    if not result.hits:
+        console.print("No results.")
+    for hit in result.hits:
+        console.print(f"[bold]{hit.rank}.[/] [dim]{hit.score:.4f}[/]  {_where(hit)}", highlight=False)
+        text = hit.content if len(hit.content) <= 400 else hit.content[:400] + "…"
+        console.print(text, highlight=False, markup=False)
+        if hit.jump_url:
+            console.print(f"[dim]{hit.jump_url}[/]", highlight=False)
+        if hit.ranks:
+            console.print("[dim]ranks: " + ", ".join(f"{k}={v}" for k, v in hit.ranks.items()) + "[/]")
+        console.print()
+    for note in result.notes:
+        err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
+
+
+def _render_answer(result: AnswerResult) -> None:
+    console.print(result.text, highlight=False, markup=False)
+    if result.citations:
+        console.print()
+        console.print("[bold]根拠[/]" if result.language == "ja" else "[bold]Sources[/]")
+        for c in result.citations:
+            url = f"  {c.hit.jump_url}" if c.hit.jump_url else ""
+            console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False)
+    for note in result.notes:
+        err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings.items())
+    if timings:
+        err_console.print(f"[dim]{timings}[/]", highlight=False)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for (any language).")],
+    guild: GuildOption,
+    channel: ChannelOption = None,
+    author: AuthorOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    k: KOption = None,
+    mode: ModeOption = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each hit's rank in every list.")] = False,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Search long-term memory: vector + lexical, fused with RRF (seed 004's pipeline)."""
+    filters = _filters(guild, channel, author, since, until)
+
+    async def main() -> SearchResult:
+        from omoide.search.pipeline import check_mode
+
+        async with open_memory(db) as mem:
+            return await mem.search(
+                query,
+                workspace=filters["workspace"],
+                channel=filters["channel"],
+                author=filters["author"],
+                since=filters["since"],
+                until=filters["until"],
+                k=k,
+                mode=None if mode is None else check_mode(mode),
+                explain=explain,
+            )
+
+    result = run(main, json_errors=json_)
+    if json_:
+        print_json(result.as_dict())
+    else:
+        _render_hits(result)
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question (Japanese or English).")],
+    guild: GuildOption,
+    channel: ChannelOption = None,
+    author: AuthorOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    k: KOption = None,
+    mode: ModeOption = None,
+    lang: Annotated[
+        str | None, typer.Option("--lang", help="Answer language: ja (default $OMOIDE_ANSWER_LANGUAGE) or en.")
+    ] = None,
+    asker: Annotated[str | None, typer.Option("--asker", help="The asking user's id (named in the prompt).")] = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Answer a question with citations [#n] from long-term memory (seed 004)."""
+    filters = _filters(guild, channel, author, since, until)
+
+    async def main() -> AnswerResult:
+        from omoide.answers.messages import check_language
+        from omoide.search.pipeline import check_mode
+
+        async with open_memory(db) as mem:
+            return await mem.ask(
+                question,
+                workspace=filters["workspace"],
+                channel=filters["channel"],
+                author=filters["author"],
+                since=filters["since"],
+                until=filters["until"],
+                asker=asker,
+                k=k,
+                mode=None if mode is None else check_mode(mode),
+                language=None if lang is None else check_language(lang),
+            )
+
+    result = run(main, json_errors=json_)
+    if json_:
+        print_json(result.as_dict())
+    else:
+        _render_answer(result)
+
+
+COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
+    "search": (search, 'Example: omoide search "天気" --guild 123 --channel 456 --since 7d --k 5 --mode hybrid'),
+    "ask": (ask, 'Example: omoide ask "andyって誰？" --guild 123 --json'),
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``search`` and ``ask`` to the root ``omoide`` app."""
+    for name, (function, example) in COMMANDS.items():
+        app.command(name, epilog=example)(function)
+
+
+__all__ = ["COMMANDS", "ask", "parse_time", "register", "search"]

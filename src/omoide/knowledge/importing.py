@@ -1,0 +1,242 @@
+"""Chat exports into long-term memory: parse → skip known messages → message windows → chunks.
+
+:func:`import_export` reads DiscordChatExporter JSON, Slack exports and omoide JSONL
+transcripts with :mod:`omoide.importers`, and writes one knowledge source per conversation
+(channel or thread) and import, with one chunk per message window (seed 004's
+``message_windows``: cut by time gap, message count and ``chunk_max_tokens``). The sources
+are ``pending``, so the embedding worker (or ``omoide embed``) embeds them next.
+
+* **Idempotent.** Each source records its conversation key in ``metadata`` and each chunk
+  its platform message ids in ``location``. Before writing, the message ids already stored
+  for each conversation are read back and those messages are skipped, so re-importing the
+  same file adds nothing and an overlapping later export adds only its new messages (an
+  edit of an already imported message is not re-imported).
+* **Never half a window.** A conversation's chunks are written in one transaction
+  (``add_source``); a malformed record is reported with its position and skipped, or,
+  with ``strict=True``, fails the import before anything is written.
+* Chunk text is ``[2025-11-08 12:00] **name**: text`` lines, the archiver's format, which
+  answers cite with time ranges and speakers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omoide.importers import (
+    ConversationKey,
+    ImportedMessage,
+    ImportProblem,
+    ImportReport,
+    MessageWindow,
+    message_windows,
+    read_export,
+)
+from omoide.knowledge.archiver import knowledge_store
+from omoide.knowledge.models import ChunkDraft, SourceDraft
+from omoide.providers.tokens import get_token_counter
+from omoide.settings import Settings
+from omoide.text import tokenize_for_search
+
+CONVERSATION_KEY = "conversation_key"
+"""``metadata`` key of an imported source: ``platform:workspace:channel:thread-or--``."""
+
+SOURCE_TYPES = {"discord": "discord_channel", "slack": "slack_channel", "omoide": "transcript"}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSummary:
+    """What :func:`import_export` did.
+
+    Attributes:
+        sources / chunks: knowledge sources and chunks written.
+        messages: messages read from the export(s).
+        new_messages: messages written (the rest were already stored).
+        known_messages: messages skipped because an earlier import stored them.
+        conversations: conversations (channels and threads) with new messages.
+        problems: malformed records and files skipped, with their positions.
+        report: the importer's counts (duplicates, system messages skipped, …).
+    """
+
+    sources: int
+    chunks: int
+    messages: int
+    new_messages: int
+    known_messages: int
+    conversations: int
+    problems: tuple[ImportProblem, ...]
+    report: ImportReport
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources,
+            "chunks": self.chunks,
+            "messages": self.messages,
+            "new_messages": self.new_messages,
+            "known_messages": self.known_messages,
+            "conversations": self.conversations,
+            "problems": [str(p) for p in self.problems],
+            "duplicates": self.report.duplicates,
+            "system_skipped": self.report.system_skipped,
+            "empty_skipped": self.report.empty_skipped,
+        }
+
+
+def conversation_key(conversation: ConversationKey) -> str:
+    platform, workspace, channel, thread = conversation
+    return f"{platform}:{workspace}:{channel}:{thread or '-'}"
+
+
+def chunk_line(message: ImportedMessage) -> str:
+    """``[2025-11-08 12:00] **name**: text`` (continuation lines indented)."""
+    name = (message.author_name or message.author_id).replace("*", "")
+    text = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}**: {text}"
+
+
+def window_chunk(window: MessageWindow) -> ChunkDraft:
+    """One chunk for one message window."""
+    content = "\n".join(chunk_line(m) for m in window.messages)
+    url = next((m.url for m in window.messages if m.url), None)
+    location: dict[str, Any] = {"message_ids": list(window.message_ids), "key": window.key}
+    if url:
+        location["jump_url"] = url
+    return ChunkDraft(
+        content=content,
+        lexical=" ".join(tokenize_for_search(content)),
+        token_count=window.token_count,
+        location=location,
+        channel_id=window.channel_id,
+        thread_id=window.thread_id,
+        author_ids=tuple(p.author_id for p in window.participants),
+        started_at=window.started_at,
+        ended_at=window.ended_at,
+    )
+
+
+def _chunks(windows: Sequence[MessageWindow]) -> list[ChunkDraft]:
+    return [window_chunk(w) for w in windows]
+
+
+def _title(window: MessageWindow) -> str:
+    channel = window.channel_name or window.channel_id
+    title = f"#{channel}"
+    if window.thread_id is not None:
+        title += f" › {window.thread_name or window.thread_id}"
+    return title
+
+
+def source_for(windows: Sequence[MessageWindow], files: Sequence[str]) -> SourceDraft:
+    """The source of one conversation's new windows."""
+    first = windows[0]
+    participants = list(dict.fromkeys(p.author_id for w in windows for p in w.participants))
+    metadata: dict[str, Any] = {
+        CONVERSATION_KEY: conversation_key(first.conversation),
+        "platform": first.platform,
+        "workspace_id": first.workspace_id,
+        "channel_id": first.channel_id,
+        "channel_name": first.channel_name,
+        "thread_id": first.thread_id,
+        "thread_name": first.thread_name,
+        "participants": participants,
+        "message_count": sum(len(w.message_ids) for w in windows),
+        "first_message_at": windows[0].started_at.isoformat(),
+        "last_message_at": windows[-1].ended_at.isoformat(),
+        "files": list(files),
+    }
+    return SourceDraft(
+        workspace_id=first.workspace_id,
+        type=SOURCE_TYPES.get(first.platform, "document"),
+        title=_title(first),
+        metadata=metadata,
+    )
+
+
+async def known_message_ids(store: Any, workspaces: Iterable[str], keys: set[str]) -> dict[str, set[str]]:
+    """Message ids already stored, per conversation key, from earlier imports' chunks."""
+    kstore = knowledge_store(store)
+    out: dict[str, set[str]] = {key: set() for key in keys}
+    for workspace in sorted(set(workspaces)):
+        offset = 0
+        while True:
+            page = await kstore.list_sources(workspace_id=workspace, limit=500, offset=offset)
+            for source in page:
+                key = source.metadata.get(CONVERSATION_KEY)
+                if key not in out:
+                    continue
+                for chunk in await kstore.chunks_of_source(source.id):
+                    ids = chunk.location.get("message_ids", [])
+                    out[key].update(str(i) for i in ids)
+            if len(page) < 500:
+                break
+            offset += 500
+    return out
+
+
+async def import_export(
+    store: Any,
+    settings: Settings,
+    paths: Path | str | Iterable[Path | str],
+    *,
+    workspace: str | None = None,
+    strict: bool = False,
+    include_system: bool = False,
+    on_source: Callable[[int, int], None] | None = None,
+) -> ImportSummary:
+    """Import exports into long-term memory (see the module docstring).
+
+    Args:
+        store: a store with long-term memory.
+        settings: ``chunk_max_tokens`` caps a window's tokens.
+        paths: export files or folders (Discord JSON, Slack zip/folder, JSONL transcripts).
+        workspace: the workspace for Slack exports and transcripts (Discord names its guild).
+        strict: fail on the first malformed record or file (nothing is written).
+        include_system: keep platform notifications.
+        on_source: progress: called with ``(conversations done, conversations total)``.
+
+    Raises:
+        UnrecognizedExport: a path is missing or not an export.
+        MalformedExport: ``strict`` and a malformed record or file.
+        CapabilityNotSupported: the store has no long-term memory.
+    """
+    kstore = knowledge_store(store)
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    export = await asyncio.to_thread(
+        read_export, items, strict=strict, include_system=include_system, workspace_id=workspace
+    )
+    groups: dict[str, list[ImportedMessage]] = {}
+    for message in export.messages:
+        groups.setdefault(conversation_key(message.conversation), []).append(message)
+    known = await known_message_ids(store, (m.workspace_id for m in export.messages), set(groups))
+    fresh = [m for key, msgs in groups.items() for m in msgs if m.message_id not in known[key]]
+    counter = get_token_counter()
+    windows = await asyncio.to_thread(message_windows, fresh, max_tokens=settings.chunk_max_tokens, counter=counter)
+    by_conversation: dict[str, list[MessageWindow]] = {}
+    for window in windows:
+        by_conversation.setdefault(conversation_key(window.conversation), []).append(window)
+    files = list(export.report.files)
+    sources = chunks = 0
+    total = len(by_conversation)
+    for done, conversation in enumerate(by_conversation.values(), start=1):
+        drafts = await asyncio.to_thread(_chunks, conversation)
+        await kstore.add_source(source_for(conversation, files), drafts)
+        sources += 1
+        chunks += len(drafts)
+        if on_source is not None:
+            on_source(done, total)
+    return ImportSummary(
+        sources=sources,
+        chunks=chunks,
+        messages=len(export.messages),
+        new_messages=len(fresh),
+        known_messages=len(export.messages) - len(fresh),
+        conversations=total,
+        problems=export.problems,
+        report=export.report,
+    )
+
+
+__all__ = ["CONVERSATION_KEY", "ImportSummary", "chunk_line", "conversation_key", "import_export", "window_chunk"]

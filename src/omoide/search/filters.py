@@ -1,0 +1,170 @@
+"""Search filters: one workspace (required) plus optional channel/thread/author/type/time limits.
+
+Every store query is scoped to exactly one workspace, so a search can never return another
+guild's or agent's chunks. The other filters narrow it further and are applied *inside*
+the database query (never after a top-k cut, which could return fewer than k rows):
+
+* ``channel_ids`` / ``thread_ids`` / ``source_types``: the chunk's value is one of them;
+* ``author_ids``: at least one of the chunk's authors is one of them;
+* ``since`` / ``until``: the chunk's time span overlaps ``[since, until]`` (both inclusive);
+  a chunk without any timestamp is excluded when either bound is given.
+
+An empty tuple means "no limit" for that field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import InvalidInput
+from omoide.models import ensure_utc
+
+MAX_K = 1000
+"""The most rows one store search returns (pgvector's ``hnsw.ef_search`` is at most 1000)."""
+
+
+def _texts(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidInput(f"SearchFilters.{name} must be a tuple of strings, got {type(value).__name__}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item or "\x00" in item:
+            raise InvalidInput(f"SearchFilters.{name} must hold non-empty strings without NUL, got {item!r}")
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _time(name: str, value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"SearchFilters.{name} must be a datetime or None, got {type(value).__name__}")
+    return ensure_utc(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Where to search (see the module docstring).
+
+    Example:
+        >>> SearchFilters("guild-1", channel_ids=("general",))
+        SearchFilters(workspace_id='guild-1', channel_ids=('general',), thread_ids=(), author_ids=(), source_types=(), since=None, until=None)
+
+    Raises:
+        InvalidInput: an empty workspace, a non-string id, a naive-or-not datetime of the
+            wrong type, or ``since`` after ``until``. Lists are accepted and stored as
+            tuples (duplicates dropped); naive datetimes are taken to be UTC.
+    """
+
+    workspace_id: str
+    channel_ids: tuple[str, ...] = ()
+    thread_ids: tuple[str, ...] = ()
+    author_ids: tuple[str, ...] = ()
+    source_types: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        ws = self.workspace_id
+        if not isinstance(ws, str) or not ws.strip() or "\x00" in ws:
+            raise InvalidInput(f"SearchFilters.workspace_id must be a non-empty workspace id, got {ws!r}")
+        for name in ("channel_ids", "thread_ids", "author_ids", "source_types"):
+            object.__setattr__(self, name, _texts(name, getattr(self, name)))
+        since = _time("since", self.since)
+        until = _time("until", self.until)
+        if since is not None and until is not None and since > until:
+            raise InvalidInput(f"SearchFilters.since ({since.isoformat()}) is after until ({until.isoformat()})")
+        object.__setattr__(self, "since", since)
+        object.__setattr__(self, "until", until)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether anything beyond the workspace is filtered."""
+        return bool(
+            self.channel_ids
+            or self.thread_ids
+            or self.author_ids
+            or self.source_types
+            or self.since is not None
+            or self.until is not None
+        )
+
+
+def check_k(k: object) -> int:
+    """``k`` as an int in ``1..MAX_K``.
+
+    Raises:
+        InvalidInput: not an integer, or out of range.
+    """
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise InvalidInput(f"k must be an integer between 1 and {MAX_K}, got {type(k).__name__}")
+    if not 1 <= int(k) <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}, got {k}")
+    return int(k)
+
+
+def check_filters(filters: object) -> SearchFilters:
+    """``filters`` if it is a :class:`SearchFilters`.
+
+    Raises:
+        InvalidInput: anything else (a bare workspace id, a dict, ``None``).
+    """
+    if not isinstance(filters, SearchFilters):
+        raise InvalidInput(
+            "filters must be omoide.search.filters.SearchFilters (the workspace is required), "
+            f"got {type(filters).__name__}"
+        )
+    return filters
+
+
+def clean_tokens(tokens: object) -> list[str]:
+    """Query tokens without empties and duplicates, in order (from ``tokenize_for_search``).
+
+    Raises:
+        InvalidInput: ``tokens`` is a bare string or holds a non-string.
+    """
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise InvalidInput(
+            "tokens must be a sequence of search tokens (use omoide.text.tokenize_for_search), "
+            f"got {type(tokens).__name__}"
+        )
+    out: list[str] = []
+    seen: set[str] = set()
+    for token in tokens:
+        if not isinstance(token, str):
+            raise InvalidInput(f"search tokens must be strings, got {type(token).__name__}")
+        token = token.replace("\x00", "").strip()
+        if token and token not in seen:
+            seen.add(token)
+            out.append(token)
+    return out
+
+
+def check_query_vector(query: object) -> npt.NDArray[np.float32]:
+    """A query vector as a 1-D float32 array: finite, not all zeros, at most 16,000 values.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    try:
+        vector = np.asarray(query, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"the query vector must be a sequence of numbers: {exc}") from exc
+    if vector.ndim != 1 or not 1 <= vector.shape[0] <= 16_000:
+        raise InvalidInput(f"the query vector must be 1-D with 1..16000 values, got shape {vector.shape}")
+    if not np.isfinite(vector).all():
+        raise InvalidInput("the query vector holds NaN or infinite values")
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise InvalidInput("the query vector is all zeros: cosine similarity is undefined")
+    return vector
+
+
+__all__ = ["MAX_K", "SearchFilters", "check_filters", "check_k", "check_query_vector", "clean_tokens"]

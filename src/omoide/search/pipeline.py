@@ -1,0 +1,543 @@
+"""The retrieval pipeline: candidates per list → Reciprocal Rank Fusion → rerank → top k.
+
+Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`:
+
+1. **expand** (optional, ``search_query_expansion`` > 0): the chat model proposes
+   alternative phrasings; every query is searched and all lists are fused.
+2. **embed**: each query is embedded with the configured embedder (vector and hybrid modes).
+3. **search**: per query, ``search_candidates`` (200) hits from the vector list
+   (cosine similarity over the embedder's vectors) and from the lexical list (omoide's own
+   tokens, BM25 / ``ts_rank_cd``), every filter applied inside the database query.
+4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list, keeping
+   ``search_fused`` (15) candidates (see :mod:`omoide.search.fusion`).
+5. **fetch**: the stores return each hit with its text and source, so this phase only
+   assembles the fused candidates (no extra query); it is timed for seed 004's breakdown.
+6. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the fused candidates.
+7. **cut**: the best ``k`` (``search_top_k``, 5) are returned.
+
+Failures never return an empty result silently: when the embedder or the vector query
+fails (no embedder installed, provider down, vectors of another size), the lexical list
+alone is used and :attr:`SearchResult.notes` says so (``fallback`` is ``True``); a failed
+reranker or query expansion leaves the fused order or the original query, with a note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from omoide.errors import InvalidInput, OmoideError, ProviderError
+from omoide.models import Message
+from omoide.providers.base import ChatModel, Embedder, Reranker
+from omoide.search.filters import MAX_K, SearchFilters, check_k
+from omoide.search.fusion import reciprocal_rank_fusion
+from omoide.search.types import ChunkHit
+from omoide.settings import Settings
+from omoide.stores.base import SearchStore
+from omoide.text import search_tokenizer_name, sudachi_available, tokenize_for_search
+
+logger = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "vector", "lexical"]
+MODES: tuple[str, ...] = get_args(SearchMode)
+MAX_QUERY_CHARS = 10_000
+MIXED_TOKENIZERS = "mixed"
+
+
+# ----------------------------------------------------------------------------- result types
+
+
+@dataclass(frozen=True, slots=True)
+class StageScores:
+    """A hit's score at each stage (``None`` where the stage did not see it).
+
+    Attributes:
+        vector: cosine similarity (best over the vector lists).
+        lexical: the backend's lexical relevance (best over the lexical lists).
+        fused: the RRF score.
+        rerank: the reranker's relevance score.
+    """
+
+    vector: float | None = None
+    lexical: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result: the chunk, its final rank and score, and the score of each stage.
+
+    Attributes:
+        chunk: the chunk with its text, source, location and time range.
+        rank: 1-based final position.
+        score: the last stage's score (rerank if reranked, else the fused RRF score).
+        scores: per-stage scores.
+        ranks: with ``explain=True``, the 1-based rank in each list (``vector``,
+            ``lexical``, ``vector#2`` for the first expansion, …) and in the ``fused`` and
+            ``rerank`` orders; ``None`` otherwise.
+    """
+
+    chunk: ChunkHit
+    rank: int
+    score: float
+    scores: StageScores
+    ranks: Mapping[str, int] | None = None
+
+    @property
+    def content(self) -> str:
+        return self.chunk.content
+
+    @property
+    def jump_url(self) -> str | None:
+        """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI."""
+        for key in ("jump_url", "url"):
+            value = self.chunk.location.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return self.chunk.source_uri
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for ``--json`` output and the HTTP API)."""
+        c = self.chunk
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "scores": {
+                "vector": self.scores.vector,
+                "lexical": self.scores.lexical,
+                "fused": self.scores.fused,
+                "rerank": self.scores.rerank,
+            },
+            "ranks": dict(self.ranks) if self.ranks is not None else None,
+            "chunk_id": int(c.chunk_id),
+            "source_id": int(c.source_id),
+            "content": c.content,
+            "channel_id": c.channel_id,
+            "thread_id": c.thread_id,
+            "author_ids": list(c.author_ids),
+            "started_at": _iso(c.started_at),
+            "ended_at": _iso(c.ended_at),
+            "source_type": c.source_type,
+            "source_title": c.source_title,
+            "jump_url": self.jump_url,
+            "location": dict(c.location),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What :meth:`SearchPipeline.search` found.
+
+    Attributes:
+        query: the query as asked.
+        mode: the mode asked for.
+        hits: best first, at most ``k``.
+        queries: the queries searched (the query, then any expansions).
+        timings: milliseconds per phase (``expand``, ``embed``, ``search``, ``fetch``,
+            ``rerank``) for the phases that ran.
+        notes: what went differently than asked (fallbacks, skipped stages), for humans.
+        fallback: the vector side failed and lexical results were used instead.
+        reranked: the hits were ordered by the reranker.
+    """
+
+    query: str
+    mode: SearchMode
+    hits: tuple[SearchHit, ...]
+    queries: tuple[str, ...]
+    timings: Mapping[str, float]
+    notes: tuple[str, ...] = ()
+    fallback: bool = False
+    reranked: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "queries": list(self.queries),
+            "hits": [h.as_dict() for h in self.hits],
+            "timings_ms": dict(self.timings),
+            "notes": list(self.notes),
+            "fallback": self.fallback,
+            "reranked": self.reranked,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """The pipeline's sizes (from :class:`Settings` by :meth:`from_settings`)."""
+
+    candidates: int = 200
+    fused: int = 15
+    top_k: int = 5
+    rrf_k: int = 60
+    mode: SearchMode = "hybrid"
+    expansions: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PipelineConfig:
+        return cls(
+            candidates=settings.search_candidates,
+            fused=settings.search_fused,
+            top_k=settings.search_top_k,
+            rrf_k=settings.search_rrf_k,
+            mode=settings.search_mode,
+            expansions=settings.search_query_expansion,
+        )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def check_mode(mode: object) -> SearchMode:
+    """``mode`` if it is ``hybrid``, ``vector`` or ``lexical``.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if mode == "hybrid":
+        return "hybrid"
+    if mode == "vector":
+        return "vector"
+    if mode == "lexical":
+        return "lexical"
+    raise InvalidInput(f"search mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def check_query(query: object) -> str:
+    """A non-empty query of at most ``MAX_QUERY_CHARS`` characters, stripped.
+
+    Raises:
+        InvalidInput: not a string, blank, or too long.
+    """
+    if not isinstance(query, str):
+        raise InvalidInput(f"the query must be a string, got {type(query).__name__}")
+    text = query.replace("\x00", "").strip()
+    if not text:
+        raise InvalidInput("the query is empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the query is {len(text)} characters long; at most {MAX_QUERY_CHARS} are allowed")
+    return text
+
+
+# ----------------------------------------------------------------------------- query expansion
+
+_EXPAND_SYSTEM = (
+    "You rewrite search queries for a search over chat history. Reply with alternative queries only, "
+    "one per line, in the language of the query, without numbering or explanations."
+)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•・]|\d+[.)．）]|\(\d+\))\s*")
+
+
+def parse_expansions(text: str, query: str, limit: int) -> list[str]:
+    """Alternative queries from a model's reply: one per line, list markers and quotes
+    stripped, the original query and duplicates dropped, at most ``limit``."""
+    out: list[str] = []
+    seen = {query.strip().casefold()}
+    for line in text.splitlines():
+        candidate = _LIST_MARKER.sub("", line).strip().strip("\"'「」“”").strip()
+        if not candidate or len(candidate) > MAX_QUERY_CHARS or candidate.endswith((":", "：")):
+            continue
+        key = candidate.casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(candidate)
+        if len(out) >= limit:
+            break
+    return out
+
+
+# ----------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class _Lists:
+    names: list[str] = field(default_factory=list)
+    hits: list[list[ChunkHit]] = field(default_factory=list)
+
+    def add(self, name: str, hits: list[ChunkHit]) -> None:
+        self.names.append(name)
+        self.hits.append(hits)
+
+
+def _list_name(kind: str, index: int) -> str:
+    return kind if index == 0 else f"{kind}#{index + 1}"
+
+
+class SearchPipeline:
+    """Runs searches over a :class:`~omoide.stores.base.SearchStore` (see the module docstring).
+
+    Args:
+        store: the store.
+        config: pipeline sizes.
+        embedder: builds (or returns) the query embedder; called only in vector and hybrid
+            modes, so a lexical search never loads a model.
+        reranker: orders the fused candidates, or ``None``.
+        expander: proposes alternative queries when ``config.expansions`` > 0.
+    """
+
+    def __init__(
+        self,
+        store: SearchStore,
+        config: PipelineConfig,
+        *,
+        embedder: Callable[[], Embedder] | None = None,
+        reranker: Reranker | None = None,
+        expander: ChatModel | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self._embedder = embedder
+        self.reranker = reranker
+        self.expander = expander
+
+    async def search(
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        explain: bool = False,
+        expand: bool | None = None,
+    ) -> SearchResult:
+        """Search (see the module docstring).
+
+        Args:
+            query: what to look for.
+            filters: where (the workspace is required).
+            k: hits to return (default ``config.top_k``).
+            mode: ``hybrid`` (default ``config.mode``), ``vector`` or ``lexical``.
+            explain: record each hit's rank in every list.
+            expand: ask the chat model for alternative queries (default: when
+                ``config.expansions`` > 0 and an expander is set).
+
+        Raises:
+            InvalidInput: an empty query, a bad ``k``, mode or filters.
+            StoreError: the lexical query failed (there is nothing left to fall back to).
+        """
+        text = check_query(query)
+        chosen = check_mode(self.config.mode if mode is None else mode)
+        top = check_k(self.config.top_k if k is None else k)
+        if not isinstance(filters, SearchFilters):
+            raise InvalidInput(f"filters must be a SearchFilters, got {type(filters).__name__}")
+        fused_n = min(MAX_K, max(self.config.fused, top))
+        per_list = min(MAX_K, max(self.config.candidates, fused_n))
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+
+        queries = [text]
+        want_expand = self.config.expansions > 0 if expand is None else expand
+        if want_expand:
+            started = time.perf_counter()
+            queries += await self._expand(text, notes)
+            timings["expand"] = _ms(started)
+
+        lists = _Lists()
+        fallback = False
+        lexical_needed = chosen != "vector"
+        if chosen != "lexical":
+            vector_lists = await self._vector_lists(queries, filters, per_list, timings, notes)
+            if vector_lists is None:
+                fallback = True
+                lexical_needed = True
+            elif not any(vector_lists):
+                notes.append("no chunk in scope has a vector from the configured embedder yet; lexical results used")
+                fallback = chosen == "vector"
+                lexical_needed = True
+            else:
+                for i, hits in enumerate(vector_lists):
+                    lists.add(_list_name("vector", i), hits)
+        if lexical_needed:
+            started = time.perf_counter()
+            lexical_lists = await self._lexical_lists(queries, filters, per_list, notes)
+            timings["search"] = timings.get("search", 0.0) + _ms(started)
+            for i, hits in enumerate(lexical_lists):
+                lists.add(_list_name("lexical", i), hits)
+
+        started = time.perf_counter()
+        candidates = self._fuse(lists, fused_n, explain)
+        timings["fetch"] = _ms(started)
+
+        reranked = False
+        if self.reranker is not None and candidates:
+            started = time.perf_counter()
+            candidates, reranked = await self._rerank(text, candidates, top, explain, notes)
+            timings["rerank"] = _ms(started)
+
+        final = tuple(
+            SearchHit(h.chunk, i, h.score, h.scores, h.ranks) for i, h in enumerate(candidates[:top], start=1)
+        )
+        return SearchResult(
+            query=text,
+            mode=chosen,
+            hits=final,
+            queries=tuple(queries),
+            timings=timings,
+            notes=tuple(notes),
+            fallback=fallback,
+            reranked=reranked,
+        )
+
+    # ------------------------------------------------------------------ stages
+
+    async def _expand(self, query: str, notes: list[str]) -> list[str]:
+        model = self.expander
+        n = self.config.expansions or 2
+        if model is None:
+            notes.append("query expansion skipped: no chat model")
+            return []
+        if model.provider == "extractive":
+            notes.append("query expansion skipped: the offline extractive model cannot rephrase queries")
+            return []
+        prompt = f"Propose {n} alternative search queries for:\n\n{query}"
+        try:
+            response = await model.complete(
+                [Message.user(prompt)], system=_EXPAND_SYSTEM, max_tokens=256, temperature=0.3
+            )
+        except ProviderError as exc:
+            logger.warning("query_expansion_failed", extra={"provider": model.provider, "code": exc.code})
+            notes.append(f"query expansion failed ({exc.code}): searched the original query only")
+            return []
+        return parse_expansions(response.text, query, n)
+
+    async def _vector_lists(
+        self,
+        queries: Sequence[str],
+        filters: SearchFilters,
+        per_list: int,
+        timings: dict[str, float],
+        notes: list[str],
+    ) -> list[list[ChunkHit]] | None:
+        """One vector list per query, or ``None`` (with a note) when the vector side failed."""
+        if self._embedder is None:
+            notes.append("vector search unavailable (no embedder): lexical results only")
+            return None
+        started = time.perf_counter()
+        try:
+            embedder = self._embedder()
+            vectors = [await embedder.embed_query(q) for q in queries]
+        except OmoideError as exc:
+            timings["embed"] = _ms(started)
+            logger.warning("query_embedding_failed", extra={"code": exc.code, "error": exc.message})
+            notes.append(
+                f"vector search failed while embedding the query ({exc.code}: {exc.message}); lexical results only"
+            )
+            return None
+        timings["embed"] = _ms(started)
+        started = time.perf_counter()
+        try:
+            lists = list(
+                await asyncio.gather(
+                    *(
+                        self.store.vector_search(model=embedder.model_id, query=v, filters=filters, k=per_list)
+                        for v in vectors
+                    )
+                )
+            )
+        except OmoideError as exc:
+            timings["search"] = _ms(started)
+            logger.warning("vector_search_failed", extra={"code": exc.code, "error": exc.message})
+            notes.append(f"vector search failed ({exc.code}: {exc.message}); lexical results only")
+            return None
+        timings["search"] = _ms(started)
+        return lists
+
+    async def _lexical_lists(
+        self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str]
+    ) -> list[list[ChunkHit]]:
+        backend = await self._tokenizer_backend(notes)
+        token_lists = [tokenize_for_search(q, backend=backend) for q in queries]
+        return list(
+            await asyncio.gather(
+                *(self.store.lexical_search(tokens=t, filters=filters, k=per_list) for t in token_lists)
+            )
+        )
+
+    async def _tokenizer_backend(self, notes: list[str]) -> Literal["auto", "sudachi", "ngram"]:
+        """The query tokenizer matching the one that wrote the index (same function at both ends)."""
+        indexed = await self.store.lexical_tokenizer()
+        if indexed is None or indexed == search_tokenizer_name():
+            return "auto"
+        if indexed.startswith("ngram"):
+            return "ngram"
+        if indexed.startswith("sudachi") and sudachi_available():
+            return "sudachi"
+        if indexed == MIXED_TOKENIZERS:
+            notes.append("the lexical index was written by different tokenizers; lexical matches may be missed")
+        else:
+            notes.append(f"the lexical index was written by {indexed}, which is not available; matches may be missed")
+        return "auto"
+
+    def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
+        chunks: dict[int, ChunkHit] = {}
+        best: dict[str, dict[int, float]] = {"vector": {}, "lexical": {}}
+        for name, hits in zip(lists.names, lists.hits, strict=True):
+            kind = name.split("#", 1)[0]
+            for h in hits:
+                cid = int(h.chunk_id)
+                chunks.setdefault(cid, h)
+                previous = best[kind].get(cid)
+                if previous is None or h.score > previous:
+                    best[kind][cid] = h.score
+        fused = reciprocal_rank_fusion(
+            [[int(h.chunk_id) for h in hits] for hits in lists.hits], k=self.config.rrf_k, limit=limit
+        )
+        out: list[SearchHit] = []
+        for position, f in enumerate(fused, start=1):
+            ranks: dict[str, int] | None = None
+            if explain:
+                ranks = {n: r for n, r in zip(lists.names, f.ranks, strict=True) if r is not None}
+                ranks["fused"] = position
+            scores = StageScores(vector=best["vector"].get(f.key), lexical=best["lexical"].get(f.key), fused=f.score)
+            out.append(SearchHit(chunks[f.key], position, f.score, scores, ranks))
+        return out
+
+    async def _rerank(
+        self, query: str, candidates: list[SearchHit], top: int, explain: bool, notes: list[str]
+    ) -> tuple[list[SearchHit], bool]:
+        reranker = self.reranker
+        assert reranker is not None
+        try:
+            results = await reranker.rerank(query, [h.content for h in candidates], top_k=top)
+        except ProviderError as exc:
+            logger.warning("rerank_failed", extra={"model": reranker.model_id, "code": exc.code})
+            notes.append(f"reranking failed ({exc.code}): fused order kept")
+            return candidates, False
+        out: list[SearchHit] = []
+        seen: set[int] = set()
+        for position, r in enumerate(results, start=1):
+            if not 0 <= r.index < len(candidates) or r.index in seen:
+                continue
+            seen.add(r.index)
+            h = candidates[r.index]
+            ranks = {**h.ranks, "rerank": position} if explain and h.ranks is not None else h.ranks
+            scores = StageScores(h.scores.vector, h.scores.lexical, h.scores.fused, float(r.score))
+            out.append(SearchHit(h.chunk, position, float(r.score), scores, ranks))
+        return out, True
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+__all__ = [
+    "MODES",
+    "PipelineConfig",
+    "SearchHit",
+    "SearchMode",
+    "SearchPipeline",
+    "SearchResult",
+    "StageScores",
+    "check_mode",
+    "check_query",
+    "parse_expansions",
+]

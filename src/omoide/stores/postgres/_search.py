@@ -1,0 +1,243 @@
+"""Search on PostgreSQL + pgvector: HNSW cosine search with filters inside, and ``tsvector`` ranking.
+
+Vector search fixes seed 004's query (``ORDER BY embedding <-> q`` — L2, which a cosine
+index cannot serve — with the guild filter applied after the index scan, so it could
+return fewer rows than asked)::
+
+    SELECT … , (e.embedding::halfvec(D)) <=> $1 AS distance
+    FROM chunk_embeddings e JOIN knowledge_chunks c … JOIN knowledge_sources s …
+    WHERE e.model = '<model>' AND e.workspace_id = $2 AND <filters>
+    ORDER BY (e.embedding::halfvec(D)) <=> $1
+    LIMIT k
+
+* The model is an SQL *literal* (safely quoted) and the expression repeats the index's,
+  so the planner can use the model's partial HNSW index (``ensure_vector_index``).
+* It runs in a read-only transaction with ``SET LOCAL hnsw.iterative_scan =
+  relaxed_order`` (pgvector ≥ 0.8) and ``hnsw.ef_search`` from settings (at least ``k``):
+  when the filters reject most index candidates, the scan continues until ``k`` rows pass
+  (up to ``hnsw.max_scan_tuples``). Relaxed order may return neighbours slightly out of
+  order; the rows are re-sorted by distance before ranking.
+* A filter that keeps only a few thousand chunks (a channel, an author) is served by an
+  exact ranking of just those chunks (:data:`EXACT_LIMIT`): measured at 100k chunks, the
+  iterative scan for a 5 % filter and k=200 took ~170 ms, the exact ranking a fraction.
+* Score = ``1 - distance`` (cosine similarity).
+
+Lexical search: ``lexical_tsv @@ to_tsquery('simple', $1)`` where ``$1`` is every token as a
+quoted tsquery lexeme (quotes doubled, backslashes escaped) joined by ``|`` (OR), so no token
+is read as an operator; ranked by ``ts_rank_cd``. ``simple`` only lower-cases: the Japanese
+splitting happened in omoide before indexing, with the same function as for the query.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+from pgvector import HalfVector
+
+from omoide.errors import InvalidInput
+from omoide.knowledge.models import ChunkId, SourceId
+from omoide.models import ensure_utc
+from omoide.search.filters import SearchFilters
+from omoide.search.types import ChunkHit
+from omoide.stores._knowledge_common import sql_literal
+
+EXACT_LIMIT = 5000
+"""A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
+TOKENIZER_KEY = "lexical_tokenizer"
+MIXED_TOKENIZERS = "mixed"
+
+HIT_COLUMNS = (
+    "c.id, c.source_id, c.content, c.location, c.channel_id, c.thread_id, c.author_ids, c.started_at, c.ended_at, "
+    "s.type AS source_type, s.title AS source_title, s.uri AS source_uri"
+)
+_FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+_RECORD_TOKENIZER = f"""
+INSERT INTO store_meta (key, value) VALUES ('{TOKENIZER_KEY}', $1)
+ON CONFLICT (key) DO UPDATE SET value = '{MIXED_TOKENIZERS}', updated_at = now()
+WHERE store_meta.value <> EXCLUDED.value AND store_meta.value <> '{MIXED_TOKENIZERS}'
+"""
+
+
+def vector_type(schema: str | None, name: str = "halfvec") -> str:
+    """A pgvector type, qualified with the extension's schema when known (as in ``_knowledge``)."""
+    return name if schema is None else '"' + schema.replace('"', '""') + '".' + name
+
+
+def filter_sql(filters: SearchFilters, args: list[Any], *, workspace_column: str = "c.workspace_id") -> str:
+    """The ``WHERE`` condition over ``c`` (chunks) and ``s`` (sources); appends its parameters to ``args``."""
+
+    def param(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    where = [f"{workspace_column} = {param(filters.workspace_id)}"]
+    if filters.channel_ids:
+        where.append(f"c.channel_id = ANY({param(list(filters.channel_ids))}::text[])")
+    if filters.thread_ids:
+        where.append(f"c.thread_id = ANY({param(list(filters.thread_ids))}::text[])")
+    if filters.source_types:
+        where.append(f"s.type = ANY({param(list(filters.source_types))}::text[])")
+    if filters.author_ids:
+        where.append(f"c.author_ids ?| {param(list(filters.author_ids))}::text[]")
+    if filters.since is not None:
+        where.append(f"coalesce(c.ended_at, c.started_at) >= {param(filters.since)}")
+    if filters.until is not None:
+        where.append(f"coalesce(c.started_at, c.ended_at) <= {param(filters.until)}")
+    return " AND ".join(where)
+
+
+def hit_from_row(row: Mapping[str, Any], *, score: float, rank: int) -> ChunkHit:
+    started, ended = row["started_at"], row["ended_at"]
+    return ChunkHit(
+        chunk_id=ChunkId(int(row["id"])),
+        source_id=SourceId(int(row["source_id"])),
+        score=score,
+        rank=rank,
+        content=row["content"],
+        location=json.loads(row["location"]),
+        channel_id=row["channel_id"],
+        thread_id=row["thread_id"],
+        author_ids=tuple(json.loads(row["author_ids"])),
+        started_at=None if started is None else ensure_utc(started),
+        ended_at=None if ended is None else ensure_utc(ended),
+        source_type=row["source_type"],
+        source_title=row["source_title"] or "",
+        source_uri=row["source_uri"],
+    )
+
+
+def vector_sql(
+    model: str, dimensions: int, filters: SearchFilters, schema: str | None, *, exact: bool = False
+) -> tuple[str, list[Any]]:
+    """The vector query (``$1`` is the query vector; the model is a literal) and its other parameters.
+
+    ``exact=True`` orders by an expression the HNSW index cannot serve (``(… <=> $1) + 0``), so the
+    planner reaches the rows through the filter's B-tree indexes and ranks them exactly.
+    """
+    args: list[Any] = [None]
+    where = filter_sql(filters, args, workspace_column="e.workspace_id")
+    expr = f"(e.embedding::{vector_type(schema)}({int(dimensions)}))"
+    qparam = f"$1::{vector_type(schema)}({int(dimensions)})"
+    args.append(None)  # k
+    order = f"({expr} <=> {qparam}) + 0" if exact else f"{expr} <=> {qparam}"
+    sources = " JOIN knowledge_sources s ON s.id = c.source_id" if filters.source_types else ""
+    # the nearest ids first (narrow rows through the sort), then the hit columns of those k
+    sql = (
+        f"WITH nearest AS MATERIALIZED (SELECT e.chunk_id, {expr} <=> {qparam} AS distance "
+        f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id{sources} "
+        f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
+        f"ORDER BY {order} LIMIT ${len(args)}) "
+        f"SELECT {HIT_COLUMNS}, n.distance FROM nearest n JOIN {_FROM_CHUNKS} ON c.id = n.chunk_id"
+    )
+    return sql, args
+
+
+async def vector_search(
+    conn: asyncpg.Connection,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+    *,
+    ef_search: int,
+    schema: str | None,
+    exact_limit: int = EXACT_LIMIT,
+) -> list[ChunkHit]:
+    """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see the module docstring).
+
+    With filters beyond the workspace, the matching chunks are counted first (up to
+    ``exact_limit + 1``); when at most ``exact_limit`` match, they are ranked exactly
+    instead of walking the HNSW graph, where an iterative scan would visit and join
+    thousands of rejected candidates.
+    """
+    exact = False
+    if filters.narrows and exact_limit > 0:
+        count_args: list[Any] = []
+        where = filter_sql(filters, count_args)
+        matching = await conn.fetchval(
+            f"SELECT count(*) FROM (SELECT 1 FROM {_FROM_CHUNKS} WHERE {where} LIMIT {int(exact_limit) + 1}) AS m",
+            *count_args,
+        )
+        exact = int(matching) <= exact_limit
+    sql, args = vector_sql(model, int(query.shape[0]), filters, schema, exact=exact)
+    args[0] = HalfVector(query)
+    args[-1] = k
+    async with conn.transaction(readonly=True):
+        settings = (
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)"
+        )
+        if exact:  # probing the filtered chunks by primary key beats scanning every vector
+            settings += ", set_config('random_page_cost', '1.1', true)"
+        await conn.execute(settings, str(min(max(ef_search, k), 1000)))
+        rows = await conn.fetch(sql, *args)
+    if not rows:
+        stored = await conn.fetchval(
+            "SELECT dimensions FROM chunk_embeddings WHERE workspace_id = $1 AND model = $2 LIMIT 1",
+            filters.workspace_id,
+            model,
+        )
+        if stored is not None and int(stored) != query.shape[0]:
+            raise InvalidInput(
+                f"the query vector has {query.shape[0]} dimensions but model {model!r} stores "
+                f"{int(stored)}-dimensional vectors: embed the query with the same model"
+            )
+    ordered = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
+    return [hit_from_row(r, score=1.0 - float(r["distance"]), rank=i) for i, r in enumerate(ordered, start=1)]
+
+
+def tsquery_text(tokens: Sequence[str]) -> str:
+    """A ``to_tsquery`` input matching any token: each a quoted lexeme (``'`` doubled, ``\\`` escaped), ``|``-joined."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens)
+
+
+async def lexical_search(
+    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[ChunkHit]:
+    """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens`` among the chunks passing ``filters``."""
+    args: list[Any] = [tsquery_text(tokens)]
+    where = filter_sql(filters, args)
+    args.append(k)
+    sql = (
+        f"SELECT {HIT_COLUMNS}, ts_rank_cd(c.lexical_tsv, q) AS score "
+        f"FROM {_FROM_CHUNKS}, to_tsquery('simple', $1) AS q "
+        f"WHERE c.lexical_tsv @@ q AND {where} "
+        f"ORDER BY score DESC, c.id LIMIT ${len(args)}"
+    )
+    rows = await conn.fetch(sql, *args)
+    return [hit_from_row(r, score=float(r["score"]), rank=i) for i, r in enumerate(rows, start=1)]
+
+
+async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[ChunkHit]:
+    """Chunks by id in the order given (missing ids skipped), with ``score=0.0, rank=0``."""
+    rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
+    by_id = {int(r["id"]): r for r in rows}
+    return [hit_from_row(by_id[i], score=0.0, rank=0) for i in ids if i in by_id]
+
+
+async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:
+    """Record the lexical tokenizer that wrote the index (``mixed`` once two disagree)."""
+    await conn.execute(_RECORD_TOKENIZER, name)
+
+
+async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
+    value = await conn.fetchval("SELECT value FROM store_meta WHERE key = $1", TOKENIZER_KEY)
+    return None if value is None else str(value)
+
+
+__all__ = [
+    "MIXED_TOKENIZERS",
+    "TOKENIZER_KEY",
+    "fetch_chunks",
+    "filter_sql",
+    "lexical_search",
+    "lexical_tokenizer",
+    "record_tokenizer",
+    "tsquery_text",
+    "vector_search",
+    "vector_sql",
+]

@@ -1,0 +1,320 @@
+"""Search on SQLite: an exact numpy vector scan and FTS5 BM25, both scoped and filtered in SQL.
+
+Vector search (no ANN index: ``sqlite-vec`` cannot load in every Python build, and an
+exact scan of 100k × 384 float32 vectors takes a few milliseconds):
+
+* :class:`VectorCache` keeps, per ``(workspace, model)``, one L2-normalised float32
+  matrix and the sorted chunk ids of its rows. It is stamped with the workspace's
+  *generation* from ``search_generations`` (migration 4), a counter that triggers on
+  ``chunk_embeddings`` bump on every insert, update and delete, including cascades from
+  deleted chunks and writes by other connections or processes. Each search reads the
+  generation (one indexed row) and rebuilds the matrix only when it moved.
+* Filters beyond the workspace become one SQL query for the matching chunk ids; the
+  matrix rows are restricted to those ids *before* the dot product, so a selective
+  filter still returns ``k`` rows when ``k`` rows match.
+* Score = cosine similarity (``1 - cosine distance``, as on PostgreSQL).
+
+Lexical search: ``knowledge_chunks_fts MATCH '"t1" OR "t2" …'`` over omoide's own
+tokens (each token a quoted FTS5 string, so no token can be read as query syntax),
+ranked by ``bm25()``; score = ``-bm25`` (higher is better).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import InvalidInput
+from omoide.knowledge.models import ChunkId, SourceId
+from omoide.search.filters import SearchFilters
+from omoide.search.types import ChunkHit
+from omoide.stores.sqlite._conn import format_ts, parse_ts
+
+TOKENIZER_KEY = "lexical_tokenizer"
+MIXED_TOKENIZERS = "mixed"
+_GATHER_FRACTION = 0.25  # below this share of rows, gather them; above, score all and mask
+MAX_CACHE_BYTES = 1 << 30  # matrices kept per store; the oldest built are dropped beyond this
+
+HIT_COLUMNS = (
+    "c.id, c.source_id, c.content, c.location, c.channel_id, c.thread_id, c.author_ids, c.started_at, c.ended_at, "
+    "s.type, s.title, s.uri"
+)
+_FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+_RECORD_TOKENIZER = f"""
+INSERT INTO store_meta (key, value, updated_at) VALUES ('{TOKENIZER_KEY}', ?1, ?2)
+ON CONFLICT (key) DO UPDATE SET value = '{MIXED_TOKENIZERS}', updated_at = ?2
+WHERE store_meta.value <> excluded.value AND store_meta.value <> '{MIXED_TOKENIZERS}'
+"""
+
+
+# ---------------------------------------------------------------------------- filters
+
+
+def filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
+    """The ``WHERE`` condition (over ``c`` chunks and ``s`` sources) and its parameters."""
+    where = ["c.workspace_id = ?"]
+    params: list[Any] = [filters.workspace_id]
+    if filters.channel_ids:
+        where.append("c.channel_id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(filters.channel_ids))
+    if filters.thread_ids:
+        where.append("c.thread_id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(filters.thread_ids))
+    if filters.source_types:
+        where.append("s.type IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(filters.source_types))
+    if filters.author_ids:
+        where.append(
+            "EXISTS (SELECT 1 FROM json_each(c.author_ids) a WHERE a.value IN (SELECT value FROM json_each(?)))"
+        )
+        params.append(json.dumps(filters.author_ids))
+    if filters.since is not None:
+        where.append("coalesce(c.ended_at, c.started_at) >= ?")
+        params.append(format_ts(filters.since))
+    if filters.until is not None:
+        where.append("coalesce(c.started_at, c.ended_at) <= ?")
+        params.append(format_ts(filters.until))
+    return " AND ".join(where), params
+
+
+_DECODE = json.JSONDecoder().raw_decode  # stored JSON is compact: no surrounding whitespace to strip
+
+
+def _json(text: str, empty: Any) -> Any:
+    """Parse stored JSON; the common empty values skip the parser (hit assembly dominates k=200 searches)."""
+    return empty if text in ("{}", "[]") else _DECODE(text)[0]
+
+
+def _ts(text: str | None) -> datetime | None:
+    return None if text is None else parse_ts(text)
+
+
+def hit_from_row(row: Sequence[Any], *, score: float, rank: int) -> ChunkHit:
+    return ChunkHit(
+        chunk_id=ChunkId(row[0]),
+        source_id=SourceId(row[1]),
+        score=score,
+        rank=rank,
+        content=row[2],
+        location=_json(row[3], {}),
+        channel_id=row[4],
+        thread_id=row[5],
+        author_ids=tuple(_json(row[6], ())),
+        started_at=_ts(row[7]),
+        ended_at=_ts(row[8]),
+        source_type=row[9],
+        source_title=row[10] or "",
+        source_uri=row[11],
+    )
+
+
+def _rows_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Sequence[Any]]:
+    rows = conn.execute(
+        f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    ).fetchall()
+    return {int(r[0]): r for r in rows}
+
+
+def fetch_chunks(conn: sqlite3.Connection, ids: Sequence[int]) -> list[ChunkHit]:
+    """Chunks by id in the order given (missing ids skipped), with ``score=0.0, rank=0``."""
+    rows = _rows_by_id(conn, ids)
+    return [hit_from_row(rows[i], score=0.0, rank=0) for i in ids if i in rows]
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+@dataclass(frozen=True, slots=True)
+class _Matrix:
+    generation: int
+    ids: npt.NDArray[np.int64]  # ascending
+    vectors: npt.NDArray[np.float32]  # (n, dims), rows L2-normalised
+
+
+class VectorCache:
+    """Per-(workspace, model) normalised matrices, rebuilt when the workspace's generation moves.
+
+    Shared by the reader threads of one store; a lock keeps two threads from building the
+    same matrix at once. A built entry is immutable, so readers use it without the lock.
+    Beyond ``MAX_CACHE_BYTES`` (1 GiB, ~700k × 384 vectors) the matrices built longest ago
+    are dropped (a bot in many guilds keeps only the busy ones).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], _Matrix] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def matrix(self, conn: sqlite3.Connection, workspace_id: str, model: str) -> _Matrix:
+        key = (workspace_id, model)
+        generation = _generation(conn, workspace_id)
+        entry = self._entries.get(key)
+        if entry is not None and entry.generation == generation:
+            return entry
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.generation == generation:
+                return entry
+            entry = _load_matrix(conn, workspace_id, model)
+            self._entries.pop(key, None)
+            self._entries[key] = entry
+            total = sum(e.vectors.nbytes for e in self._entries.values())
+            for old in list(self._entries):  # oldest built first
+                if total <= MAX_CACHE_BYTES or old == key:
+                    break
+                total -= self._entries.pop(old).vectors.nbytes
+            return entry
+
+
+def _generation(conn: sqlite3.Connection, workspace_id: str) -> int:
+    row = conn.execute("SELECT generation FROM search_generations WHERE workspace_id = ?", (workspace_id,)).fetchone()
+    return -1 if row is None else int(row[0])
+
+
+def _load_matrix(conn: sqlite3.Connection, workspace_id: str, model: str) -> _Matrix:
+    """Read the generation and the vectors in one snapshot and normalise the rows.
+
+    Raises:
+        InvalidInput: the model's vectors in this workspace have different sizes.
+    """
+    conn.execute("BEGIN")
+    try:
+        generation = _generation(conn, workspace_id)
+        rows = conn.execute(
+            "SELECT chunk_id, dimensions, embedding FROM chunk_embeddings WHERE workspace_id = ? AND model = ? "
+            "ORDER BY chunk_id",
+            (workspace_id, model),
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    if not rows:
+        return _Matrix(generation, np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
+    dims = {int(r[1]) for r in rows}
+    if len(dims) > 1:
+        raise InvalidInput(
+            f"model {model!r} has vectors of several sizes {sorted(dims)} in workspace {workspace_id!r}; "
+            "re-embed the workspace with one model configuration"
+        )
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), dims.pop())
+    matrix = matrix.astype(np.float32)  # a writable, native-order copy
+    norms = np.linalg.norm(matrix, axis=1)
+    norms[norms == 0.0] = 1.0  # a zero vector scores 0 against anything
+    matrix /= norms[:, None]
+    return _Matrix(generation, ids, matrix)
+
+
+def matching_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArray[np.int64]:
+    """Ids of the chunks that pass ``filters``, ascending."""
+    where, params = filter_sql(filters)
+    rows = conn.execute(f"SELECT c.id FROM {_FROM_CHUNKS} WHERE {where} ORDER BY c.id", params).fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def vector_search(
+    conn: sqlite3.Connection,
+    cache: VectorCache,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+) -> list[ChunkHit]:
+    """The ``k`` chunks most cosine-similar to ``query`` among those passing ``filters``.
+
+    Raises:
+        InvalidInput: the query's size differs from the stored vectors of ``model``.
+    """
+    entry = cache.matrix(conn, filters.workspace_id, model)
+    n = entry.ids.shape[0]
+    if n == 0:
+        return []
+    if entry.vectors.shape[1] != query.shape[0]:
+        raise InvalidInput(
+            f"the query vector has {query.shape[0]} dimensions but model {model!r} stores "
+            f"{entry.vectors.shape[1]}-dimensional vectors: embed the query with the same model"
+        )
+    q = (query / np.linalg.norm(query)).astype(np.float32)
+    if filters.narrows:
+        wanted = matching_ids(conn, filters)
+        pos = np.minimum(np.searchsorted(entry.ids, wanted), n - 1)  # both ascending: O(m log n)
+        rows = pos[entry.ids[pos] == wanted]
+        if rows.shape[0] == 0:
+            return []
+        scores = entry.vectors[rows] @ q if rows.shape[0] < _GATHER_FRACTION * n else (entry.vectors @ q)[rows]
+        ids = entry.ids[rows]
+    else:
+        scores = entry.vectors @ q
+        ids = entry.ids
+    take = min(k, scores.shape[0])
+    top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
+    order = top[np.lexsort((ids[top], -scores[top]))]  # best first; ties by lower id
+    chosen = [int(ids[i]) for i in order]
+    found = _rows_by_id(conn, chosen)
+    hits: list[ChunkHit] = []
+    for i in order:
+        row = found.get(int(ids[i]))
+        if row is not None:  # deleted between the scan and this read
+            hits.append(hit_from_row(row, score=float(scores[i]), rank=len(hits) + 1))
+    return hits
+
+
+# ----------------------------------------------------------------------------- lexical
+
+
+def fts_query(tokens: Sequence[str]) -> str:
+    """An FTS5 query matching any token: each one a quoted string (``"`` doubled), joined by OR."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+
+
+def lexical_search(conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
+    """The ``k`` best BM25 matches of any of ``tokens`` among the chunks passing ``filters``."""
+    where, params = filter_sql(filters)
+    rows = conn.execute(
+        f"SELECT {HIT_COLUMNS}, bm25(knowledge_chunks_fts) AS rank_ FROM knowledge_chunks_fts "
+        "JOIN knowledge_chunks c ON c.id = knowledge_chunks_fts.rowid JOIN knowledge_sources s ON s.id = c.source_id "
+        f"WHERE knowledge_chunks_fts MATCH ? AND {where} ORDER BY rank_, c.id LIMIT ?",
+        [fts_query(tokens), *params, k],
+    ).fetchall()
+    return [hit_from_row(r, score=-float(r[12]), rank=i) for i, r in enumerate(rows, start=1)]
+
+
+# ------------------------------------------------------------------------- store_meta
+
+
+def record_tokenizer(conn: sqlite3.Connection, name: str, now: datetime) -> None:
+    """Record the lexical tokenizer that wrote the index (``mixed`` once two disagree)."""
+    conn.execute(_RECORD_TOKENIZER, (name, format_ts(now)))
+
+
+def lexical_tokenizer(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (TOKENIZER_KEY,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+__all__ = [
+    "MIXED_TOKENIZERS",
+    "TOKENIZER_KEY",
+    "VectorCache",
+    "fetch_chunks",
+    "filter_sql",
+    "fts_query",
+    "lexical_search",
+    "lexical_tokenizer",
+    "matching_ids",
+    "record_tokenizer",
+    "vector_search",
+]

@@ -1,0 +1,103 @@
+"""``omoide search`` and ``omoide ask`` as a user runs them, on a real database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from omoide import Memory
+from omoide.cli import app
+from omoide.cli.search import parse_time
+
+from .helpers import seed, tuned
+
+runner = CliRunner()
+
+
+def omoide(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def seeded(settings, monkeypatch) -> str:
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+
+    async def main() -> None:
+        async with Memory.open(tuned(settings, embedder="hashing")) as mem:
+            await seed(mem)
+
+    asyncio.run(main())
+    return str(settings.database_url)
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_help_with_example(command):
+    code, out, _ = omoide(command, "--help")
+    assert code == 0
+    assert "--guild" in out and "--mode" in out and "--json" in out
+    assert f"omoide {command}" in out.split("Example:")[1]
+
+
+def test_search_json_with_filters(seeded):
+    code, out, _ = omoide("search", "天気", "--guild", "g1", "--k", "2", "--json", "--db", seeded)
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["mode"] == "hybrid" and len(data["hits"]) == 2
+    assert "明日の天気" in data["hits"][0]["content"]
+    assert data["hits"][0]["jump_url"].startswith("https://discord.com/channels/g1/")
+    code, out, _ = omoide(
+        "search", "検索", "-g", "g1", "--channel", "dev", "--mode", "lexical", "--explain", "--json", "--db", seeded
+    )
+    data = json.loads(out)
+    assert data["hits"] and {h["channel_id"] for h in data["hits"]} == {"dev"}
+    assert "lexical" in data["hits"][0]["ranks"]
+    code, out, _ = omoide(
+        "search", "ラーメン", "-g", "g1", "--author", "u3", "--since", "2025-11-10", "--json", "--db", seeded
+    )
+    data = json.loads(out)
+    assert [h["author_ids"] for h in data["hits"]] == [["u3"]]
+
+
+def test_search_text_output(seeded):
+    code, out, _ = omoide("search", "天気", "--guild", "g1", "--k", "1", "--db", seeded)
+    assert code == 0
+    assert out.startswith("1.") and "明日の天気は晴れ" in out and "#general" in out
+
+
+def test_ask_offline_with_citations(seeded):
+    code, out, _ = omoide("ask", "明日の天気は？", "--guild", "g1", "--json", "--db", seeded)
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["text"].startswith("（抽出モード: LLM なし）")
+    assert data["citations"] and "天気" in data["citations"][0]["content"]
+    assert {"embed", "search", "fetch", "generate"} <= set(data["timings_ms"])
+    code, out, _ = omoide("ask", "明日の天気は？", "--guild", "g1", "--db", seeded)
+    assert code == 0 and "根拠" in out and "[#1]" in out
+
+
+def test_ask_no_data(seeded):
+    code, out, _ = omoide("ask", "andyって誰？", "--guild", "empty-guild", "--db", seeded)
+    assert code == 0
+    assert out.startswith("まだ同期されたメッセージがありません")
+    code, out, _ = omoide("ask", "Who is andy?", "--guild", "empty-guild", "--lang", "en", "--json", "--db", seeded)
+    assert json.loads(out)["no_data"] is True
+
+
+def test_bad_options(seeded):
+    code, _, err = omoide("search", "x", "--guild", "g1", "--since", "yesterday", "--db", seeded)
+    assert code == 2 and "--since" in err
+    code, out, _ = omoide("search", "x", "--guild", "g1", "--mode", "fuzzy", "--json", "--db", seeded)
+    assert code == 1 and json.loads(out)["error"]["code"] == "INVALID_INPUT"
+    code, out, _ = omoide("ask", "x", "--guild", "g1", "--lang", "fr", "--json", "--db", seeded)
+    assert code == 1 and "language" in json.loads(out)["error"]["message"]
+
+
+def test_parse_time():
+    assert parse_time("2025-11-08", option="--until", end_of_day=True).isoformat() == "2025-11-08T23:59:59.999999+00:00"
+    assert parse_time("2025-11-08T12:00", option="--since").isoformat() == "2025-11-08T12:00:00+00:00"
+    assert parse_time(None, option="--since") is None
+    assert parse_time("7d", option="--since") is not None

@@ -1,0 +1,142 @@
+"""PostgreSQL search specifics: the HNSW index is used, iterative scans fill k, seed 004's L2 defect."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from pgvector import HalfVector
+
+from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
+from omoide.search.filters import SearchFilters
+from omoide.settings import Settings
+from omoide.stores.postgres import PostgresStore
+from omoide.stores.postgres import _search as sops
+from omoide.stores.postgres._knowledge import vector_index_name
+
+pytestmark = pytest.mark.postgres
+
+MODEL = "bench-model's"  # a quote in the model id: the literal must be escaped
+DIMS = 32
+N = 3000
+
+
+@pytest.fixture
+async def pg_store(pg_url, tmp_path):
+    settings = Settings(database_url=pg_url, transcripts_dir=tmp_path / "t", db_pool_max=4)
+    async with PostgresStore(pg_url, settings=settings) as store:
+        yield store
+
+
+async def _load(store: PostgresStore, *, rare_every: int = 100) -> tuple[list[int], np.ndarray, set[int]]:
+    rng = np.random.default_rng(4)
+    vectors = rng.standard_normal((N, DIMS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    drafts = [
+        ChunkDraft(
+            content=f"chunk {i}",
+            lexical=f"chunk {i}",
+            token_count=2,
+            channel_id="rare" if i % rare_every == 0 else "common",
+        )
+        for i in range(N)
+    ]
+    _, ids = await store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    rows = [EmbeddingRow(chunk_id=cid, vector=vectors[i]) for i, cid in enumerate(ids)]
+    await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
+    assert await store.ensure_vector_index(model=MODEL, dimensions=DIMS)
+    async with store.pool.acquire() as conn:
+        await conn.execute("ANALYZE")
+    rare = {ids[i] for i in range(0, N, rare_every)}
+    return list(ids), vectors, rare
+
+
+async def test_vector_query_uses_the_models_hnsw_index(pg_store):
+    await _load(pg_store)
+    sql, _args = sops.vector_sql(MODEL, DIMS, SearchFilters("g1"), None)
+    async with pg_store.pool.acquire() as conn:
+        plan = "\n".join(
+            r[0] for r in await conn.fetch("EXPLAIN " + sql, HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", 10)
+        )
+    assert vector_index_name(MODEL, DIMS) in plan, plan
+
+
+async def test_selective_filter_returns_k_rows_through_the_index(pg_store):
+    ids, vectors, rare = await _load(pg_store)  # the filter keeps 1% of the rows
+    query = vectors[17]
+    f = SearchFilters("g1", channel_ids=("rare",))
+    async with pg_store.pool.acquire() as conn:
+        # the planner rightly picks an exact plan for 30 rows; make it take the HNSW path under test
+        await conn.execute("SET enable_sort = off; SET enable_bitmapscan = off")
+        try:
+            sql, _ = sops.vector_sql(MODEL, DIMS, f, None)
+            plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, HalfVector(query), "g1", ["rare"], 10))
+            hits = await sops.vector_search(conn, MODEL, query, f, 10, ef_search=40, schema=None, exact_limit=0)
+            exact_hits = await sops.vector_search(conn, MODEL, query, f, 10, ef_search=40, schema=None)
+            # without the iterative scan (seed 004's query shape) the same filter starves
+            async with conn.transaction():
+                await conn.execute("SET LOCAL hnsw.iterative_scan = off; SET LOCAL hnsw.ef_search = 40")
+                plain = await conn.fetch(sql, HalfVector(query), "g1", ["rare"], 10)
+        finally:
+            await conn.execute("RESET enable_sort; RESET enable_bitmapscan")
+    assert vector_index_name(MODEL, DIMS) in plan, plan
+    assert len(hits) == 10 and {h.chunk_id for h in hits} <= rare
+    assert [h.chunk_id for h in exact_hits] == [h.chunk_id for h in hits]
+    assert len(plain) < 10
+    # the ten are the exact nearest rare chunks (recall 1.0 at this size)
+    rare_pos = [ids.index(c) for c in sorted(rare)]
+    exact = sorted(rare_pos, key=lambda i: -float(vectors[i] @ query))[:10]
+    assert [h.chunk_id for h in hits] == [ids[i] for i in exact]
+
+
+async def test_store_vector_search_fills_k_with_a_one_percent_filter(pg_store):
+    _, vectors, rare = await _load(pg_store)
+    hits = await pg_store.vector_search(
+        model=MODEL, query=vectors[5], filters=SearchFilters("g1", channel_ids=("rare",)), k=25
+    )
+    assert len(hits) == 25 and {h.chunk_id for h in hits} <= rare
+    assert [h.rank for h in hits] == list(range(1, 26))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+
+
+async def test_cosine_not_l2_seed_004(pg_store):
+    """A long vector pointing the same way is the best cosine match (L2 would rank it last)."""
+    drafts = [ChunkDraft(content=n, lexical=n, token_count=1) for n in ("same-direction", "close-l2")]
+    _, (far, near) = await pg_store.add_source(SourceDraft(workspace_id="g1", type="document", title="t"), drafts)
+    q = np.zeros(DIMS, dtype=np.float32)
+    q[0] = 1.0
+    long_same = q * 50.0
+    close = q.copy()
+    close[1] = 0.9
+    await pg_store.put_embeddings(
+        model=MODEL,
+        dimensions=DIMS,
+        rows=[EmbeddingRow(chunk_id=far, vector=long_same), EmbeddingRow(chunk_id=near, vector=close)],
+    )
+    hits = await pg_store.vector_search(model=MODEL, query=q, filters=SearchFilters("g1"), k=2)
+    assert [h.chunk_id for h in hits] == [far, near]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-3)
+
+
+def test_tsquery_text_quotes_every_token():
+    assert sops.tsquery_text(["天気", "it's", "a\\b", "x|y"]) == "'天気' | 'it''s' | 'a\\\\b' | 'x|y'"
+
+
+def test_vector_sql_uses_a_quoted_model_literal_and_cosine():
+    sql, _ = sops.vector_sql("m'; DROP TABLE x; --", 384, SearchFilters("g1"), None)
+    assert "e.model = 'm''; DROP TABLE x; --'" in sql
+    assert "<=>" in sql and "<->" not in sql
+    assert "(e.embedding::halfvec(384)) <=>" in sql
+
+
+async def test_small_filtered_sets_are_ranked_exactly_without_the_index(pg_store):
+    _, _, _ = await _load(pg_store)
+    f = SearchFilters("g1", channel_ids=("rare",))
+    sql, _args = sops.vector_sql(MODEL, DIMS, f, None, exact=True)
+    async with pg_store.pool.acquire() as conn:
+        plan = "\n".join(
+            r[0]
+            for r in await conn.fetch("EXPLAIN " + sql, HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", ["rare"], 10)
+        )
+    assert vector_index_name(MODEL, DIMS) not in plan, plan
