@@ -92,10 +92,24 @@ async def _plan(
     """What an archiver would plan now (``None`` when there is nothing to archive)."""
     session = await store.get_session_by_id(session_id)
     assert session is not None
+    stored = await store.messages(session_id, after_seq=session.archived_seq)
+    return _plan_for(session, stored, upto=upto, keep=keep, status=status, with_source=with_source)
+
+
+def _plan_for(
+    session: Session,
+    stored,
+    *,
+    upto: int | None = None,
+    keep: int = 5,
+    status: SessionStatus = SessionStatus.ARCHIVED,
+    with_source: bool = True,
+) -> ArchivePlan | None:
+    """The plan for ``session`` and its unarchived messages as read (also a locked-archive planner)."""
     upto = session.last_seq if upto is None else upto
     if upto <= session.archived_seq:
         return None
-    messages = [m for m in await store.messages(session_id, after_seq=session.archived_seq) if m.seq <= upto]
+    messages = [m for m in stored if m.seq <= upto]
     source = SourceDraft(
         workspace_id=session.workspace_id,
         type="discord_session",
@@ -384,6 +398,73 @@ async def test_appends_racing_archives_lose_nothing(store):
         await asyncio.gather(_archive_until_done(store, session.id, keep=3), user_typing(round_))
         await _assert_exactly_once(store, session.id)
     await _archive_until_done(store, session.id, keep=3)
+    final = await _assert_exactly_once(store, session.id)
+    assert final.last_seq == 10 + 6 * 8 == final.archived_seq
+
+
+async def test_locked_archive_plans_against_what_it_read_under_the_lock(store):
+    session = await _session_with(store, 12)
+    await _append(store, session.id, 3, tag="later")  # the caller's copy is stale now: no matter
+    seen: list[tuple[int, int]] = []
+
+    def planner(current: Session, messages) -> ArchivePlan | None:
+        seen.append((current.last_seq, len(messages)))
+        return _plan_for(current, messages, keep=3)
+
+    done = await store.archive_session_locked(session.id, planner)
+    assert done is not None
+    plan, result = done
+    assert seen == [(15, 15)] and plan.upto_seq == 15
+    assert result.source_id is not None and result.pruned == 12
+    after = await _assert_exactly_once(store, session.id)
+    assert (after.archived_seq, after.status, after.version) == (15, SessionStatus.ARCHIVED, plan.expected_version + 1)
+
+
+async def test_locked_archive_with_nothing_planned_writes_nothing(store):
+    session = await _session_with(store, 4)
+    assert await store.archive_session_locked(session.id, lambda s, m: None) is None
+    after = await store.get_session_by_id(session.id)
+    assert after is not None and (after.version, after.archived_seq) == (session.version, 0)
+    assert await store.list_sources() == []
+
+
+async def test_locked_archive_refuses_a_plan_for_another_version_or_session(store):
+    session = await _session_with(store, 6)
+    other = await _session_with(store, 6, user="u2")
+    stale = await _plan(store, session.id)
+    foreign = await _plan(store, other.id)
+    await _append(store, session.id, 1)
+    for bad in (stale, foreign, "not a plan"):
+        with pytest.raises(InvalidInput):
+            await store.archive_session_locked(session.id, lambda s, m, bad=bad: bad)
+    with pytest.raises(InvalidInput, match="planner"):
+        await store.archive_session_locked(session.id, "not callable")  # type: ignore[arg-type]
+    with pytest.raises(SessionNotFound):
+        await store.archive_session_locked(987654, lambda s, m: None)
+    assert await store.list_sources() == [] and len(await store.messages(session.id)) == 7
+
+
+async def test_appends_racing_locked_archives_lose_nothing(store):
+    session = await _session_with(store, 10)
+
+    async def user_typing(round_: int) -> None:
+        for i in range(8):
+            await store.append_message(session.id, Message.user(f"race {round_}.{i}", author_id="u1"))
+            await asyncio.sleep(0)
+
+    async def locked_archive() -> None:
+        for _ in range(100):
+            try:
+                await store.archive_session_locked(session.id, lambda s, m: _plan_for(s, m, keep=3))
+                return
+            except VersionConflict:  # PostgreSQL: an append was committing as the lock was taken
+                await asyncio.sleep(0)
+        raise AssertionError("the locked archive kept conflicting")
+
+    for round_ in range(6):
+        await asyncio.gather(locked_archive(), user_typing(round_))
+        await _assert_exactly_once(store, session.id)
+    await locked_archive()
     final = await _assert_exactly_once(store, session.id)
     assert final.last_seq == 10 + 6 * 8 == final.archived_seq
 

@@ -133,10 +133,28 @@ async def test_criterion_optimistic_lock_conflict_rereads_and_replans(mem: Memor
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + racing.appended)
 
 
-async def test_a_session_that_keeps_conflicting_is_left_for_the_next_run(mem: Memory):
+async def test_a_session_too_busy_for_optimistic_plans_is_archived_under_its_lock(mem: Memory):
+    """Users appending before every optimistic commit: the locked fallback still archives it, exactly once."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _AppendFirst(mem, key, times=ARCHIVE_ATTEMPTS)
+    report = await SessionArchiver(racing, mem.settings).run(now=later())
+    assert report.conflicts == 0 and report.archived == 1
+    assert len(racing.appended) == ARCHIVE_ATTEMPTS
+    assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + racing.appended)
+
+
+class _LockRace(_AppendFirst):
+    """Also loses every locked attempt, like PostgreSQL when an append commits as the lock is taken."""
+
+    async def archive_session_locked(self, session_id: Any, planner: Any) -> Any:
+        raise VersionConflict("an append was committing as the lock was taken", session_id=session_id)
+
+
+async def test_a_session_that_keeps_conflicting_is_left_for_the_next_run(mem: Memory):
+    key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
+    stored = await talk(mem, key, 12)
+    racing = _LockRace(mem, key, times=ARCHIVE_ATTEMPTS)
     report = await SessionArchiver(racing, mem.settings).run(now=later())
     assert report.conflicts == 1 and report.archived == 0
     assert await mem.sources() == []

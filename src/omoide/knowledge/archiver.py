@@ -54,7 +54,7 @@ from omoide.errors import (
     VersionConflict,
 )
 from omoide.knowledge.chunking import Chunker
-from omoide.knowledge.models import ArchivePlan, SourceDraft
+from omoide.knowledge.models import ArchivePlan, ArchiveResult, SourceDraft
 from omoide.models import Message, Session, SessionId, SessionStatus, utcnow
 from omoide.settings import Settings
 from omoide.stores.base import KnowledgeStore, SessionStore
@@ -385,7 +385,15 @@ class SessionArchiver:
     async def archive_session(
         self, session_id: SessionId, *, idle_before: datetime, threshold: int | None = None
     ) -> SessionOutcome:
-        """Archive one session if it is (still) due, re-reading and re-planning on conflicts.
+        """Archive one session if it is (still) due.
+
+        First optimistically: read, plan outside any transaction, commit guarded by the
+        version read; a conflict re-reads and plans again (``ARCHIVE_ATTEMPTS`` tries,
+        jittered exponential backoff). A session whose users keep appending faster than a
+        plan takes can conflict every time, so the last resort is pessimistic: the store
+        reads, plans and commits under the session's write lock
+        (:meth:`~omoide.stores.base.KnowledgeStore.archive_session_locked`), which makes
+        progress however busy the channel (appends wait a few milliseconds meanwhile).
 
         Args:
             session_id: the session.
@@ -394,40 +402,79 @@ class SessionArchiver:
                 messages (default ``archive_message_threshold``).
 
         Raises:
-            VersionConflict: still conflicting after the retries.
+            VersionConflict: still conflicting after the retries, including the locked ones.
             StoreError: the store failed.
         """
         limit = self.settings.archive_message_threshold if threshold is None else threshold
 
-        async def attempt() -> SessionOutcome:
+        async def optimistic() -> SessionOutcome:
             session = await self.store.get_session_by_id(session_id)
             if session is None:
                 return SessionOutcome(session_id, Outcome.SKIPPED, "deleted")
-            if session.last_seq <= session.archived_seq:
-                return SessionOutcome(session_id, Outcome.SKIPPED, "nothing_unarchived")
-            idle = session.last_active_at < idle_before
-            if not idle and session.unarchived_count < limit:
-                return SessionOutcome(session_id, Outcome.SKIPPED, "active")
+            skipped = self._not_due(session, idle_before=idle_before, limit=limit)
+            if skipped is not None:
+                return skipped
             stored = await self.store.messages(session.id, after_seq=session.archived_seq)
             messages = [m for m in stored if m.seq is not None and m.seq <= session.last_seq]
-            channel_name = self.channel_names(session) if self.channel_names is not None else None
-            plan, reason = await asyncio.to_thread(self.plan, session, messages, idle=idle, channel_name=channel_name)
-            result = await self.store.archive_session(plan)
-            moved = session.last_seq - session.archived_seq
-            if reason is not None:
-                return SessionOutcome(session_id, Outcome.FILTERED, reason, messages=moved, pruned=result.pruned)
-            return SessionOutcome(
-                session_id,
-                Outcome.ARCHIVED,
-                "idle" if idle else "threshold",
-                source_id=int(result.source_id) if result.source_id is not None else None,
-                chunks=len(result.chunk_ids),
-                messages=moved,
-                pruned=result.pruned,
+            plan, reason = await asyncio.to_thread(self._plan_due, session, messages, idle_before)
+            return self._outcome(session, plan, reason, await self.store.archive_session(plan))
+
+        try:
+            return await with_optimistic_retry(
+                optimistic, attempts=ARCHIVE_ATTEMPTS, max_wait=ARCHIVE_MAX_WAIT, what="archive_session"
             )
+        except VersionConflict:
+            log.info("archive_locked_fallback", session_id=session_id, attempts=ARCHIVE_ATTEMPTS)
+
+        async def locked() -> SessionOutcome:
+            seen: dict[str, Any] = {}
+
+            def planner(session: Session, messages: Sequence[Message]) -> ArchivePlan | None:
+                seen["session"] = session
+                seen["skipped"] = self._not_due(session, idle_before=idle_before, limit=limit)
+                if seen["skipped"] is not None:
+                    return None
+                plan, seen["reason"] = self._plan_due(session, messages, idle_before)
+                return plan
+
+            done = await self.store.archive_session_locked(session_id, planner)
+            if done is None:
+                skipped: SessionOutcome = seen["skipped"]
+                return skipped
+            plan, result = done
+            return self._outcome(seen["session"], plan, seen["reason"], result)
 
         return await with_optimistic_retry(
-            attempt, attempts=ARCHIVE_ATTEMPTS, max_wait=ARCHIVE_MAX_WAIT, what="archive_session"
+            locked, attempts=ARCHIVE_ATTEMPTS, max_wait=ARCHIVE_MAX_WAIT, what="archive_session_locked"
+        )
+
+    def _not_due(self, session: Session, *, idle_before: datetime, limit: int) -> SessionOutcome | None:
+        """Why ``session`` needs no archiving now, or ``None`` when it is due."""
+        if session.last_seq <= session.archived_seq:
+            return SessionOutcome(session.id, Outcome.SKIPPED, "nothing_unarchived")
+        if session.last_active_at >= idle_before and session.unarchived_count < limit:
+            return SessionOutcome(session.id, Outcome.SKIPPED, "active")
+        return None
+
+    def _plan_due(
+        self, session: Session, messages: Sequence[Message], idle_before: datetime
+    ) -> tuple[ArchivePlan, str | None]:
+        channel_name = self.channel_names(session) if self.channel_names is not None else None
+        return self.plan(session, messages, idle=session.last_active_at < idle_before, channel_name=channel_name)
+
+    @staticmethod
+    def _outcome(session: Session, plan: ArchivePlan, reason: str | None, result: ArchiveResult) -> SessionOutcome:
+        moved = plan.upto_seq - session.archived_seq
+        if reason is not None:
+            return SessionOutcome(session.id, Outcome.FILTERED, reason, messages=moved, pruned=result.pruned)
+        return SessionOutcome(
+            session.id,
+            Outcome.ARCHIVED,
+            "idle" if plan.status == SessionStatus.ARCHIVED else "threshold",
+            source_id=int(result.source_id) if result.source_id is not None else None,
+            chunks=len(result.chunk_ids),
+            messages=moved,
+            pruned=result.pruned,
         )
 
     async def _one(self, session_id: SessionId, idle_before: datetime) -> SessionOutcome:

@@ -8,7 +8,7 @@ processor fills ``chunk_embeddings`` later, per embedding model.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NewType
@@ -16,7 +16,7 @@ from typing import Any, NewType
 import numpy as np
 import numpy.typing as npt
 
-from omoide.models import SessionId, SessionStatus
+from omoide.models import Message, Session, SessionId, SessionStatus
 
 SourceId = NewType("SourceId", int)
 ChunkId = NewType("ChunkId", int)
@@ -95,6 +95,12 @@ class ArchivePlan:
     chunks: Sequence[ChunkDraft] = ()
     keep_newest: int = 5
     status: SessionStatus = SessionStatus.ARCHIVED
+
+
+ArchivePlanner = Callable[[Session, Sequence[Message]], "ArchivePlan | None"]
+"""Plans the archive of a session from the session and its unarchived messages, as read
+under the session's lock (``None``: nothing to archive). Pure computation: see
+``KnowledgeStore.archive_session_locked``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +183,7 @@ class KnowledgeStatus:
 
 __all__ = [
     "ArchivePlan",
+    "ArchivePlanner",
     "ArchiveResult",
     "ChunkDraft",
     "ChunkId",

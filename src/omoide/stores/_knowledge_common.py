@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
 from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, KnowledgeStatus, SourceDraft, SourceStatus
-from omoide.models import SessionStatus, ensure_utc
+from omoide.models import Session, SessionStatus, ensure_utc
 
 HALFVEC_MAX = 65504.0  # largest finite IEEE half-precision value
 MAX_DIMENSIONS = 16_000  # pgvector: largest halfvec that can be stored
@@ -306,6 +306,22 @@ def check_archive_range(plan: ArchivePlan, *, archived_seq: int, last_seq: int, 
         )
 
 
+def check_locked_plan(plan: object, session: Session) -> ArchivePlan:
+    """A plan made by an ``ArchivePlanner`` under the session's lock: well formed and for that session as read.
+
+    Raises:
+        InvalidInput: not an ArchivePlan, malformed, or planned for another session or version.
+    """
+    plan = check_plan(plan)
+    if plan.session_id != session.id or plan.expected_version != session.version:
+        raise InvalidInput(
+            f"the planner returned a plan for session {plan.session_id} version {plan.expected_version}, "
+            f"but was given session {session.id} version {session.version}: plan against the session given",
+            session_id=session.id,
+        )
+    return plan
+
+
 def prune_through(plan: ArchivePlan, last_seq: int) -> int:
     """Messages with ``seq`` up to this are deleted: archived ones, except the newest ``keep_newest``."""
     return min(plan.upto_seq, last_seq - plan.keep_newest)
@@ -315,11 +331,11 @@ def session_not_found(session_id: int) -> SessionNotFound:
     return SessionNotFound(f"no session with id {session_id}", session_id=session_id)
 
 
-def version_conflict(session_id: int, expected: int, actual: int | None) -> VersionConflict:
+def version_conflict(session_id: int, expected: int | None, actual: int | None) -> VersionConflict:
     now = "changed concurrently" if actual is None else f"is at version {actual}"
+    was = "while its lock was being taken" if expected is None else f"not version {expected}"
     return VersionConflict(
-        f"session {session_id} {now}, not version {expected}: it changed since the archiver read it; "
-        "re-read it and plan again",
+        f"session {session_id} {now}, {was}: it changed since the archiver read it; re-read it and plan again",
         session_id=session_id,
         expected_version=expected,
         actual_version=actual,
@@ -367,6 +383,7 @@ __all__ = [
     "check_dimensions",
     "check_finish_status",
     "check_int",
+    "check_locked_plan",
     "check_model",
     "check_number",
     "check_plan",

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from omoide.knowledge.models import (
     ArchivePlan,
+    ArchivePlanner,
     ArchiveResult,
     ChunkDraft,
     ChunkId,
@@ -223,6 +224,29 @@ class KnowledgeStore(Lifecycle, Protocol):
             VersionConflict: the session changed since the archiver read it (re-read, re-plan).
             SessionNotFound: the session is gone.
             InvalidInput: ``upto_seq`` is not beyond ``archived_seq`` or beyond ``last_seq``.
+        """
+
+    async def archive_session_locked(
+        self, session_id: SessionId, planner: ArchivePlanner
+    ) -> tuple[ArchivePlan, ArchiveResult] | None:
+        """Read, plan and apply an archive while holding the session's write lock.
+
+        The pessimistic fallback for a session so busy that optimistic plans keep conflicting
+        with appends: the session and its unarchived messages are read inside the archive
+        transaction (``BEGIN IMMEDIATE`` on SQLite; the session row locked by the first
+        statement of a REPEATABLE READ transaction on PostgreSQL), ``planner(session,
+        messages)`` plans against exactly that read, and the plan is applied as by
+        :meth:`archive_session` before anything else can write to the session. Appends to
+        the session wait meanwhile, so the planner must be quick, pure computation.
+
+        Returns:
+            ``(plan, result)``, or ``None`` when the planner returned ``None`` (nothing written).
+
+        Raises:
+            SessionNotFound: the session is gone.
+            VersionConflict: PostgreSQL only, an append was committing just as the lock was
+                taken (serialization failure); retry.
+            InvalidInput: the plan is malformed, not for the session as given, or does not fit.
         """
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:

@@ -26,6 +26,7 @@ partial HNSW index (:func:`ensure_vector_index`).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,7 @@ from pgvector import HalfVector
 
 from omoide.knowledge.models import (
     ArchivePlan,
+    ArchivePlanner,
     ArchiveResult,
     ChunkDraft,
     ChunkId,
@@ -53,6 +55,7 @@ from omoide.knowledge.models import (
 from omoide.models import Session, SessionStatus, ensure_utc
 from omoide.stores._knowledge_common import (
     check_archive_range,
+    check_locked_plan,
     prune_through,
     session_not_found,
     source_not_found,
@@ -62,7 +65,7 @@ from omoide.stores._knowledge_common import (
     vector_index_name,
     version_conflict,
 )
-from omoide.stores.postgres._rows import SESSION_COLUMNS, row_to_session
+from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres._search import record_tokenizer
 from omoide.text import search_tokenizer_name
 
@@ -95,6 +98,8 @@ FROM s, unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11:
 RETURNING source_id, chunk_index, id
 """
 _LOCK_SESSION = "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
+_LOCK_SESSION_ROW = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
+_UNARCHIVED_MESSAGES = f"SELECT {MESSAGE_COLUMNS} FROM session_messages WHERE session_id = $1 AND seq > $2 ORDER BY seq"
 _FINISH_ARCHIVE = """
 WITH pruned AS (DELETE FROM session_messages WHERE session_id = $1 AND seq <= $3 RETURNING 1)
 UPDATE sessions SET archived_seq = $2, status = $4, version = version + 1 WHERE id = $1
@@ -252,24 +257,76 @@ async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan) -> Archiv
             row = await conn.fetchrow(_LOCK_SESSION, sid)
             if row is None:
                 raise session_not_found(sid)
-            last_seq = int(row["last_seq"])
             if int(row["version"]) != plan.expected_version:
                 raise version_conflict(sid, plan.expected_version, int(row["version"]))
-            check_archive_range(
-                plan, archived_seq=int(row["archived_seq"]), last_seq=last_seq, workspace_id=row["workspace_id"]
-            )
-            source_id: SourceId | None = None
-            chunk_ids: list[ChunkId] = []
-            if plan.source is not None:
-                source_id, chunk_ids = await insert_source(conn, plan.source, plan.chunks)
-            done = await conn.fetchrow(
-                _FINISH_ARCHIVE, sid, plan.upto_seq, prune_through(plan, last_seq), SessionStatus(plan.status).value
+            return await _apply_archive(
+                conn,
+                plan,
+                archived_seq=int(row["archived_seq"]),
+                last_seq=int(row["last_seq"]),
+                workspace_id=row["workspace_id"],
             )
     except asyncpg.exceptions.SerializationError as exc:  # an append or delete committed while we waited
-        current = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", sid)
-        if current is None:
-            raise session_not_found(sid) from exc
-        raise version_conflict(sid, plan.expected_version, int(current)) from exc
+        raise await _conflict(conn, sid, plan.expected_version) from exc
+
+
+async def archive_session_locked(
+    conn: asyncpg.Connection, session_id: int, planner: ArchivePlanner
+) -> tuple[ArchivePlan, ArchiveResult] | None:
+    """Lock the session row, read it and its unarchived messages, plan and apply: one REPEATABLE READ transaction.
+
+    The lock is the transaction's first statement, so nothing can change the session between
+    the read and the commit. The planner runs in a worker thread while the lock is held
+    (appends to this session wait for it).
+
+    Raises:
+        SessionNotFound: the session is gone.
+        VersionConflict: an append was committing just as the lock was taken (40001); retry.
+        InvalidInput: the planner's plan is malformed or does not fit the session.
+    """
+    try:
+        async with conn.transaction(isolation="repeatable_read"):
+            row = await conn.fetchrow(_LOCK_SESSION_ROW, session_id)
+            if row is None:
+                raise session_not_found(session_id)
+            session = row_to_session(row)
+            rows = await conn.fetch(_UNARCHIVED_MESSAGES, session_id, session.archived_seq)
+            messages = [row_to_message(r) for r in rows]
+            plan = await asyncio.to_thread(planner, session, messages)
+            if plan is None:
+                return None
+            plan = check_locked_plan(plan, session)
+            result = await _apply_archive(
+                conn,
+                plan,
+                archived_seq=session.archived_seq,
+                last_seq=session.last_seq,
+                workspace_id=session.workspace_id,
+            )
+            return plan, result
+    except asyncpg.exceptions.SerializationError as exc:
+        raise await _conflict(conn, session_id, None) from exc
+
+
+async def _conflict(conn: asyncpg.Connection, session_id: int, expected: int | None) -> Exception:
+    current = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", session_id)
+    if current is None:
+        return session_not_found(session_id)
+    return version_conflict(session_id, expected, int(current))
+
+
+async def _apply_archive(
+    conn: asyncpg.Connection, plan: ArchivePlan, *, archived_seq: int, last_seq: int, workspace_id: str
+) -> ArchiveResult:
+    """The writes of an archive, inside the caller's transaction, once the session is as planned."""
+    check_archive_range(plan, archived_seq=archived_seq, last_seq=last_seq, workspace_id=workspace_id)
+    source_id: SourceId | None = None
+    chunk_ids: list[ChunkId] = []
+    if plan.source is not None:
+        source_id, chunk_ids = await insert_source(conn, plan.source, plan.chunks)
+    done = await conn.fetchrow(
+        _FINISH_ARCHIVE, plan.session_id, plan.upto_seq, prune_through(plan, last_seq), SessionStatus(plan.status).value
+    )
     return ArchiveResult(
         source_id=source_id,
         chunk_ids=tuple(chunk_ids),

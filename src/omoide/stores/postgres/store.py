@@ -55,6 +55,7 @@ from omoide.errors import (
 )
 from omoide.knowledge.models import (
     ArchivePlan,
+    ArchivePlanner,
     ArchiveResult,
     ChunkDraft,
     ChunkId,
@@ -589,6 +590,22 @@ class PostgresStore:
         check_plan(plan)
         async with self._acquire() as conn:
             return await kops.archive_session(conn, plan)
+
+    async def archive_session_locked(
+        self, session_id: SessionId, planner: ArchivePlanner
+    ) -> tuple[ArchivePlan, ArchiveResult] | None:
+        """Lock the session row, read, plan and apply in one REPEATABLE READ transaction (see ``KnowledgeStore``).
+
+        Raises:
+            SessionNotFound: the session is gone.
+            VersionConflict: an append was committing just as the lock was taken; retry.
+            InvalidInput: the planner returned a malformed plan, or one that does not fit.
+        """
+        sid = _check_id(session_id)
+        if not callable(planner):
+            raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
+        async with self._acquire() as conn:
+            return await kops.archive_session_locked(conn, sid, planner)
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
         """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""

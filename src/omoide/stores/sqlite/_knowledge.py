@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from omoide.knowledge.models import (
     ArchivePlan,
+    ArchivePlanner,
     ArchiveResult,
     ChunkDraft,
     ChunkId,
@@ -46,6 +47,7 @@ from omoide.knowledge.models import (
 from omoide.models import Session, SessionStatus
 from omoide.stores._knowledge_common import (
     check_archive_range,
+    check_locked_plan,
     prune_through,
     session_not_found,
     source_not_found,
@@ -56,6 +58,8 @@ from omoide.stores._knowledge_common import (
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row
 from omoide.stores.sqlite._search import record_tokenizer
+from omoide.stores.sqlite._sessions import get_session_by_id
+from omoide.stores.sqlite._sessions import messages as session_messages
 from omoide.text import search_tokenizer_name
 
 VECTOR_DTYPE = np.dtype("<f4")
@@ -237,6 +241,41 @@ def archive_session(conn: sqlite3.Connection, plan: ArchivePlan, now: datetime) 
     version, archived_seq, last_seq, workspace_id = row
     if version != plan.expected_version:
         raise version_conflict(sid, plan.expected_version, version)
+    return _apply_archive(conn, plan, archived_seq=archived_seq, last_seq=last_seq, workspace_id=workspace_id, now=now)
+
+
+def archive_session_locked(
+    conn: sqlite3.Connection, session_id: int, planner: ArchivePlanner, now: datetime
+) -> tuple[ArchivePlan, ArchiveResult] | None:
+    """Read, plan and apply in one ``BEGIN IMMEDIATE`` transaction (no writer can come between).
+
+    Raises:
+        SessionNotFound: the session is gone.
+        InvalidInput: the planner's plan is malformed or does not fit the session.
+    """
+    session = get_session_by_id(conn, session_id)
+    if session is None:
+        raise session_not_found(session_id)
+    plan = planner(session, session_messages(conn, session_id, session.archived_seq, None))
+    if plan is None:
+        return None
+    plan = check_locked_plan(plan, session)
+    result = _apply_archive(
+        conn,
+        plan,
+        archived_seq=session.archived_seq,
+        last_seq=session.last_seq,
+        workspace_id=session.workspace_id,
+        now=now,
+    )
+    return plan, result
+
+
+def _apply_archive(
+    conn: sqlite3.Connection, plan: ArchivePlan, *, archived_seq: int, last_seq: int, workspace_id: str, now: datetime
+) -> ArchiveResult:
+    """The writes of an archive, once the session is known to be as planned."""
+    sid = plan.session_id
     check_archive_range(plan, archived_seq=archived_seq, last_seq=last_seq, workspace_id=workspace_id)
     source_id: SourceId | None = None
     chunk_ids: list[ChunkId] = []

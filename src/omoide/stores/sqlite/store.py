@@ -37,6 +37,7 @@ import numpy.typing as npt
 from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
 from omoide.knowledge.models import (
     ArchivePlan,
+    ArchivePlanner,
     ArchiveResult,
     ChunkDraft,
     ChunkId,
@@ -403,6 +404,21 @@ class SqliteStore:
         """
         check_plan(plan)
         return await self._write("archive_session", kops.archive_session, plan, utcnow())
+
+    async def archive_session_locked(
+        self, session_id: SessionId, planner: ArchivePlanner
+    ) -> tuple[ArchivePlan, ArchiveResult] | None:
+        """Read the session and its unarchived messages, plan and apply in one ``BEGIN IMMEDIATE``
+        transaction (see ``KnowledgeStore``). The planner runs in the writer thread.
+
+        Raises:
+            SessionNotFound: the session is gone.
+            InvalidInput: the planner returned a malformed plan, or one that does not fit.
+        """
+        sid = _int("session_id", session_id)
+        if not callable(planner):
+            raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
+        return await self._write("archive_session_locked", kops.archive_session_locked, sid, planner, utcnow())
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
         """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
