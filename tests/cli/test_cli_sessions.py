@@ -177,18 +177,6 @@ def test_export_import_round_trip(db_url, tmp_path):
     assert "Imported 0 new" in out
 
 
-def test_demo_runs_offline_and_is_idempotent(tmp_path):
-    db = f"sqlite:///{tmp_path / 'demo.db'}"
-    code, out, err = omoide("demo", "--db", db)
-    assert code == 0, out + err
-    assert "Stored 48 new message(s)" in out
-    assert "(the re-delivered message was ignored)" in out
-    assert "抽出モード" in out
-    code, out, _ = omoide("demo", "--db", db)
-    assert code == 0
-    assert "Stored 0 new message(s)" in out
-
-
 def test_providers_lists_roles_and_says_what_is_missing(monkeypatch):
     code, out, _ = omoide("providers", "--json")
     assert code == 0

@@ -109,7 +109,7 @@ def _plan_for(
     upto = session.last_seq if upto is None else upto
     if upto <= session.archived_seq:
         return None
-    messages = [m for m in stored if m.seq <= upto]
+    messages = [m for m in stored if session.archived_seq < m.seq <= upto]
     source = SourceDraft(
         workspace_id=session.workspace_id,
         type="discord_session",

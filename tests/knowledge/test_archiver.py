@@ -473,3 +473,25 @@ async def test_appends_racing_the_archiver_lose_nothing(settings):
         assert len(ids) == len(set(ids))  # no duplicates
         assert Counter(ids) == Counter(m.id for m in appended)  # nothing lost
         assert archived_while_typing > 0  # it really archived while the users were typing
+
+
+async def test_a_bot_reply_archived_apart_from_its_question_is_kept(mem: Memory):
+    """The filters judge the conversation: a bot-only increment after a user's turn is not "bot-only"."""
+    key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
+    stored = await talk(mem, key, 11)  # ends with the user's turn
+    assert (await mem.archive(at=later())).archived == 1
+    reply = await mem.append(key, Message.assistant("返事: 明日は雨の予報です。", author_id="bot", author_name="omoide"))
+    report = await mem.archive(at=later())
+    assert (report.archived, report.filtered) == (1, 0)
+    assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in [*stored, reply])
+
+
+async def test_a_bot_only_session_is_still_filtered(mem: Memory):
+    key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
+    for i in range(3):
+        await mem.append(key, Message.assistant(f"お知らせ {i}: メンテナンスは明日です。", author_id="bot"))
+    report = await mem.archive(at=later())
+    assert (report.archived, report.filtered) == (0, 1)
+    await mem.append(key, Message.assistant("お知らせ: 終わりました。", author_id="bot"))
+    assert (await mem.archive(at=later())).filtered == 1  # the kept overlap is bot-only too
+    assert await mem.sources() == []

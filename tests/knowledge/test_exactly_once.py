@@ -120,6 +120,16 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
                 self.run(self.sessions.reset(self.keys[which]))
 
         def _archive(self, now: Any) -> None:
+            # the filters judge the increment together with the overlap still stored below the watermark
+            kept_before = {
+                i: [
+                    m
+                    for m in self.run(self.store.messages(self.run(self.sessions.get(key)).id))
+                    if m.seq <= self.watermark[i]
+                ]
+                for i, key in enumerate(self.keys)
+                if self.appended[i]
+            }
             self.run(self.archiver.run(now=now))
             for i, key in enumerate(self.keys):
                 if not self.appended[i]:
@@ -130,8 +140,9 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
                 if new > old:
                     batch = [m for m in self.appended[i] if old < m.seq <= new]
                     assert [m.seq for m in batch] == list(range(old + 1, new + 1))
-                    has_person = any(m.role == "user" and not m.is_bot and m.text.strip() for m in batch)
-                    if not has_person or sum(len(m.text) for m in batch) < self.settings.min_session_chars:
+                    conversation = [*kept_before[i], *batch]
+                    has_person = any(m.role == "user" and not m.is_bot and m.text.strip() for m in conversation)
+                    if not has_person or sum(len(m.text) for m in conversation) < self.settings.min_session_chars:
                         self.filtered.update(m.id for m in batch)
                 self.watermark[i] = new
 

@@ -104,12 +104,18 @@ def providers(json_: JsonOption = False) -> None:
         raise typer.Exit(1)
 
 
-@app.command(epilog="Example: omoide demo --db sqlite:///./data/demo.db")
-def demo(db: DbOption = None) -> None:
-    """Run the offline demo on the embedded SQLite default."""
+@app.command(epilog='Example: omoide demo --ask "もくもく会の会場は？" --db sqlite:///./data/demo.db')
+def demo(
+    ask: Annotated[
+        list[str] | None, typer.Option("--ask", "-q", help="Ask your own question (repeatable) instead of the samples.")
+    ] = None,
+    all_questions: Annotated[bool, typer.Option("--all", help="Ask every sample question.")] = False,
+    db: DbOption = None,
+) -> None:
+    """The main job, offline: import a sample Discord export, embed it, answer questions with citations."""
     from omoide.cli.demo import run_demo
 
-    run(lambda: run_demo(db))
+    run(lambda: run_demo(db, ask_all=all_questions, custom=list(ask or [])))
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from omoide.engine import Memory
 from omoide.errors import OmoideError
@@ -87,4 +88,28 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
 
 
-__all__ = ["DbOption", "JsonOption", "console", "err_console", "open_memory", "print_json", "run", "to_jsonable"]
+def progress_bars(enabled: bool = True) -> Progress:
+    """The progress display of long jobs (on stderr, gone when done; ``enabled=False`` for ``--json``)."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not enabled,
+    )
+
+
+__all__ = [
+    "DbOption",
+    "JsonOption",
+    "console",
+    "err_console",
+    "open_memory",
+    "print_json",
+    "progress_bars",
+    "run",
+    "to_jsonable",
+]

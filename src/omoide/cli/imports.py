@@ -6,25 +6,63 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
-from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    open_memory,
+    print_json,
+    progress_bars,
+    run,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from omoide.engine import Memory
     from omoide.knowledge.importing import ImportSummary
 
 
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not enabled,
+async def import_and_embed(
+    mem: Memory,
+    paths: Sequence[Path],
+    progress: Progress,
+    *,
+    workspace: str | None = None,
+    strict: bool = False,
+    include_system: bool = False,
+    embed: bool = True,
+) -> dict[str, Any]:
+    """Import exports, then embed the new chunks, each with its progress bar; the summary as a dict."""
+    task = progress.add_task("Importing conversations", total=None)
+
+    def advance(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    summary: ImportSummary = await mem.import_export(
+        paths, workspace=workspace, strict=strict, include_system=include_system, on_source=advance
     )
+    data = summary.as_dict()
+    if embed and summary.chunks:
+        etask = progress.add_task(f"Embedding chunks ({mem.embedder.model_id})", total=summary.chunks)
+
+        def embedded(n: int) -> None:
+            progress.advance(etask, n)
+
+        vectors = failed = 0
+        while True:  # one pass claims OMOIDE_EMBED_CLAIM_SIZE sources
+            report = await mem.embed(on_chunks=embedded)
+            vectors += report.chunks
+            failed += report.failed
+            if report.claimed == 0 or report.transient_error or report.stopped:
+                break
+        data["embedded_with"] = report.model
+        data["embedded_chunks"] = vectors
+        data["failed_sources"] = failed
+    return data
 
 
 def import_(
@@ -52,33 +90,16 @@ def import_(
 
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
-            with _progress(not json_) as progress:
-                task = progress.add_task("Importing conversations", total=None)
-
-                def advance(done: int, total: int) -> None:
-                    progress.update(task, completed=done, total=total)
-
-                summary: ImportSummary = await mem.import_export(
-                    paths, workspace=workspace, strict=strict, include_system=include_system, on_source=advance
+            with progress_bars(not json_) as progress:
+                return await import_and_embed(
+                    mem,
+                    paths,
+                    progress,
+                    workspace=workspace,
+                    strict=strict,
+                    include_system=include_system,
+                    embed=embed,
                 )
-                data = summary.as_dict()
-                if embed and summary.chunks:
-                    etask = progress.add_task("Embedding chunks", total=None)
-
-                    def embedded(n: int) -> None:
-                        progress.advance(etask, n)
-
-                    vectors = failed = 0
-                    while True:  # one pass claims OMOIDE_EMBED_CLAIM_SIZE sources
-                        report = await mem.embed(on_chunks=embedded)
-                        vectors += report.chunks
-                        failed += report.failed
-                        if report.claimed == 0 or report.transient_error or report.stopped:
-                            break
-                    data["embedded_with"] = report.model
-                    data["embedded_chunks"] = vectors
-                    data["failed_sources"] = failed
-        return data
 
     data = run(main, json_errors=json_)
     if json_:
@@ -104,4 +125,4 @@ def register(app: typer.Typer) -> None:
     )(import_)
 
 
-__all__ = ["import_", "register"]
+__all__ = ["import_", "import_and_embed", "register"]

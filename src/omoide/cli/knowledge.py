@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
 
 if TYPE_CHECKING:
     from omoide.knowledge.archiver import SessionOutcome
@@ -50,18 +49,6 @@ def parse_duration(text: str) -> timedelta:
         if pos and not value[pos:].strip():
             return timedelta(seconds=total)
     raise typer.BadParameter(f"{text!r} is not a duration; use e.g. 30s, 15m, 2h, 1d or 1h30m")
-
-
-def _progress() -> Progress:
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
 
 
 # ------------------------------------------------------------------------- archive
@@ -97,7 +84,7 @@ def archive(
             if json_:
                 report = await mem.archive(now=now, older_than=idle)
             else:
-                with _progress() as progress:
+                with progress_bars() as progress:
                     task = progress.add_task("Archiving sessions", total=None)
 
                     def advance(_: SessionOutcome) -> None:
@@ -144,7 +131,7 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
                 status = await mem.knowledge_status()
                 model = mem.embedder.model_id
                 todo = max(0, status.chunks - status.embedded.get(model, 0))
-                with _progress() as progress:
+                with progress_bars() as progress:
                     task = progress.add_task(f"Embedding with {model}", total=todo or None)
                     report = await mem.embed(on_chunks=lambda n: progress.advance(task, n))
         return report.as_log()
@@ -196,7 +183,7 @@ def reindex(
             else:
                 status = await mem.knowledge_status()
                 todo = max(0, status.chunks - status.embedded.get(embedder.model_id, 0))
-                with _progress() as progress:
+                with progress_bars() as progress:
                     task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None)
                     report = await mem.reindex(embedder, on_chunks=lambda n: progress.advance(task, n))
         return report.as_log()

@@ -95,7 +95,7 @@ def _where(hit: SearchHit) -> str:
     return " · ".join(parts)
 
 
-def _render_hits(result: SearchResult) -> None:
+def render_hits(result: SearchResult) -> None:
     if not result.hits:
         console.print("No results.")
     for hit in result.hits:
@@ -111,7 +111,7 @@ def _render_hits(result: SearchResult) -> None:
         err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
 
 
-def _render_answer(result: AnswerResult) -> None:
+def render_answer(result: AnswerResult) -> None:
     console.print(result.text, highlight=False, markup=False)
     if result.citations:
         console.print()
@@ -162,7 +162,7 @@ def search(
     if json_:
         print_json(result.as_dict())
     else:
-        _render_hits(result)
+        render_hits(result)
 
 
 def ask(
@@ -206,7 +206,7 @@ def ask(
     if json_:
         print_json(result.as_dict())
     else:
-        _render_answer(result)
+        render_answer(result)
 
 
 COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
@@ -221,4 +221,4 @@ def register(app: typer.Typer) -> None:
         app.command(name, epilog=example)(function)
 
 
-__all__ = ["COMMANDS", "ask", "parse_time", "register", "search"]
+__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search"]

@@ -196,8 +196,12 @@ def is_person(message: Message) -> bool:
     return message.role == "user" and not message.is_bot and bool(message.text.strip())
 
 
-def filter_reason(messages: Sequence[Message], *, min_chars: int) -> str | None:
+def filter_reason(messages: Sequence[Message], *, min_chars: int, context: Sequence[Message] = ()) -> str | None:
     """Why these messages make no knowledge (seed 000's filters), or ``None`` when they do.
+
+    The filters judge the conversation, not the increment: ``context`` (the messages kept
+    below the watermark from the previous archive) counts too, so a bot's reply archived
+    apart from the question it answers is not dropped as "bot-only".
 
     Returns:
         ``"empty"``, ``"no_user_message"`` (bot-only), ``"too_short"`` (fewer than
@@ -205,9 +209,10 @@ def filter_reason(messages: Sequence[Message], *, min_chars: int) -> str | None:
     """
     if not messages:
         return "empty"
-    if not any(is_person(m) for m in messages):
+    conversation = [*context, *messages]
+    if not any(is_person(m) for m in conversation):
         return "no_user_message"
-    if sum(len(m.text) for m in messages) < min_chars:
+    if sum(len(m.text) for m in conversation) < min_chars:
         return "too_short"
     return None
 
@@ -318,7 +323,13 @@ class SessionArchiver:
     # ---------------------------------------------------------------- planning
 
     def plan(
-        self, session: Session, messages: Sequence[Message], *, idle: bool, channel_name: str | None = None
+        self,
+        session: Session,
+        messages: Sequence[Message],
+        *,
+        idle: bool,
+        channel_name: str | None = None,
+        context: Sequence[Message] = (),
     ) -> tuple[ArchivePlan, str | None]:
         """The archive plan for ``session`` as read, and the filter reason (``None``: knowledge made).
 
@@ -331,11 +342,13 @@ class SessionArchiver:
                 as an active session over the size threshold (stays ``active``, keeps at
                 least its prompt window).
             channel_name: the channel's name, when known.
+            context: the session's messages still stored at or below ``archived_seq``
+                (the overlap kept last time), for the filters only.
         """
         settings = self.settings
         keep = settings.archive_overlap if idle else max(settings.archive_overlap, settings.session_window)
         status = SessionStatus.ARCHIVED if idle else SessionStatus.ACTIVE
-        reason = filter_reason(messages, min_chars=settings.min_session_chars)
+        reason = filter_reason(messages, min_chars=settings.min_session_chars, context=context)
         if reason is not None:
             plan = ArchivePlan(session.id, session.version, session.last_seq, None, (), keep, status)
             return plan, reason
@@ -414,7 +427,8 @@ class SessionArchiver:
             skipped = self._not_due(session, idle_before=idle_before, limit=limit)
             if skipped is not None:
                 return skipped
-            stored = await self.store.messages(session.id, after_seq=session.archived_seq)
+            kept = max(self.settings.archive_overlap, self.settings.session_window)
+            stored = await self.store.messages(session.id, after_seq=max(0, session.archived_seq - kept))
             messages = [m for m in stored if m.seq is not None and m.seq <= session.last_seq]
             plan, reason = await asyncio.to_thread(self._plan_due, session, messages, idle_before)
             return self._outcome(session, plan, reason, await self.store.archive_session(plan))
@@ -457,10 +471,19 @@ class SessionArchiver:
         return None
 
     def _plan_due(
-        self, session: Session, messages: Sequence[Message], idle_before: datetime
+        self, session: Session, stored: Sequence[Message], idle_before: datetime
     ) -> tuple[ArchivePlan, str | None]:
+        """Plan from the session's stored messages: those above the watermark, with those below as context."""
         channel_name = self.channel_names(session) if self.channel_names is not None else None
-        return self.plan(session, messages, idle=session.last_active_at < idle_before, channel_name=channel_name)
+        context = [m for m in stored if m.seq is not None and m.seq <= session.archived_seq]
+        messages = [m for m in stored if m.seq is not None and m.seq > session.archived_seq]
+        return self.plan(
+            session,
+            messages,
+            idle=session.last_active_at < idle_before,
+            channel_name=channel_name,
+            context=context,
+        )
 
     @staticmethod
     def _outcome(session: Session, plan: ArchivePlan, reason: str | None, result: ArchiveResult) -> SessionOutcome:

@@ -98,8 +98,8 @@ class ArchivePlan:
 
 
 ArchivePlanner = Callable[[Session, Sequence[Message]], "ArchivePlan | None"]
-"""Plans the archive of a session from the session and its unarchived messages, as read
-under the session's lock (``None``: nothing to archive). Pure computation: see
+"""Plans the archive of a session from the session and the messages it still stores
+(unarchived, and the overlap kept below the watermark), as read under the session's lock (``None``: nothing to archive). Pure computation: see
 ``KnowledgeStore.archive_session_locked``."""
 
 

@@ -235,7 +235,9 @@ class KnowledgeStore(Lifecycle, Protocol):
         with appends: the session and its unarchived messages are read inside the archive
         transaction (``BEGIN IMMEDIATE`` on SQLite; the session row locked by the first
         statement of a REPEATABLE READ transaction on PostgreSQL), ``planner(session,
-        messages)`` plans against exactly that read, and the plan is applied as by
+        messages)`` plans against exactly that read (``messages``: every message the
+        session still stores, oldest first — the unarchived ones above ``archived_seq``
+        and the overlap kept below it), and the plan is applied as by
         :meth:`archive_session` before anything else can write to the session. Appends to
         the session wait meanwhile, so the planner must be quick, pure computation.
 

@@ -99,7 +99,7 @@ RETURNING source_id, chunk_index, id
 """
 _LOCK_SESSION = "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
 _LOCK_SESSION_ROW = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
-_UNARCHIVED_MESSAGES = f"SELECT {MESSAGE_COLUMNS} FROM session_messages WHERE session_id = $1 AND seq > $2 ORDER BY seq"
+_STORED_MESSAGES = f"SELECT {MESSAGE_COLUMNS} FROM session_messages WHERE session_id = $1 ORDER BY seq"
 _FINISH_ARCHIVE = """
 WITH pruned AS (DELETE FROM session_messages WHERE session_id = $1 AND seq <= $3 RETURNING 1)
 UPDATE sessions SET archived_seq = $2, status = $4, version = version + 1 WHERE id = $1
@@ -290,7 +290,7 @@ async def archive_session_locked(
             if row is None:
                 raise session_not_found(session_id)
             session = row_to_session(row)
-            rows = await conn.fetch(_UNARCHIVED_MESSAGES, session_id, session.archived_seq)
+            rows = await conn.fetch(_STORED_MESSAGES, session_id)  # unarchived + the overlap kept below the watermark
             messages = [row_to_message(r) for r in rows]
             plan = await asyncio.to_thread(planner, session, messages)
             if plan is None:

@@ -249,6 +249,8 @@ def archive_session_locked(
 ) -> tuple[ArchivePlan, ArchiveResult] | None:
     """Read, plan and apply in one ``BEGIN IMMEDIATE`` transaction (no writer can come between).
 
+    The planner gets the session and every message it still stores (unarchived + overlap).
+
     Raises:
         SessionNotFound: the session is gone.
         InvalidInput: the planner's plan is malformed or does not fit the session.
@@ -256,7 +258,7 @@ def archive_session_locked(
     session = get_session_by_id(conn, session_id)
     if session is None:
         raise session_not_found(session_id)
-    plan = planner(session, session_messages(conn, session_id, session.archived_seq, None))
+    plan = planner(session, session_messages(conn, session_id, 0, None))  # all stored: unarchived + kept overlap
     if plan is None:
         return None
     plan = check_locked_plan(plan, session)
