@@ -226,3 +226,19 @@ def test_content_hash_names_its_algorithm():
 
 def test_the_hashing_embedder_is_the_test_embedder():
     assert HashingEmbedder(64).model_id == "hashing:v1@64"
+
+
+async def test_a_source_whose_claims_never_finish_is_given_up_not_retried_forever(mem: Memory):
+    """A poison pill that kills every worker claiming it: after embed_max_attempts dead claims it fails."""
+    await archived_memory(mem, sessions=1)
+    (source,) = await mem.sources()
+    s = tuned(mem.settings, embed_max_attempts=2, embed_lease_seconds=0.01)
+    for _ in range(2):  # two workers claimed it and died
+        await asyncio.sleep(0.02)  # their lease ran out
+        assert await mem.store.claim_sources(limit=10, lease_seconds=0.01) == [source.id]
+    await asyncio.sleep(0.02)
+    report = await EmbeddingProcessor(mem.store, mem.embedder, s).run()
+    assert report.failed == 1
+    (failed,) = await mem.sources()
+    assert failed.status is SourceStatus.FAILED
+    assert "gave up after 2 claims that never finished" in (failed.error or "")
