@@ -24,6 +24,7 @@ reranker or query expansion leaves the fused order or the original query, with a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -344,24 +345,41 @@ class SearchPipeline:
         lists = _Lists()
         fallback = False
         lexical_needed = chosen != "vector"
-        if chosen != "lexical":
-            vector_lists = await self._vector_lists(queries, filters, per_list, timings, notes)
-            if vector_lists is None:
-                fallback = True
-                lexical_needed = True
-            elif not any(vector_lists):
-                notes.append("no chunk in scope has a vector from the configured embedder yet; lexical results used")
-                fallback = chosen == "vector"
-                lexical_needed = True
-            else:
-                for i, hits in enumerate(vector_lists):
-                    lists.add(_list_name("vector", i), hits)
-        if lexical_needed:
-            started = time.perf_counter()
-            lexical_lists = await self._lexical_lists(queries, filters, per_list, notes)
-            timings["search"] = timings.get("search", 0.0) + _ms(started)
-            for i, hits in enumerate(lexical_lists):
-                lists.add(_list_name("lexical", i), hits)
+        phase_started = time.perf_counter()
+        # hybrid: the lexical lists run while the query is embedded and the vectors searched
+        lexical_task = (
+            asyncio.create_task(self._lexical_lists(queries, filters, per_list, notes)) if chosen == "hybrid" else None
+        )
+        try:
+            if chosen != "lexical":
+                vector_lists = await self._vector_lists(queries, filters, per_list, timings, notes)
+                if vector_lists is None:
+                    fallback = True
+                    lexical_needed = True
+                elif not any(vector_lists):
+                    notes.append(
+                        "no chunk in scope has a vector from the configured embedder yet; lexical results used"
+                    )
+                    fallback = chosen == "vector"
+                    lexical_needed = True
+                else:
+                    for i, hits in enumerate(vector_lists):
+                        lists.add(_list_name("vector", i), hits)
+            if lexical_needed:
+                if lexical_task is not None:
+                    lexical_lists = await lexical_task
+                    timings["search"] = max(0.0, _ms(phase_started) - timings.get("embed", 0.0))
+                else:
+                    started = time.perf_counter()
+                    lexical_lists = await self._lexical_lists(queries, filters, per_list, notes)
+                    timings["search"] = timings.get("search", 0.0) + _ms(started)
+                for i, hits in enumerate(lexical_lists):
+                    lists.add(_list_name("lexical", i), hits)
+        finally:
+            if lexical_task is not None and not lexical_task.done():
+                lexical_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await lexical_task
 
         started = time.perf_counter()
         candidates = self._fuse(lists, fused_n, explain)
