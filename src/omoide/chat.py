@@ -16,7 +16,7 @@ long-term memory through the archiver) or in the JSONL file before the compactio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,10 +24,13 @@ from omoide.context import ContextGuard, GuardResult, PromptBudget
 from omoide.context.compaction import Compaction, compact
 from omoide.context.guard import OnText
 from omoide.context.turns import normalise_turns
-from omoide.models import Message, SessionKey, summary_turns
+from omoide.models import Message, SessionKey, ToolResultBlock, ToolUseBlock, summary_turns
 from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
 from omoide.sessions import Sessions
 from omoide.transcripts import TranscriptStore, records_from_messages
+
+ToolExecutor = Callable[[ToolUseBlock], Awaitable[ToolResultBlock]]
+"""Runs one tool call of the model and returns its result block (errors as ``is_error`` results)."""
 
 
 class Conversation(Protocol):
@@ -145,25 +148,42 @@ class ChatRunner:
         user: Message,
         *,
         tools: Sequence[ToolSpec] = (),
+        execute_tool: ToolExecutor | None = None,
+        max_tool_rounds: int = 4,
         temperature: float | None = None,
         top_p: float | None = None,
         on_text: OnText | None = None,
     ) -> GuardResult:
-        """Run one turn: store ``user``, call the model, store and return its answer."""
+        """Run one turn: store ``user``, call the model, store and return its answer.
+
+        With ``execute_tool``, a response that calls tools is stored, the calls are run
+        (their results stored as the next user turn) and the model is called again, at most
+        ``max_tool_rounds`` times; the last call offers no tools, so the turn always ends in
+        a text answer and never leaves a tool call unanswered in the session.
+        """
         history = await conversation.prompt_history()
         stored_user = await conversation.add(user)
-        result = await self.guard.run(
-            [*history, stored_user],
-            system=self.system,
-            tools=tools,
-            temperature=temperature,
-            top_p=top_p,
-            on_text=on_text,
-        )
-        if result.compaction is not None:
-            await conversation.save_compaction(result.compaction)
-        await conversation.add(result.response.as_message(author_name=self.model.model_id))
-        return result
+        messages = [*history, stored_user]
+        rounds = max_tool_rounds if execute_tool is not None and tools else 0
+        for round_no in range(rounds + 1):
+            result = await self.guard.run(
+                messages,
+                system=self.system,
+                tools=tools if round_no < rounds or execute_tool is None else (),
+                temperature=temperature,
+                top_p=top_p,
+                on_text=on_text,
+            )
+            if result.compaction is not None:
+                await conversation.save_compaction(result.compaction)
+            answer = await conversation.add(result.response.as_message(author_name=self.model.model_id))
+            calls = result.response.tool_calls
+            if execute_tool is None or not calls or round_no == rounds:
+                return result
+            outcomes = [await execute_tool(call) for call in calls]
+            tool_turn = await conversation.add(Message("user", tuple(outcomes)))
+            messages = [*result.messages, answer, tool_turn]
+        raise AssertionError("unreachable: the last round returns")  # pragma: no cover
 
     async def compact(self, conversation: Conversation) -> Compaction | None:
         """``/compact``: summarise the older half now and persist it; ``None`` if there is too little history."""
@@ -183,4 +203,11 @@ class ChatRunner:
         return ContextUsage(tokens, budget.context_window, budget.prompt_limit)
 
 
-__all__ = ["ChatRunner", "ContextUsage", "Conversation", "SessionConversation", "TranscriptConversation"]
+__all__ = [
+    "ChatRunner",
+    "ContextUsage",
+    "Conversation",
+    "SessionConversation",
+    "ToolExecutor",
+    "TranscriptConversation",
+]

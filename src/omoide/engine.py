@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from omoide.chat import ChatRunner, SessionConversation
 from omoide.context import GuardResult, prompt_budget
 from omoide.context.guard import OnText
+from omoide.errors import InvalidInput
 from omoide.models import KeyPolicy, Message, Session, SessionKey
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.sessions import KeyLike, Sessions
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
     from omoide.knowledge.importing import ImportSummary
     from omoide.knowledge.models import KnowledgeSource, KnowledgeStatus
+    from omoide.memories.models import ForgetReport, MemoryHit, RememberResult
+    from omoide.memories.service import MemoryService
     from omoide.providers.base import Embedder, Reranker
     from omoide.search.filters import SearchFilters
     from omoide.search.pipeline import SearchMode, SearchPipeline, SearchResult
@@ -161,6 +164,7 @@ class Memory:
         temperature: float | None = None,
         top_p: float | None = None,
         on_text: OnText | None = None,
+        tools: bool = False,
     ) -> GuardResult:
         """One whole turn: load the window → guard → model → store both turns.
 
@@ -173,6 +177,10 @@ class Memory:
             key: the session.
             user: the user's text, or a full :class:`Message` (author, platform id, …).
             on_text: stream the answer: called with each piece of text as it arrives.
+            tools: offer the memory tools (remember, recall, list, delete). They run for
+                the message's author (else the session's user) in the session's workspace —
+                ids in the model's calls are ignored — and every call and result is stored in
+                the session; at most ``OMOIDE_MEMORY_TOOL_ROUNDS`` rounds per turn.
 
         Returns:
             The guard's result: ``.text`` is the answer; ``.stage`` and ``.compaction`` say
@@ -185,7 +193,27 @@ class Memory:
         message = user if isinstance(user, Message) else Message.user(user)
         runner = self.chat_runner(system=system, max_tokens=max_tokens)
         conversation = SessionConversation(self.sessions, key)
-        return await runner.turn(conversation, message, temperature=temperature, top_p=top_p, on_text=on_text)
+        if not tools:
+            return await runner.turn(conversation, message, temperature=temperature, top_p=top_p, on_text=on_text)
+        from omoide.memories.tools import MEMORY_TOOLS, MemoryToolExecutor
+
+        session = await self.sessions.get_or_create(key)
+        owner = message.author_id or session.user_id
+        if not owner:
+            raise InvalidInput(
+                "memory tools need to know whose memories to use: give the message an author_id "
+                "or use a per-user session key"
+            )
+        return await runner.turn(
+            conversation,
+            message,
+            tools=MEMORY_TOOLS,
+            execute_tool=MemoryToolExecutor(self.memories, workspace=session.workspace_id, user=owner),
+            max_tool_rounds=self.settings.memory_tool_rounds,
+            temperature=temperature,
+            top_p=top_p,
+            on_text=on_text,
+        )
 
     # ---------------------------------------------------------------- long-term memory
 
@@ -547,6 +575,58 @@ class Memory:
             include_system=include_system,
             on_source=on_source,
         )
+
+    # ---- memories (issue 7)
+
+    @property
+    def memories(self) -> MemoryService:
+        """Explicit per-user memories (seed 001): remember, recall, list, get, update, delete, forget.
+
+        Raises:
+            CapabilityNotSupported: the backend stores no memories.
+        """
+        service: MemoryService | None = getattr(self, "_memories", None)
+        if service is None:
+            from omoide.errors import CapabilityNotSupported
+            from omoide.memories.service import MemoryService
+            from omoide.stores.base import MemoryStore
+
+            if not isinstance(self.store, MemoryStore):
+                raise CapabilityNotSupported(
+                    f"the {type(self.store).__name__} backend does not store memories; use SQLite or PostgreSQL"
+                )
+            service = self._memories = MemoryService(self.store, self.settings, lambda: self.embedder)
+        return service
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        workspace: str | int,
+        user: str | int,
+        category: str = "general",
+        tags: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> RememberResult:
+        """Remember ``content`` for ``user`` (a near-duplicate of theirs is updated instead; see ``memories``)."""
+        return await self.memories.remember(workspace, user, content, category=category, tags=tags, metadata=metadata)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        workspace: str | int,
+        user: str | int,
+        limit: int | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[MemoryHit]:
+        """``user``'s memories that best match ``query`` (hybrid: vector + full text, RRF)."""
+        return await self.memories.recall(workspace, user, query, limit=limit, category=category, tags=tags)
+
+    async def forget_user(self, *, workspace: str | int, user: str | int) -> ForgetReport:
+        """Erase ``user``'s memories, sessions and messages in ``workspace``; report the counts."""
+        return await self.memories.forget_user(workspace, user)
 
 
 __all__ = ["Memory"]

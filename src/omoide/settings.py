@@ -157,6 +157,19 @@ class Settings(BaseSettings):
     answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (seed 004: 0.3).")
     answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (seed 004: 0.9).")
     answer_max_tokens: int = Field(2048, ge=16, le=100_000, description="Answer length limit (seed 004: 2048).")
+    # ---- memories (issue 7)
+    memory_dedup_threshold: float = Field(
+        0.98,
+        ge=0.5,
+        le=1.0,
+        description="Cosine similarity at or above which remembering updates the user's closest memory "
+        "instead of adding a near-duplicate (1.0: never merge).",
+    )
+    memory_max_chars: int = Field(4000, ge=16, le=100_000, description="Longest memory content accepted.")
+    memory_recall_limit: int = Field(5, ge=1, le=100, description="Memories recalled by default (seed 001: 5).")
+    memory_tool_rounds: int = Field(
+        4, ge=1, le=20, description="Most model ↔ tool rounds in one chat turn with memory tools."
+    )
 
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

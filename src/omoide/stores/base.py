@@ -47,6 +47,7 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 from omoide.search.filters import SearchFilters
 from omoide.search.types import ChunkHit
@@ -380,4 +381,94 @@ class SearchStore(Lifecycle, Protocol):
         write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk."""
 
 
-__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "SearchStore", "SessionStore"]
+# ---- memories (issue 7)
+
+
+@runtime_checkable
+class MemoryStore(Lifecycle, Protocol):
+    """Explicit per-user memories (seed 001).
+
+    Contract notes:
+
+    * Every method takes ``workspace_id`` and ``user_id`` and puts both in its SQL: a memory
+      id of another user (or workspace) is "not found" — :meth:`get_memory` returns
+      ``None``, :meth:`update_memory` and :meth:`delete_memory` raise
+      :class:`~omoide.errors.NotFoundError` — never "forbidden", which would leak existence.
+    * Vectors are stored per ``(memory_id, model)``, validated like chunk vectors.
+    * ``tags`` filters match memories holding every tag given; ``category`` is exact.
+    """
+
+    async def insert_memory(
+        self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
+    ) -> MemoryRecord:
+        """Store a memory (and its vector for ``model``, when given); return it as stored."""
+
+    async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
+        """The user's memory with this id, or ``None`` (also when it is someone else's)."""
+
+    async def update_memory(
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        *,
+        model: str | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> MemoryRecord:
+        """Change the user's memory (and replace its vector for ``model``); return it as stored.
+
+        Raises:
+            NotFoundError: the user has no memory with this id.
+        """
+
+    async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
+        """Delete the user's memory and its vectors.
+
+        Raises:
+            NotFoundError: the user has no memory with this id.
+        """
+
+    async def list_memories(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """The user's memories, newest first (ties: higher id first)."""
+
+    async def memory_vector_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's ``k`` memories most cosine-similar to ``query`` (exact), best first, with the similarity."""
+
+    async def memory_lexical_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        tokens: Sequence[str],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's ``k`` best full-text matches of any of ``tokens``, best first, with the score."""
+
+    async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
+        """Erase the user's memories, their sessions (with messages) and the messages they wrote
+        in other sessions of the workspace, in one transaction; report the counts."""
+
+
+__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "MemoryStore", "SearchStore", "SessionStore"]

@@ -68,6 +68,7 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit
@@ -83,8 +84,17 @@ from omoide.stores._knowledge_common import (
     check_source,
     check_vectors,
 )
+from omoide.stores._memory_common import (
+    check_changes,
+    check_draft,
+    check_memory_id,
+    check_memory_vector,
+    check_scope,
+    check_tags,
+)
 from omoide.stores.base import Capability
 from omoide.stores.postgres import _knowledge as kops
+from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
@@ -777,6 +787,114 @@ class PostgresStore:
         when chunks were written by different ones, or ``None`` before any chunk."""
         async with self._acquire() as conn:
             return await sops.lexical_tokenizer(conn)
+
+    # ---- memories (issue 7)
+
+    async def insert_memory(
+        self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
+    ) -> MemoryRecord:
+        """Store a memory and its vector (see ``MemoryStore``)."""
+        check_draft(draft)
+        checked = None if vector is None else check_memory_vector(model, vector)
+        async with self._acquire() as conn:
+            return await mops.insert_memory(
+                conn, draft, checked[0] if checked else model, checked[1] if checked else None
+            )
+
+    async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
+        """The user's memory, or ``None`` (also when it is another user's)."""
+        ws, user = check_scope(workspace_id, user_id)
+        mid = check_memory_id(memory_id)
+        async with self._acquire() as conn:
+            return await mops.get_memory(conn, ws, user, mid)
+
+    async def update_memory(
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        *,
+        model: str | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> MemoryRecord:
+        """Change the user's memory (see ``MemoryStore``)."""
+        ws, user = check_scope(workspace_id, user_id)
+        mid = check_memory_id(memory_id)
+        check_changes(changes)
+        checked = None if vector is None else check_memory_vector(model, vector)
+        async with self._acquire() as conn:
+            return await mops.update_memory(
+                conn, ws, user, mid, changes, checked[0] if checked else None, checked[1] if checked else None
+            )
+
+    async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
+        """Delete the user's memory (see ``MemoryStore``)."""
+        ws, user = check_scope(workspace_id, user_id)
+        mid = check_memory_id(memory_id)
+        async with self._acquire() as conn:
+            await mops.delete_memory(conn, ws, user, mid)
+
+    async def list_memories(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """The user's memories, newest first."""
+        ws, user = check_scope(workspace_id, user_id)
+        lim = _check_int("limit", limit, minimum=0)
+        off = _check_int("offset", offset, minimum=0)
+        wanted = check_tags(tags)
+        async with self._acquire() as conn:
+            return await mops.list_memories(conn, ws, user, category, wanted, lim, off)
+
+    async def memory_vector_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's memories most similar to ``query`` (exact, by cosine distance)."""
+        ws, user = check_scope(workspace_id, user_id)
+        name, q = check_memory_vector(model, query)
+        top = _check_int("k", k, minimum=1)
+        wanted = check_tags(tags)
+        async with self._acquire() as conn:
+            return await mops.memory_vector_search(conn, ws, user, name, q, top, category, wanted, self._vector_schema)
+
+    async def memory_lexical_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        tokens: Sequence[str],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's best full-text matches of any of ``tokens``."""
+        ws, user = check_scope(workspace_id, user_id)
+        top = _check_int("k", k, minimum=1)
+        words = check_tags(tokens)
+        wanted = check_tags(tags)
+        async with self._acquire() as conn:
+            return await mops.memory_lexical_search(conn, ws, user, words, top, category, wanted)
+
+    async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
+        """Erase the user's memories, sessions and messages in one transaction."""
+        ws, user = check_scope(workspace_id, user_id)
+        async with self._acquire() as conn:
+            return await mops.forget_user(conn, ws, user)
 
 
 __all__ = ["PostgresStore"]

@@ -50,6 +50,7 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit
@@ -66,8 +67,17 @@ from omoide.stores._knowledge_common import (
     check_source,
     check_vectors,
 )
+from omoide.stores._memory_common import (
+    check_changes,
+    check_draft,
+    check_memory_id,
+    check_memory_vector,
+    check_scope,
+    check_tags,
+)
 from omoide.stores.base import Capability
 from omoide.stores.sqlite import _knowledge as kops
+from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import migrations
@@ -559,6 +569,136 @@ class SqliteStore:
         """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
         when chunks were written by different ones, or ``None`` before any chunk."""
         return await self._read("lexical_tokenizer", sops.lexical_tokenizer)
+
+    # ---- memories (issue 7)
+
+    def _memory_cache(self) -> mops.MemoryVectorCache:
+        cache: mops.MemoryVectorCache | None = getattr(self, "_memory_vectors", None)
+        if cache is None:
+            cache = self._memory_vectors = mops.MemoryVectorCache()
+        return cache
+
+    async def insert_memory(
+        self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
+    ) -> MemoryRecord:
+        """Store a memory and its vector (see ``MemoryStore``)."""
+        check_draft(draft)
+        checked = None if vector is None else check_memory_vector(model, vector)
+        return await self._write(
+            "insert_memory",
+            mops.insert_memory,
+            draft,
+            checked[0] if checked else model,
+            checked[1] if checked else None,
+            utcnow(),
+        )
+
+    async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
+        """The user's memory, or ``None`` (also when it is another user's)."""
+        ws, user = check_scope(workspace_id, user_id)
+        return await self._read("get_memory", mops.get_memory, ws, user, check_memory_id(memory_id))
+
+    async def update_memory(
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        *,
+        model: str | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> MemoryRecord:
+        """Change the user's memory (see ``MemoryStore``)."""
+        ws, user = check_scope(workspace_id, user_id)
+        check_changes(changes)
+        checked = None if vector is None else check_memory_vector(model, vector)
+        return await self._write(
+            "update_memory",
+            mops.update_memory,
+            ws,
+            user,
+            check_memory_id(memory_id),
+            changes,
+            checked[0] if checked else None,
+            checked[1] if checked else None,
+            utcnow(),
+        )
+
+    async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
+        """Delete the user's memory (see ``MemoryStore``)."""
+        ws, user = check_scope(workspace_id, user_id)
+        await self._write("delete_memory", mops.delete_memory, ws, user, check_memory_id(memory_id))
+
+    async def list_memories(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """The user's memories, newest first."""
+        ws, user = check_scope(workspace_id, user_id)
+        _check_count("limit", limit)
+        _check_count("offset", offset)
+        return await self._read(
+            "list_memories", mops.list_memories, ws, user, category, check_tags(tags), limit, offset
+        )
+
+    async def memory_vector_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        model: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's memories most similar to ``query`` (exact scan of that user's vectors)."""
+        ws, user = check_scope(workspace_id, user_id)
+        name, q = check_memory_vector(model, query)
+        if _int("k", k) < 1:
+            raise InvalidInput(f"k must be at least 1, got {k}")
+        return await self._read(
+            "memory_vector_search",
+            mops.memory_vector_search,
+            self._memory_cache(),
+            ws,
+            user,
+            name,
+            q,
+            k,
+            category,
+            check_tags(tags),
+        )
+
+    async def memory_lexical_search(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        tokens: Sequence[str],
+        k: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The user's best BM25 matches of any of ``tokens``."""
+        ws, user = check_scope(workspace_id, user_id)
+        if _int("k", k) < 1:
+            raise InvalidInput(f"k must be at least 1, got {k}")
+        words = check_tags(tokens)
+        return await self._read(
+            "memory_lexical_search", mops.memory_lexical_search, ws, user, words, k, category, check_tags(tags)
+        )
+
+    async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
+        """Erase the user's memories, sessions and messages in one transaction."""
+        ws, user = check_scope(workspace_id, user_id)
+        return await self._write("forget_user", mops.forget_user, ws, user)
 
 
 def _int(name: str, value: int) -> int:

@@ -1,0 +1,201 @@
+"""``omoide memory …`` and ``omoide forget-user``: a user's explicit memories from the command line."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+
+if TYPE_CHECKING:
+    from omoide.memories.models import MemoryRecord
+
+app = typer.Typer(help="A user's explicit memories (what they asked the bot to remember).", no_args_is_help=True)
+
+WorkspaceOpt = Annotated[str, typer.Option("--workspace", "--guild", "-w", help="Workspace (guild / Slack team) id.")]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user whose memories these are.")]
+CategoryOpt = Annotated[str | None, typer.Option(help="Only this category (e.g. preference, schedule).")]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repeatable; filters need every tag).")]
+IdArg = Annotated[int, typer.Argument(help="Memory id (see `omoide memory list`).")]
+
+
+def _table(memories: list[MemoryRecord], *, scores: list[str] | None = None) -> Table:
+    table = Table("id", "category", "tags", "content", "updated (UTC)", *(["score"] if scores else []))
+    for i, m in enumerate(memories):
+        row = [str(m.id), m.category, ", ".join(m.tags), m.content, m.updated_at.strftime("%Y-%m-%d %H:%M")]
+        table.add_row(*row, *([scores[i]] if scores else []))
+    return table
+
+
+@app.command("add", epilog='Example: omoide memory add "誕生日は3月15日" --workspace 123 --user 456 --tag profile')
+def add(
+    content: Annotated[str, typer.Argument(help="What to remember, as a statement.")],
+    workspace: WorkspaceOpt,
+    user: UserOpt,
+    category: Annotated[str, typer.Option(help="A short label.")] = "general",
+    tag: TagOpt = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Remember something for a user (a near-duplicate of theirs is updated instead)."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            done = await mem.remember(content, workspace=workspace, user=user, category=category, tags=tag)
+        if json_:
+            print_json(done.as_dict())
+        elif done.updated:
+            console.print(
+                f"Updated memory {done.memory.id} (it was a near-duplicate, similarity {done.similarity:.3f})."
+            )
+        else:
+            console.print(f"Remembered as memory {done.memory.id}.")
+
+    run(main, json_errors=json_)
+
+
+@app.command("search", epilog='Example: omoide memory search "誕生日はいつ？" --workspace 123 --user 456 --limit 5')
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for (any language).")],
+    workspace: WorkspaceOpt,
+    user: UserOpt,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="At most this many.")] = 5,
+    category: CategoryOpt = None,
+    tag: TagOpt = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Recall a user's memories: vector + full-text search, fused."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            hits = await mem.recall(query, workspace=workspace, user=user, limit=limit, category=category, tags=tag)
+        if json_:
+            print_json([h.as_dict() for h in hits])
+        elif not hits:
+            console.print("No memory matches. See them all with `omoide memory list`.")
+        else:
+            console.print(_table([h.memory for h in hits], scores=[f"{h.score:.4f}" for h in hits]))
+
+    run(main, json_errors=json_)
+
+
+@app.command("list", epilog="Example: omoide memory list --workspace 123 --user 456 --category preference --page 2")
+def list_(
+    workspace: WorkspaceOpt,
+    user: UserOpt,
+    category: CategoryOpt = None,
+    tag: TagOpt = None,
+    page: Annotated[int, typer.Option(min=1, help="Page, from 1.")] = 1,
+    page_size: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """List a user's memories, newest first."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            memories = await mem.memories.list(
+                workspace, user, category=category, tags=tag, page=page, page_size=page_size
+            )
+        if json_:
+            print_json([m.as_dict() for m in memories])
+        elif not memories:
+            console.print("No memories on this page. Add one with `omoide memory add`.")
+        else:
+            console.print(_table(memories))
+
+    run(main, json_errors=json_)
+
+
+@app.command("get", epilog="Example: omoide memory get 42 --workspace 123 --user 456 --json")
+def get(
+    memory_id: IdArg, workspace: WorkspaceOpt, user: UserOpt, db: DbOption = None, json_: JsonOption = False
+) -> None:
+    """Show one of a user's memories."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            memory = await mem.memories.get(workspace, user, memory_id)
+        if json_:
+            print_json(memory.as_dict())
+        else:
+            console.print(_table([memory]))
+
+    run(main, json_errors=json_)
+
+
+@app.command("update", epilog='Example: omoide memory update 42 --content "誕生日は4月2日" --workspace 123 --user 456')
+def update(
+    memory_id: IdArg,
+    workspace: WorkspaceOpt,
+    user: UserOpt,
+    content: Annotated[str | None, typer.Option(help="New content (embedded again).")] = None,
+    category: Annotated[str | None, typer.Option(help="New category.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Replace the tags (repeatable).")] = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Change one of a user's memories."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            memory = await mem.memories.update(workspace, user, memory_id, content=content, category=category, tags=tag)
+        if json_:
+            print_json(memory.as_dict())
+        else:
+            console.print(f"Updated memory {memory.id}.")
+
+    run(main, json_errors=json_)
+
+
+@app.command("delete", epilog="Example: omoide memory delete 42 --workspace 123 --user 456")
+def delete(
+    memory_id: IdArg, workspace: WorkspaceOpt, user: UserOpt, db: DbOption = None, json_: JsonOption = False
+) -> None:
+    """Delete one of a user's memories."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            await mem.memories.delete(workspace, user, memory_id)
+        if json_:
+            print_json({"deleted": memory_id})
+        else:
+            console.print(f"Deleted memory {memory_id}.")
+
+    run(main, json_errors=json_)
+
+
+def forget_user(
+    workspace: WorkspaceOpt,
+    user: UserOpt,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Erase everything stored about a user in a workspace: memories, sessions and their messages."""
+    if not yes and not json_:
+        typer.confirm(f"Erase every memory, session and message of user {user} in workspace {workspace}?", abort=True)
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            report = await mem.forget_user(workspace=workspace, user=user)
+        if json_:
+            print_json(report.as_dict())
+        else:
+            console.print(
+                f"Erased {report.memories} memories, {report.sessions} sessions and {report.messages} messages."
+            )
+
+    run(main, json_errors=json_)
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``memory`` and ``forget-user`` to the root ``omoide`` app."""
+    root.add_typer(app, name="memory")
+    root.command("forget-user", epilog="Example: omoide forget-user --workspace 123 --user 456 --yes")(forget_user)
+
+
+__all__ = ["app", "register"]

@@ -1,0 +1,133 @@
+"""Explicit per-user memories (seed 001): what a user asked the bot to remember.
+
+Every memory belongs to one user in one workspace; every read and write names both, and
+the stores put both in their SQL, so one user can never reach another's memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NewType
+
+MemoryId = NewType("MemoryId", int)
+
+DEFAULT_CATEGORY = "general"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored memory.
+
+    Attributes:
+        id: its id (unique in the database, meaningful only with its workspace and user).
+        workspace_id / user_id: whose it is.
+        content: what to remember, as the user said it (or as updated).
+        category: a short label (``general``, ``preference``, ``schedule``…).
+        tags: free labels for filtering.
+        metadata: anything the caller wants to keep with it (JSON object).
+        created_at / updated_at: UTC.
+    """
+
+    id: MemoryId
+    workspace_id: str
+    user_id: str
+    content: str
+    category: str
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": int(self.id),
+            "workspace_id": self.workspace_id,
+            "user_id": self.user_id,
+            "content": self.content,
+            "category": self.category,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A memory to store (``lexical``: omoide's search tokens of ``content``, space-separated)."""
+
+    workspace_id: str
+    user_id: str
+    content: str
+    lexical: str
+    category: str = DEFAULT_CATEGORY
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryChanges:
+    """Fields to change in a memory; ``None`` leaves a field as it is."""
+
+    content: str | None = None
+    lexical: str | None = None
+    category: str | None = None
+    tags: tuple[str, ...] | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A recalled memory: its fused score, rank, and its rank in each list (``vector``, ``lexical``)."""
+
+    memory: MemoryRecord
+    score: float
+    rank: int
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "score": self.score, "ranks": dict(self.ranks), **self.memory.as_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """What :meth:`MemoryService.remember` did.
+
+    Attributes:
+        memory: the memory as stored now.
+        updated: ``True`` when a near-duplicate existed and was updated instead of adding one.
+        similarity: the cosine similarity to that near-duplicate (``None`` when none was close).
+    """
+
+    memory: MemoryRecord
+    updated: bool
+    similarity: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"updated": self.updated, "similarity": self.similarity, **self.memory.as_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    """What :meth:`MemoryService.forget_user` removed."""
+
+    memories: int
+    sessions: int
+    messages: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"memories": self.memories, "sessions": self.sessions, "messages": self.messages}
+
+
+__all__ = [
+    "DEFAULT_CATEGORY",
+    "ForgetReport",
+    "MemoryChanges",
+    "MemoryDraft",
+    "MemoryHit",
+    "MemoryId",
+    "MemoryRecord",
+    "RememberResult",
+]

@@ -1,0 +1,288 @@
+"""Explicit memories on PostgreSQL, one function per store operation (pooled asyncpg connection).
+
+Every statement carries ``workspace_id = $… AND user_id = $…``. Vector recall ranks the
+user's ``halfvec`` rows exactly by cosine distance (``<=>``), walking the
+``(workspace_id, user_id, model)`` index: a user has at most thousands of memories, where an
+exact scan is fast and needs no approximate index. Lexical recall uses ``lexical_tsv`` with
+``ts_rank_cd``, like knowledge chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+from pgvector import HalfVector
+
+from omoide.errors import InvalidInput
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryId, MemoryRecord
+from omoide.models import ensure_utc
+from omoide.stores._knowledge_common import to_json
+from omoide.stores._memory_common import memory_not_found
+from omoide.stores.postgres._search import tsquery_text, vector_type
+
+COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def record_from_row(row: Mapping[str, Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=MemoryId(int(row["id"])),
+        workspace_id=row["workspace_id"],
+        user_id=row["user_id"],
+        content=row["content"],
+        category=row["category"],
+        tags=tuple(_json(row["tags"])),
+        metadata=_json(row["metadata"]),
+        created_at=ensure_utc(row["created_at"]),
+        updated_at=ensure_utc(row["updated_at"]),
+    )
+
+
+def _filters(category: str | None, tags: Sequence[str], args: list[Any]) -> str:
+    where = ""
+    if category is not None:
+        args.append(category)
+        where += f" AND m.category = ${len(args)}"
+    if tags:
+        args.append(json.dumps(list(tags)))
+        where += f" AND m.tags @> ${len(args)}::jsonb"
+    return where
+
+
+async def _get(conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
+    row = await conn.fetchrow(
+        f"SELECT {COLUMNS} FROM memories m WHERE m.id = $1 AND m.workspace_id = $2 AND m.user_id = $3",
+        memory_id,
+        workspace_id,
+        user_id,
+    )
+    return None if row is None else record_from_row(row)
+
+
+async def _put_vector(
+    conn: asyncpg.Connection,
+    memory_id: int,
+    workspace_id: str,
+    user_id: str,
+    model: str,
+    vector: npt.NDArray[np.float32],
+) -> None:
+    await conn.execute(
+        "INSERT INTO memory_embeddings (memory_id, workspace_id, user_id, model, dimensions, embedding) "
+        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (memory_id, model) DO UPDATE "
+        "SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions, embedded_at = now()",
+        memory_id,
+        workspace_id,
+        user_id,
+        model,
+        int(vector.shape[0]),
+        HalfVector(vector),
+    )
+
+
+async def insert_memory(
+    conn: asyncpg.Connection, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None
+) -> MemoryRecord:
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            "INSERT INTO memories (workspace_id, user_id, content, lexical, category, tags, metadata) "
+            f"VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING {COLUMNS.replace('m.', '')}",
+            draft.workspace_id,
+            draft.user_id,
+            draft.content,
+            draft.lexical,
+            draft.category,
+            to_json(list(draft.tags), what="tags"),
+            to_json(dict(draft.metadata), what="metadata"),
+        )
+        if vector is not None:
+            await _put_vector(conn, int(row["id"]), draft.workspace_id, draft.user_id, model, vector)
+    return record_from_row(row)
+
+
+async def get_memory(conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
+    return await _get(conn, workspace_id, user_id, memory_id)
+
+
+async def update_memory(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    memory_id: int,
+    changes: MemoryChanges,
+    model: str | None,
+    vector: npt.NDArray[np.float32] | None,
+) -> MemoryRecord:
+    args: list[Any] = [memory_id, workspace_id, user_id]
+    sets = ["updated_at = now()"]
+
+    def put(column: str, value: Any, cast: str = "") -> None:
+        args.append(value)
+        sets.append(f"{column} = ${len(args)}{cast}")
+
+    if changes.content is not None:
+        put("content", changes.content)
+        put("lexical", changes.lexical)
+    if changes.category is not None:
+        put("category", changes.category)
+    if changes.tags is not None:
+        put("tags", to_json(list(changes.tags), what="tags"), "::jsonb")
+    if changes.metadata is not None:
+        put("metadata", to_json(dict(changes.metadata), what="metadata"), "::jsonb")
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            f"UPDATE memories SET {', '.join(sets)} WHERE id = $1 AND workspace_id = $2 AND user_id = $3 "
+            f"RETURNING {COLUMNS.replace('m.', '')}",
+            *args,
+        )
+        if row is None:
+            raise memory_not_found(memory_id)
+        if changes.content is not None:  # the old vectors describe the old text
+            await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = $1", memory_id)
+        if vector is not None and model is not None:
+            await _put_vector(conn, memory_id, workspace_id, user_id, model, vector)
+    return record_from_row(row)
+
+
+async def delete_memory(conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int) -> None:
+    deleted = await conn.fetchval(
+        "DELETE FROM memories WHERE id = $1 AND workspace_id = $2 AND user_id = $3 RETURNING id",
+        memory_id,
+        workspace_id,
+        user_id,
+    )
+    if deleted is None:
+        raise memory_not_found(memory_id)
+
+
+async def list_memories(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    category: str | None,
+    tags: Sequence[str],
+    limit: int,
+    offset: int,
+) -> list[MemoryRecord]:
+    args: list[Any] = [workspace_id, user_id]
+    extra = _filters(category, tags, args)
+    args += [limit, offset]
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM memories m WHERE m.workspace_id = $1 AND m.user_id = $2{extra} "
+        f"ORDER BY m.created_at DESC, m.id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}",
+        *args,
+    )
+    return [record_from_row(r) for r in rows]
+
+
+async def memory_vector_search(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    model: str,
+    query: npt.NDArray[np.float32],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+    schema: str | None,
+) -> list[tuple[MemoryRecord, float]]:
+    dims = int(query.shape[0])
+    stored = await conn.fetchval(
+        "SELECT dimensions FROM memory_embeddings WHERE workspace_id = $1 AND user_id = $2 AND model = $3 LIMIT 1",
+        workspace_id,
+        user_id,
+        model,
+    )
+    if stored is None:
+        return []
+    if int(stored) != dims:
+        raise InvalidInput(
+            f"the query vector has {dims} dimensions but model {model!r} stored {stored}-dimensional memory "
+            "vectors: embed the query with the same model"
+        )
+    halfvec = f"{vector_type(schema)}({dims})"
+    args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
+    extra = _filters(category, tags, args)
+    args.append(k)
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS}, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance "
+        "FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id "
+        f"WHERE e.workspace_id = $2 AND e.user_id = $3 AND e.model = $4 AND e.dimensions = {dims} "
+        f"AND m.workspace_id = $2 AND m.user_id = $3{extra} "
+        f"ORDER BY distance, m.id LIMIT ${len(args)}",
+        *args,
+    )
+    return [(record_from_row(r), 1.0 - float(r["distance"])) for r in rows]
+
+
+async def memory_lexical_search(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    tokens: Sequence[str],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+) -> list[tuple[MemoryRecord, float]]:
+    if not tokens:
+        return []
+    args: list[Any] = [tsquery_text(tokens), workspace_id, user_id]
+    extra = _filters(category, tags, args)
+    args.append(k)
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS}, ts_rank_cd(m.lexical_tsv, q) AS score "
+        "FROM memories m, to_tsquery('simple', $1) AS q "
+        f"WHERE m.lexical_tsv @@ q AND m.workspace_id = $2 AND m.user_id = $3{extra} "
+        f"ORDER BY score DESC, m.id LIMIT ${len(args)}",
+        *args,
+    )
+    return [(record_from_row(r), float(r["score"])) for r in rows]
+
+
+async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) -> ForgetReport:
+    async with conn.transaction():
+        memories = await conn.fetchval(
+            "WITH d AS (DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2 RETURNING 1) "
+            "SELECT count(*) FROM d",
+            workspace_id,
+            user_id,
+        )
+        own = await conn.fetchval(
+            "SELECT count(*) FROM session_messages WHERE session_id IN "
+            "(SELECT id FROM sessions WHERE workspace_id = $1 AND user_id = $2)",
+            workspace_id,
+            user_id,
+        )
+        sessions = await conn.fetchval(
+            "WITH d AS (DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2 RETURNING 1) "
+            "SELECT count(*) FROM d",
+            workspace_id,
+            user_id,
+        )
+        written = await conn.fetchval(
+            "WITH d AS (DELETE FROM session_messages WHERE workspace_id = $1 AND author_id = $2 RETURNING 1) "
+            "SELECT count(*) FROM d",
+            workspace_id,
+            user_id,
+        )
+    return ForgetReport(memories=int(memories), sessions=int(sessions), messages=int(own) + int(written))
+
+
+__all__ = [
+    "delete_memory",
+    "forget_user",
+    "get_memory",
+    "insert_memory",
+    "list_memories",
+    "memory_lexical_search",
+    "memory_vector_search",
+    "update_memory",
+]

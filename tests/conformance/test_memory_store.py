@@ -1,0 +1,133 @@
+"""MemoryStore conformance: the same tests on SQLite and PostgreSQL (real servers, real files)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from omoide.errors import InvalidInput, NotFoundError
+from omoide.memories.models import MemoryChanges, MemoryDraft
+from omoide.models import Message
+from omoide.stores.base import MemoryStore
+from omoide.text import tokenize_for_search
+
+MODEL = "test-model@8"
+
+
+def _vec(seed: int, dims: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _draft(content: str, *, user: str = "u1", workspace: str = "g1", category: str = "general", tags=()) -> MemoryDraft:
+    return MemoryDraft(
+        workspace, user, content, " ".join(tokenize_for_search(content)), category, tuple(tags), {"k": 1}
+    )
+
+
+async def test_store_satisfies_the_protocol(store):
+    assert isinstance(store, MemoryStore)
+
+
+async def test_insert_get_list_update_delete(store):
+    a = await store.insert_memory(_draft("誕生日は3月15日", tags=["profile"]), model=MODEL, vector=_vec(1))
+    b = await store.insert_memory(_draft("好きな食べ物はラーメン", category="preference"), model=MODEL, vector=_vec(2))
+    assert (a.content, a.tags, a.metadata, a.category) == ("誕生日は3月15日", ("profile",), {"k": 1}, "general")
+    assert await store.get_memory("g1", "u1", a.id) == a
+    assert [m.id for m in await store.list_memories("g1", "u1")] == [b.id, a.id]  # newest first
+    assert [m.id for m in await store.list_memories("g1", "u1", category="preference")] == [b.id]
+    assert [m.id for m in await store.list_memories("g1", "u1", tags=["profile"])] == [a.id]
+    assert [m.id for m in await store.list_memories("g1", "u1", limit=1, offset=1)] == [a.id]
+
+    changed = await store.update_memory(
+        "g1",
+        "u1",
+        a.id,
+        MemoryChanges(content="誕生日は4月2日", lexical="誕生 日 4 月 2 日", tags=("profile", "fixed")),
+    )
+    assert (changed.content, changed.tags, changed.created_at) == ("誕生日は4月2日", ("profile", "fixed"), a.created_at)
+    assert changed.updated_at >= a.updated_at
+    # new content without a new vector: the old vector (of the old text) is gone
+    assert [m.id for m, _ in await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1), k=5)] == [b.id]
+
+    await store.delete_memory("g1", "u1", a.id)
+    assert await store.get_memory("g1", "u1", a.id) is None
+    with pytest.raises(NotFoundError):
+        await store.delete_memory("g1", "u1", a.id)
+
+
+async def test_vector_and_lexical_recall(store):
+    ids = []
+    for i, text in enumerate(["誕生日は3月15日", "好きな食べ物はラーメン", "I live in Osaka", "妻の名前はゆき"]):
+        ids.append((await store.insert_memory(_draft(text), model=MODEL, vector=_vec(i))).id)
+    hits = await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(2), k=2)
+    assert hits[0][0].id == ids[2] and hits[0][1] == pytest.approx(1.0, abs=2e-3)  # halfvec on PostgreSQL
+    assert len(hits) == 2 and hits[0][1] >= hits[1][1]
+    lexical = await store.memory_lexical_search("g1", "u1", tokens=tokenize_for_search("ラーメンが好き"), k=5)
+    assert lexical[0][0].id == ids[1]
+    assert await store.memory_lexical_search("g1", "u1", tokens=["osaka"], k=5) != []
+    assert await store.memory_lexical_search("g1", "u1", tokens=[], k=5) == []
+    with pytest.raises(InvalidInput, match="dimensions"):
+        await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1, dims=4), k=2)
+
+
+async def test_recall_filters_by_category_and_every_tag(store):
+    a = await store.insert_memory(_draft("a", tags=["x", "y"]), model=MODEL, vector=_vec(1))
+    await store.insert_memory(_draft("b", tags=["x"]), model=MODEL, vector=_vec(1))
+    c = await store.insert_memory(_draft("c", category="schedule"), model=MODEL, vector=_vec(1))
+    assert [
+        m.id for m, _ in await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1), k=5, tags=["x", "y"])
+    ] == [a.id]
+    assert [
+        m.id
+        for m, _ in await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1), k=5, category="schedule")
+    ] == [c.id]
+
+
+async def test_another_users_ids_are_not_found_for_every_operation(store):
+    """The isolation matrix: B (and A in another workspace) with A's id gets "not found", never A's data."""
+    mine = await store.insert_memory(_draft("秘密の合言葉はひまわり"), model=MODEL, vector=_vec(7))
+    for workspace, user in (("g1", "u2"), ("g2", "u1")):
+        assert await store.get_memory(workspace, user, mine.id) is None
+        with pytest.raises(NotFoundError):
+            await store.update_memory(workspace, user, mine.id, MemoryChanges(category="stolen"))
+        with pytest.raises(NotFoundError):
+            await store.delete_memory(workspace, user, mine.id)
+        assert await store.list_memories(workspace, user) == []
+        assert await store.memory_vector_search(workspace, user, model=MODEL, query=_vec(7), k=5) == []
+        assert await store.memory_lexical_search(workspace, user, tokens=["ひまわり"], k=5) == []
+        assert (await store.forget_user(workspace, user)).memories == 0
+    assert await store.get_memory("g1", "u1", mine.id) == mine  # untouched
+
+
+async def test_forget_user_erases_memories_sessions_and_their_messages(store):
+    from omoide.keys import session_key
+
+    await store.insert_memory(_draft("m1"), model=MODEL, vector=_vec(1))
+    await store.insert_memory(_draft("other", user="u2"), model=MODEL, vector=_vec(2))
+    own = await store.get_or_create_session(session_key(platform="discord", workspace="g1", channel="c1", user="u1"))
+    shared = await store.get_or_create_session(session_key(platform="discord", workspace="g1", channel="c1", user="u2"))
+    for i in range(3):
+        await store.append_message(own.id, Message.user(f"mine {i}", author_id="u1"))
+    await store.append_message(shared.id, Message.user("u1 in u2's session", author_id="u1"))
+    await store.append_message(shared.id, Message.user("u2 speaks", author_id="u2"))
+    report = await store.forget_user("g1", "u1")
+    assert (report.memories, report.sessions, report.messages) == (1, 1, 4)
+    assert await store.list_memories("g1", "u1") == []
+    assert [m.content for m in await store.list_memories("g1", "u2")] == ["other"]
+    assert await store.get_session_by_id(own.id) is None
+    assert [m.text for m in await store.messages(shared.id)] == ["u2 speaks"]
+
+
+async def test_bad_input_is_refused_and_writes_nothing(store):
+    with pytest.raises(InvalidInput):
+        await store.insert_memory(_draft(""), model=MODEL, vector=_vec(1))
+    with pytest.raises(InvalidInput):
+        await store.insert_memory(_draft("x", user=""), model=MODEL, vector=_vec(1))
+    with pytest.raises(InvalidInput, match="NaN"):
+        await store.insert_memory(_draft("x"), model=MODEL, vector=np.array([np.nan, 1.0], dtype=np.float32))
+    with pytest.raises(InvalidInput):
+        await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1), k=0)
+    with pytest.raises(InvalidInput, match="together"):
+        await store.update_memory("g1", "u1", 1, MemoryChanges(content="x"))
+    assert await store.list_memories("g1", "u1") == []

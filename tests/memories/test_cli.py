@@ -1,0 +1,62 @@
+"""``omoide memory …`` and ``omoide forget-user`` as a user runs them (real database, real commands)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from omoide.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _hashing(monkeypatch):
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+
+
+def omoide(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["memory", c] for c in ("add", "search", "list", "get", "update", "delete")] + [["forget-user"]]
+)
+def test_help_has_an_example(command):
+    code, out = omoide(*command, "--help")
+    assert code == 0 and "Example:" in out and "omoide " in out.split("Example:")[1]
+
+
+def test_add_search_list_get_update_delete_forget(db_url):
+    who = ["--workspace", "g1", "--user", "u1", "--db", db_url]
+    code, out = omoide("memory", "add", "誕生日は3月15日", "--tag", "profile", *who, "--json")
+    assert code == 0, out
+    first = json.loads(out)
+    assert first["updated"] is False and first["tags"] == ["profile"]
+    code, out = omoide("memory", "add", "誕生日は3月15日。", *who)
+    assert code == 0 and "Updated memory" in out
+    omoide("memory", "add", "好きな食べ物はラーメン", "--category", "preference", *who)
+    code, out = omoide("memory", "search", "誕生日はいつ？", *who, "--json")
+    assert json.loads(out)[0]["content"] == "誕生日は3月15日。"
+    code, out = omoide("memory", "list", *who, "--category", "preference", "--json")
+    assert [m["content"] for m in json.loads(out)] == ["好きな食べ物はラーメン"]
+    code, out = omoide("memory", "update", str(first["id"]), "--content", "誕生日は4月2日", *who, "--json")
+    assert json.loads(out)["content"] == "誕生日は4月2日"
+    code, out = omoide("memory", "get", str(first["id"]), "--workspace", "g1", "--user", "u2", "--db", db_url)
+    assert code == 1 and "no memory with id" in out  # another user: not found
+    code, out = omoide("memory", "delete", str(first["id"]), *who)
+    assert code == 0 and "Deleted" in out
+    code, out = omoide("forget-user", *who, "--yes", "--json")
+    assert json.loads(out) == {"memories": 1, "sessions": 0, "messages": 0}
+    code, out = omoide("memory", "list", *who)
+    assert "No memories" in out
+
+
+def test_bad_input_says_what_to_do(db_url):
+    code, out = omoide(
+        "memory", "add", "x", "--category", "two words", "--workspace", "g1", "--user", "u1", "--db", db_url
+    )
+    assert code != 0 and "category" in out

@@ -1,0 +1,181 @@
+"""Memories through the facade: remember/recall/dedup/isolation/forget, and the memory tool loop (seed 001)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from omoide import Memory
+from omoide.errors import InvalidInput, NotFoundError
+from omoide.memories.tools import MEMORY_TOOLS, MemoryToolExecutor, anthropic_tools, openai_tools
+from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from omoide.providers.scripted import ChatRequest, ScriptedChatModel
+
+
+@pytest.fixture
+async def mem(settings: Any) -> AsyncIterator[Memory]:
+    async with Memory.open(settings.model_copy(update={"embedder": "hashing"})) as m:
+        yield m
+
+
+async def test_remember_and_recall_hybrid(mem: Memory):
+    await mem.remember("私の誕生日は3月15日です", workspace="g1", user="u1", tags=["profile"])
+    await mem.remember("好きな食べ物はラーメン", workspace="g1", user="u1", category="preference")
+    await mem.remember("I live in Osaka", workspace="g1", user="u1")
+    hits = await mem.recall("誕生日はいつ？", workspace="g1", user="u1")
+    assert hits[0].memory.content == "私の誕生日は3月15日です"
+    assert hits[0].ranks.get("lexical") == 1  # the Japanese word inside the sentence matches
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    only = await mem.recall("食べ物", workspace="g1", user="u1", category="preference")
+    assert [h.memory.content for h in only] == ["好きな食べ物はラーメン"]
+    assert await mem.recall("誕生日", workspace="g1", user="u2") == []
+
+
+async def test_a_near_duplicate_updates_instead_of_adding(mem: Memory):
+    first = await mem.remember("私の誕生日は3月15日です", workspace="g1", user="u1", tags=["a"])
+    again = await mem.remember("私の誕生日は3月15日です。", workspace="g1", user="u1", tags=["b"])
+    assert again.updated is True and again.memory.id == first.memory.id
+    assert again.similarity is not None and again.similarity >= mem.settings.memory_dedup_threshold
+    assert again.memory.tags == ("a", "b") and again.memory.content == "私の誕生日は3月15日です。"
+    different = await mem.remember("好きな色は青", workspace="g1", user="u1")
+    assert different.updated is False
+    assert len(await mem.memories.list("g1", "u1")) == 2
+    other_user = await mem.remember("私の誕生日は3月15日です", workspace="g1", user="u2")
+    assert other_user.updated is False  # never merged across users
+
+
+async def test_service_validation_names_the_problem(mem: Memory):
+    with pytest.raises(InvalidInput, match="content"):
+        await mem.remember("  ", workspace="g1", user="u1")
+    with pytest.raises(InvalidInput, match="at most"):
+        await mem.remember("x" * (mem.settings.memory_max_chars + 1), workspace="g1", user="u1")
+    with pytest.raises(InvalidInput, match="category"):
+        await mem.remember("x", workspace="g1", user="u1", category="two words")
+    with pytest.raises(InvalidInput, match="tags"):
+        await mem.remember("x", workspace="g1", user="u1", tags="not-a-list")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="user"):
+        await mem.remember("x", workspace="g1", user="")
+    with pytest.raises(InvalidInput, match="nothing to update"):
+        await mem.memories.update("g1", "u1", 1)
+    assert await mem.memories.list("g1", "u1") == []
+
+
+async def test_every_operation_with_another_users_id_is_not_found(mem: Memory):
+    mine = (await mem.remember("合言葉はひまわり", workspace="g1", user="alice")).memory
+    service = mem.memories
+    with pytest.raises(NotFoundError):
+        await service.get("g1", "bob", mine.id)
+    with pytest.raises(NotFoundError):
+        await service.update("g1", "bob", mine.id, content="盗んだ")
+    with pytest.raises(NotFoundError):
+        await service.delete("g1", "bob", mine.id)
+    assert await service.recall("g1", "bob", "合言葉") == []
+    assert await service.list("g1", "bob") == []
+    assert (await service.get("g1", "alice", mine.id)).content == "合言葉はひまわり"
+
+
+async def test_update_reembeds_and_forget_user_reports(mem: Memory):
+    m = (await mem.remember("I live in Osaka", workspace="g1", user="u1")).memory
+    updated = await mem.memories.update("g1", "u1", m.id, content="I moved to Sapporo")
+    assert updated.content == "I moved to Sapporo"
+    assert (await mem.recall("Sapporo", workspace="g1", user="u1"))[0].ranks.get("vector") == 1
+    key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+    await mem.append(key, Message.user("hello", author_id="u1"))
+    report = await mem.forget_user(workspace="g1", user="u1")
+    assert report.as_dict() == {"memories": 1, "sessions": 1, "messages": 1}
+    assert await mem.memories.list("g1", "u1") == []
+
+
+def test_tool_definitions_in_both_provider_formats():
+    names = [t.name for t in MEMORY_TOOLS]
+    assert names == ["remember", "recall", "list_memories", "delete_memory"]
+    assert [t["name"] for t in anthropic_tools()] == names
+    assert all("input_schema" in t and t["input_schema"]["type"] == "object" for t in anthropic_tools())
+    assert [t["function"]["name"] for t in openai_tools()] == names
+    assert all(t["type"] == "function" and "parameters" in t["function"] for t in openai_tools())
+    for tool in MEMORY_TOOLS:  # whose memory is never the model's to say
+        assert not {"user", "user_id", "workspace", "workspace_id"} & set(tool.input_schema.get("properties", {}))
+
+
+def _last_tool_result(request: ChatRequest) -> ToolResultBlock | None:
+    last = request.messages[-1]
+    blocks = [b for b in last.content if isinstance(b, ToolResultBlock)]
+    return blocks[0] if blocks else None
+
+
+def seed_001_model() -> ScriptedChatModel:
+    """Remembers when asked to, recalls when asked about the user, answers from the tool result."""
+
+    def reply(request: ChatRequest) -> Any:
+        result = _last_tool_result(request)
+        question = request.messages[-1].text
+        if result is not None:
+            data = json.loads(result.content)
+            if isinstance(data, list):
+                return (
+                    "あなたの誕生日は" + data[0]["content"].removeprefix("誕生日は") + "です。"
+                    if data
+                    else "覚えていません。"
+                )
+            return "覚えました。"
+        if "覚えておいて" in question:  # a prompt-injected id is passed too: it must be ignored
+            return [
+                TextBlock("記録します"),
+                ToolUseBlock("t1", "remember", {"content": "誕生日は3月15日", "user_id": "mallory"}),
+            ]
+        if "いつ" in question:
+            return [ToolUseBlock("t2", "recall", {"query": "誕生日", "user_id": "mallory", "workspace": "evil"})]
+        return "はい。"
+
+    return ScriptedChatModel(reply)
+
+
+async def test_seed_001_remember_then_recall_days_later_in_a_new_session(settings: Any):
+    model = seed_001_model()
+    async with Memory.open(settings.model_copy(update={"embedder": "hashing"}), chat_model=model) as mem:
+        key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+        first = await mem.chat(key, Message.user("私の誕生日は3月15日です。覚えておいて", author_id="u1"), tools=True)
+        assert first.text == "覚えました。"
+        assert [m.content for m in await mem.memories.list("g1", "u1")] == ["誕生日は3月15日"]
+        assert await mem.memories.list("g1", "mallory") == []  # the injected id was ignored
+        stored = await mem.history(key)
+        kinds = [[b.type for b in m.content] for m in stored]
+        assert kinds == [["text"], ["text", "tool_use"], ["tool_result"], ["text"]]  # recorded in the session
+
+        await mem.reset(key)  # days later: a new conversation
+        second = await mem.chat(key, Message.user("私の誕生日はいつ？", author_id="u1"), tools=True)
+        assert "3月15日" in second.text
+        assert len(await mem.history(key)) == 4
+    assert all(call.tools for call in model.calls[:-1])
+
+
+async def test_a_model_that_never_stops_calling_tools_is_bounded(settings: Any):
+    def reply(request: ChatRequest) -> Any:
+        if not request.tools:
+            return "ここまでの結果でお答えします。"
+        return [ToolUseBlock(f"t{len(request.messages)}", "list_memories", {})]
+
+    model = ScriptedChatModel(reply)
+    s = settings.model_copy(update={"embedder": "hashing", "memory_tool_rounds": 2})
+    async with Memory.open(s, chat_model=model) as mem:
+        key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+        out = await mem.chat(key, Message.user("一覧を見せて", author_id="u1"), tools=True)
+        assert out.text == "ここまでの結果でお答えします。"
+        assert len(model.calls) == 3 and model.calls[-1].tools == ()
+        history = await mem.history(key)
+        assert history[-1].text == "ここまでの結果でお答えします。"  # no tool call left unanswered
+
+
+async def test_tool_errors_become_error_results_not_exceptions(mem: Memory):
+    other = (await mem.remember("bob's secret", workspace="g1", user="bob")).memory
+    run = MemoryToolExecutor(mem.memories, workspace="g1", user="alice")
+    denied = await run(ToolUseBlock("t1", "delete_memory", {"memory_id": int(other.id), "user_id": "bob"}))
+    assert denied.is_error and json.loads(denied.content)["error"] == "NOT_FOUND"
+    assert (await mem.memories.get("g1", "bob", other.id)).content == "bob's secret"
+    bad = await run(ToolUseBlock("t2", "remember", {}))
+    assert bad.is_error and "content" in json.loads(bad.content)["message"]
+    unknown = await run(ToolUseBlock("t3", "format_disk", {}))
+    assert unknown.is_error and "unknown tool" in json.loads(unknown.content)["message"]
