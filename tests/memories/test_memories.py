@@ -179,3 +179,51 @@ async def test_tool_errors_become_error_results_not_exceptions(mem: Memory):
     assert bad.is_error and "content" in json.loads(bad.content)["message"]
     unknown = await run(ToolUseBlock("t3", "format_disk", {}))
     assert unknown.is_error and "unknown tool" in json.loads(unknown.content)["message"]
+
+
+async def test_sqlite_recall_cache_sees_writes_from_another_process(tmp_path):
+    """The vector matrix cached by one store is rebuilt after another store (process) changes the user's vectors."""
+    from omoide.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    one_settings = Settings(database_url=url, embedder="hashing", transcripts_dir=tmp_path)
+    async with Memory.open(one_settings) as one, Memory.open(one_settings) as two:
+        m = (await one.remember("I live in Osaka", workspace="g1", user="u1")).memory
+        assert (await one.recall("Osaka", workspace="g1", user="u1"))[0].memory.id == m.id  # cache built
+        await two.memories.update("g1", "u1", m.id, content="I moved to Sapporo")
+        hits = await one.recall("Sapporo", workspace="g1", user="u1")
+        assert hits[0].memory.content == "I moved to Sapporo" and hits[0].ranks.get("vector") == 1
+
+
+async def test_sqlite_upgrade_to_migration_5_keeps_memories_searchable(tmp_path):
+    import sqlite3
+
+    from omoide.settings import Settings
+    from omoide.stores.sqlite import MIGRATIONS, SqliteStore
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for migration in MIGRATIONS[:4]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01T00:00:00+00:00')",
+            (migration.version, migration.name),
+        )
+    conn.execute(
+        "INSERT INTO memories (workspace_id, user_id, content, lexical, created_at, updated_at) "
+        "VALUES ('g1', 'u1', '誕生日は3月15日', '誕生 日 3 月 15 日', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00')"
+    )
+    conn.commit()
+    conn.close()
+    settings = Settings(database_url=f"sqlite:///{path}", embedder="hashing", transcripts_dir=tmp_path)
+    async with Memory.open(settings) as mem:
+        assert isinstance(mem.store, SqliteStore)
+        assert await mem.store.schema_version() == 5
+        hits = await mem.recall("誕生日", workspace="g1", user="u1")
+        assert [h.memory.content for h in hits] == ["誕生日は3月15日"]
+        assert await mem.recall("誕生日", workspace="g1", user="u2") == []

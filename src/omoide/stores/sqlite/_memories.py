@@ -1,9 +1,11 @@
 """Explicit memories on SQLite, one function per store operation (run in the store's threads).
 
 Every statement carries ``workspace_id = ? AND user_id = ?``. Vector recall is an exact
-numpy scan over the user's float32 vectors, cached per (workspace, user, model) and keyed
-by a fingerprint of those rows (count, largest rowid, newest ``embedded_at``) that any
-insert, update or delete changes; lexical recall is FTS5 BM25 over ``memories_fts``.
+numpy scan over the user's float32 vectors, cached per (workspace, user, model) and
+rebuilt when the user's row in ``memory_generations`` moved (triggers bump it on any change
+to their vectors, from any connection or process). Lexical recall is FTS5 BM25 over the
+contentless ``memories_fts``, whose documents carry their owner's token (migration 5), so
+the query intersects the user's posting list instead of matching everyone's memories.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from omoide.stores._memory_common import memory_not_found
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._knowledge import vector_blob
 from omoide.stores.sqlite._search import fts_query
+from omoide.stores.sqlite.schema import memory_scope_token
 
 COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
 MAX_CACHED_USERS = 256
@@ -187,13 +190,10 @@ class MemoryVectorCache:
         self, conn: sqlite3.Connection, workspace_id: str, user_id: str, model: str
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         key = (workspace_id, user_id, model)
-        fingerprint = tuple(
-            conn.execute(
-                "SELECT count(*), max(rowid), max(embedded_at) FROM memory_embeddings "
-                "WHERE workspace_id = ? AND user_id = ? AND model = ?",
-                key,
-            ).fetchone()
-        )
+        row = conn.execute(
+            "SELECT generation FROM memory_generations WHERE workspace_id = ? AND user_id = ?", (workspace_id, user_id)
+        ).fetchone()
+        fingerprint = (-1 if row is None else int(row[0]),)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] == fingerprint:
@@ -258,7 +258,8 @@ def memory_vector_search(
         wanted = [int(ids[i]) for i in order]
         extra, params = _filters(category, tags)
         rows = conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.workspace_id = ? AND m.user_id = ?{extra} "
+            # "+" keeps the planner on primary-key probes instead of walking the user's index
+            f"SELECT {COLUMNS} FROM memories m WHERE +m.workspace_id = ? AND +m.user_id = ?{extra} "
             "AND m.id IN (SELECT value FROM json_each(?))",
             [workspace_id, user_id, *params, json.dumps(wanted)],
         ).fetchall()
@@ -283,8 +284,8 @@ def memory_lexical_search(
     extra, params = _filters(category, tags)
     rows = conn.execute(
         f"SELECT {COLUMNS}, bm25(memories_fts) AS rank_ FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.workspace_id = ? AND m.user_id = ?{extra} ORDER BY rank_, m.id LIMIT ?",
-        [fts_query(tokens), workspace_id, user_id, *params, k],
+        f"WHERE memories_fts MATCH ? AND +m.workspace_id = ? AND +m.user_id = ?{extra} ORDER BY rank_, m.id LIMIT ?",
+        [f'"{memory_scope_token(workspace_id, user_id)}" AND ({fts_query(tokens)})', workspace_id, user_id, *params, k],
     ).fetchall()
     return [(record_from_row(r), -float(r[9])) for r in rows]
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from omoide.errors import MigrationError
 from omoide.models import utcnow
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction
-from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4
+from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4, V5
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", V2),
     Migration(3, "knowledge: indexes for archiving, the embedding queue and listing sources", V3),
     Migration(4, "search: store_meta and per-workspace embedding generations", V4),
+    Migration(5, "memories: per-user vector generations, owner-scoped full text, category index", V5),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

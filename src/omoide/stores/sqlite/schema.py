@@ -233,6 +233,7 @@ TABLES: tuple[str, ...] = (
     "summaries",
     "store_meta",
     "search_generations",
+    "memory_generations",
 )
 
 V2: tuple[str, ...] = (
@@ -290,4 +291,85 @@ V4: tuple[str, ...] = (
 )
 """Migration 4: search bookkeeping (``store_meta``; per-workspace embedding generations)."""
 
-__all__ = ["FTS_TOKENIZE", "SCHEMA_MIGRATIONS_TABLE", "TABLES", "V1", "V2", "V3", "V4"]
+
+MEMORY_SCOPE_SQL = "'omoidescope' || hex({row}.workspace_id || char(31) || {row}.user_id)"
+"""The token every memory's FTS document carries for its owner (see migration 5)."""
+
+
+def memory_scope_token(workspace_id: str, user_id: str) -> str:
+    """The owner token of migration 5, as :data:`MEMORY_SCOPE_SQL` computes it in SQL."""
+    return "omoidescope" + (workspace_id + "\x1f" + user_id).encode().hex().upper()
+
+
+def _memory_generation_bump(event: str, row: str) -> str:
+    return f"""
+    CREATE TRIGGER memory_embeddings_generation_{event.lower()} AFTER {event} ON memory_embeddings BEGIN
+        INSERT INTO memory_generations (workspace_id, user_id, generation)
+            SELECT {row}.workspace_id, {row}.user_id, 0
+            WHERE NOT EXISTS (
+                SELECT 1 FROM memory_generations WHERE workspace_id = {row}.workspace_id AND user_id = {row}.user_id
+            );
+        UPDATE memory_generations SET generation = generation + 1
+            WHERE workspace_id = {row}.workspace_id AND user_id = {row}.user_id;
+    END
+    """
+
+
+def _memory_fts_document(row: str) -> str:
+    return f"{row}.lexical || ' ' || " + MEMORY_SCOPE_SQL.format(row=row)
+
+
+V5: tuple[str, ...] = (
+    # recall caches one normalised matrix per (workspace, user, model); any change to that
+    # user's vectors, from any connection or process, bumps their row
+    """
+    CREATE TABLE memory_generations (
+        workspace_id  TEXT NOT NULL,
+        user_id       TEXT NOT NULL,
+        generation    INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (workspace_id, user_id)
+    ) WITHOUT ROWID
+    """,
+    _memory_generation_bump("INSERT", "new"),
+    _memory_generation_bump("UPDATE", "new"),
+    _memory_generation_bump("DELETE", "old"),
+    # every memory's full-text document carries its owner's token, so a user's lexical recall
+    # intersects posting lists instead of matching every user's memories and filtering after
+    "DROP TRIGGER memories_fts_insert",
+    "DROP TRIGGER memories_fts_delete",
+    "DROP TRIGGER memories_fts_update",
+    "DROP TABLE memories_fts",
+    f"CREATE VIRTUAL TABLE memories_fts USING fts5(lexical, content='', tokenize='{FTS_TOKENIZE}')",
+    f"""
+    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, lexical) VALUES (new.id, {_memory_fts_document("new")});
+    END
+    """,
+    f"""
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, lexical) VALUES ('delete', old.id, {_memory_fts_document("old")});
+    END
+    """,
+    f"""
+    CREATE TRIGGER memories_fts_update AFTER UPDATE OF lexical, workspace_id, user_id ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, lexical) VALUES ('delete', old.id, {_memory_fts_document("old")});
+        INSERT INTO memories_fts(rowid, lexical) VALUES (new.id, {_memory_fts_document("new")});
+    END
+    """,
+    f"INSERT INTO memories_fts(rowid, lexical) SELECT m.id, {_memory_fts_document('m')} FROM memories m",
+    "CREATE INDEX memories_workspace_user_category_idx ON memories (workspace_id, user_id, category, created_at)",
+)
+"""Migration 5: memory recall — per-user vector generations and owner-scoped full text."""
+
+__all__ = [
+    "FTS_TOKENIZE",
+    "MEMORY_SCOPE_SQL",
+    "SCHEMA_MIGRATIONS_TABLE",
+    "TABLES",
+    "V1",
+    "V2",
+    "V3",
+    "V4",
+    "V5",
+    "memory_scope_token",
+]
