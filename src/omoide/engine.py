@@ -13,11 +13,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from omoide.chat import ChatRunner, SessionConversation
 from omoide.context import GuardResult, prompt_budget
@@ -32,6 +33,7 @@ from omoide.stores.base import SessionStore
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult, Language
+    from omoide.context.assembly import AssembledContext
     from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
     from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
     from omoide.knowledge.importing import ImportSummary
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from omoide.memories.service import MemoryService
     from omoide.providers.base import Embedder, Reranker
     from omoide.search.filters import SearchFilters
-    from omoide.search.pipeline import SearchMode, SearchPipeline, SearchResult
+    from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, SearchResult
     from omoide.workers.runner import WorkerRunner
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -627,6 +629,105 @@ class Memory:
     async def forget_user(self, *, workspace: str | int, user: str | int) -> ForgetReport:
         """Erase ``user``'s memories, sessions and messages in ``workspace``; report the counts."""
         return await self.memories.forget_user(workspace, user)
+
+    # ---- context assembly (issue 7)
+
+    async def build_context(
+        self,
+        key: KeyLike,
+        query: str | None = None,
+        *,
+        budget_tokens: int | None = None,
+        system: str | None = None,
+        user: str | int | None = None,
+        language: Literal["ja", "en"] | None = None,
+    ) -> AssembledContext:
+        """What a bot should send for the next turn of session ``key``, within ``budget_tokens``.
+
+        Gathers the recent window (overlap included), the user's recalled memories and
+        search hits from long-term knowledge for ``query`` (default: the newest user message
+        in the window) — leaving out knowledge whose messages are all still in the window —
+        and fits them by priority (:mod:`omoide.context.assembly`): the system prompt and the
+        latest exchange first, then memories, then knowledge, then older turns.
+
+        Args:
+            key: the session.
+            query: what to look up (default: the newest user message's text).
+            budget_tokens: the most prompt tokens (default: the chat model's prompt limit).
+            system: the system prompt (default: omoide's).
+            user: whose memories (default: the session's user; none for channel sessions).
+            language: headings' language (default ``OMOIDE_ANSWER_LANGUAGE``).
+
+        Raises:
+            InvalidInput: a bad budget.
+            ContextOverflow: the system prompt and the latest exchange alone exceed the budget.
+        """
+        from omoide.context.assembly import ContextPart, PartKind, assemble
+        from omoide.stores.base import MemoryStore, SearchStore
+
+        session = await self.sessions.get_or_create(key)
+        window = await self.history(key)
+        text = query if query and query.strip() else next((m.text for m in reversed(window) if m.role == "user"), "")
+        owner = str(user) if user is not None else session.user_id
+        budget = (
+            budget_tokens
+            if budget_tokens is not None
+            else prompt_budget(self.chat_model.model_id, self.settings).prompt_limit
+        )
+
+        async def memories() -> list[MemoryHit]:
+            if not text.strip() or not owner or not isinstance(self.store, MemoryStore):
+                return []
+            return await self.recall(text, workspace=session.workspace_id, user=owner)
+
+        async def knowledge() -> SearchResult | None:
+            if not text.strip() or not isinstance(self.store, SearchStore):
+                return None
+            return await self.search(text, workspace=session.workspace_id)
+
+        recalled, found = await asyncio.gather(memories(), knowledge())
+        parts: list[ContextPart] = []
+        for i, hit in enumerate(recalled, start=1):
+            m = hit.memory
+            parts.append(
+                ContextPart(
+                    PartKind.MEMORY,
+                    f"m{i}",
+                    f"{m.content} ({m.category}, {m.updated_at:%Y-%m-%d})",
+                    {"memory_id": int(m.id)},
+                )
+            )
+        in_window = {m.seq for m in window if m.seq is not None}
+        number = 0
+        for result in found.hits if found is not None else ():
+            loc = result.chunk.location
+            seqs = set(range(int(loc["seq_start"]), int(loc["seq_end"]) + 1)) if "seq_start" in loc else set()
+            if loc.get("session_id") == int(session.id) and seqs and seqs <= in_window:
+                continue  # still in the window: the model sees it there
+            number += 1
+            where = " · ".join(p for p in (result.chunk.source_title, _time_range(result)) if p)
+            parts.append(
+                ContextPart(
+                    PartKind.KNOWLEDGE,
+                    f"k{number}",
+                    f"({where}) {result.content}" + (f" <{result.jump_url}>" if result.jump_url else ""),
+                    {"chunk_id": int(result.chunk.chunk_id), "jump_url": result.jump_url},
+                )
+            )
+        return assemble(
+            system=system or DEFAULT_SYSTEM_PROMPT,
+            window=window,
+            parts=parts,
+            budget=budget,
+            counter=self.token_counter,
+            language=language or self.settings.answer_language,
+        )
+
+
+def _time_range(hit: SearchHit) -> str:
+    from omoide.answers.prompt import time_range
+
+    return time_range(hit.chunk.started_at, hit.chunk.ended_at) or ""
 
 
 __all__ = ["Memory"]
