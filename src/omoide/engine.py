@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from omoide.providers.base import Embedder, Reranker
     from omoide.search.filters import SearchFilters
     from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, SearchResult
+    from omoide.summaries.models import Summary
+    from omoide.summaries.service import SummaryGenerator, SummaryReport
     from omoide.workers.runner import WorkerRunner
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -316,13 +318,16 @@ class Memory:
         archive: bool = True,
         embed: bool = True,
         expire: bool = True,
+        summarise: bool = True,
         channel_names: ChannelNames | None = None,
     ) -> WorkerRunner:
         """A :class:`~omoide.workers.runner.WorkerRunner` with the chosen built-in jobs (not started)."""
         from omoide.workers.jobs import build_jobs
         from omoide.workers.runner import WorkerRunner
 
-        jobs = build_jobs(self, archive=archive, embed=embed, expire=expire, channel_names=channel_names)
+        jobs = build_jobs(
+            self, archive=archive, embed=embed, expire=expire, summarise=summarise, channel_names=channel_names
+        )
         return WorkerRunner(jobs, shutdown_timeout=self.settings.worker_shutdown_timeout_seconds)
 
     @asynccontextmanager
@@ -332,6 +337,7 @@ class Memory:
         archive: bool = True,
         embed: bool = True,
         expire: bool = True,
+        summarise: bool = True,
         channel_names: ChannelNames | None = None,
     ) -> AsyncIterator[WorkerRunner]:
         """Run the background workers in this event loop while the block runs.
@@ -347,7 +353,9 @@ class Memory:
 
         import structlog
 
-        runner = self.worker_runner(archive=archive, embed=embed, expire=expire, channel_names=channel_names)
+        runner = self.worker_runner(
+            archive=archive, embed=embed, expire=expire, summarise=summarise, channel_names=channel_names
+        )
         task = asyncio.create_task(runner.run(), name="omoide-workers")
 
         def report_crash(done: asyncio.Task[None]) -> None:
@@ -630,6 +638,52 @@ class Memory:
         """Erase ``user``'s memories, sessions and messages in ``workspace``; report the counts."""
         return await self.memories.forget_user(workspace, user)
 
+    # ---- summaries (issue 7, seed 003)
+
+    def summary_generator(self, *, clock: Callable[[], datetime] | None = None) -> SummaryGenerator:
+        """Seed 003's summariser over this store and chat model.
+
+        Raises:
+            CapabilityNotSupported: the backend stores no summaries.
+        """
+        from omoide.errors import CapabilityNotSupported
+        from omoide.models import utcnow
+        from omoide.stores.base import SummaryStore
+        from omoide.summaries.service import SummaryGenerator
+
+        if not isinstance(self.store, SummaryStore):
+            raise CapabilityNotSupported(
+                f"the {type(self.store).__name__} backend does not store summaries; use SQLite or PostgreSQL"
+            )
+        return SummaryGenerator(self.store, lambda: self.chat_model, self.settings, clock=clock or utcnow)
+
+    async def summarise(self) -> SummaryReport:
+        """One summariser pass: every channel, thread and user with recent messages (seed 003)."""
+        return await self.summary_generator().run()
+
+    async def summary(
+        self,
+        *,
+        workspace: str | int,
+        scope: str = "channel",
+        scope_id: str | int | None = None,
+        kind: str = "long_term",
+    ) -> Summary | None:
+        """The latest summary of a channel, thread, user or the workspace (``scope_id`` defaults to it)."""
+        from omoide.summaries.models import SummaryKind, SummaryScope
+
+        try:
+            chosen, which = SummaryScope(scope), SummaryKind(kind)
+        except ValueError:
+            raise InvalidInput(
+                f"scope must be thread, channel, workspace or user and kind short_term or long_term, "
+                f"got {scope!r} / {kind!r}"
+            ) from None
+        ws = str(workspace)
+        return await self.summary_generator().store.latest_summary(
+            ws, chosen, ws if scope_id is None else str(scope_id), which
+        )
+
     # ---- context assembly (issue 7)
 
     async def build_context(
@@ -644,11 +698,12 @@ class Memory:
     ) -> AssembledContext:
         """What a bot should send for the next turn of session ``key``, within ``budget_tokens``.
 
-        Gathers the recent window (overlap included), the user's recalled memories and
-        search hits from long-term knowledge for ``query`` (default: the newest user message
+        Gathers the recent window (overlap included), the workspace's and channel's long-term
+        summaries and the latest short-term one (thread, else channel), the user's recalled
+        memories and search hits from long-term knowledge for ``query`` (default: the newest user message
         in the window) — leaving out knowledge whose messages are all still in the window —
         and fits them by priority (:mod:`omoide.context.assembly`): the system prompt and the
-        latest exchange first, then memories, then knowledge, then older turns.
+        latest exchange first, then memories, summaries, knowledge, then older turns.
 
         Args:
             key: the session.
@@ -685,8 +740,46 @@ class Memory:
                 return None
             return await self.search(text, workspace=session.workspace_id)
 
-        recalled, found = await asyncio.gather(memories(), knowledge())
-        parts: list[ContextPart] = []
+        async def summaries() -> list[ContextPart]:
+            from omoide.stores.base import SummaryStore
+            from omoide.summaries.models import SummaryKind, SummaryScope
+
+            if not isinstance(self.store, SummaryStore):
+                return []
+            ws = session.workspace_id
+            wanted = [
+                (PartKind.WORKSPACE_SUMMARY, "s:workspace", SummaryScope.WORKSPACE, ws, SummaryKind.LONG_TERM),
+            ]
+            if session.channel_id:
+                wanted.append(
+                    (
+                        PartKind.CHANNEL_SUMMARY,
+                        "s:channel",
+                        SummaryScope.CHANNEL,
+                        session.channel_id,
+                        SummaryKind.LONG_TERM,
+                    )
+                )
+            recent_scope, recent_id = (
+                (SummaryScope.THREAD, session.thread_id)
+                if session.thread_id
+                else (SummaryScope.CHANNEL, session.channel_id)
+            )
+            if recent_id:
+                wanted.append(
+                    (PartKind.SHORT_TERM_SUMMARY, "s:recent", recent_scope, recent_id, SummaryKind.SHORT_TERM)
+                )
+            found_summaries = await asyncio.gather(
+                *(self.store.latest_summary(ws, scope, sid, kind) for _, _, scope, sid, kind in wanted)
+            )
+            return [
+                ContextPart(part_kind, label, summary.content, {"summary_id": summary.id, "version": summary.version})
+                for (part_kind, label, _, _, _), summary in zip(wanted, found_summaries, strict=True)
+                if summary is not None
+            ]
+
+        recalled, found, summary_parts = await asyncio.gather(memories(), knowledge(), summaries())
+        parts: list[ContextPart] = list(summary_parts)
         for i, hit in enumerate(recalled, start=1):
             m = hit.memory
             parts.append(

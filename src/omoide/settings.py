@@ -170,6 +170,19 @@ class Settings(BaseSettings):
     memory_tool_rounds: int = Field(
         4, ge=1, le=20, description="Most model ↔ tool rounds in one chat turn with memory tools."
     )
+    # ---- summaries (issue 7, seed 003)
+    summary_history: bool = Field(
+        True, description="Keep every short-term summary as a new version (seed 003); off: overwrite."
+    )
+    summary_idle_seconds: int = Field(
+        7200, ge=1, description="A conversation idle this long gets a new short-term summary (seed 003: 2 h)."
+    )
+    summary_message_threshold: int = Field(
+        50, ge=1, description="New messages since the last summary that trigger a new one (seed 003: 50)."
+    )
+    summary_window_hours: float = Field(24, gt=0, description="Hours of messages a short-term summary reads.")
+    summary_max_tokens: int = Field(1024, ge=64, le=32_000, description="Length limit of one summary.")
+    worker_summary_interval_seconds: float = Field(600, gt=0, description="Pause between summariser runs.")
 
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from omoide import __version__
-from omoide.cli import context, imports, knowledge, memory, search, sessions
+from omoide.cli import context, imports, knowledge, memory, search, sessions, summaries
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.cli.chat import chat as chat_command
 from omoide.errors import OmoideError
@@ -29,6 +29,7 @@ search.register(app)  # search, ask
 imports.register(app)  # import
 memory.register(app)  # memory …, forget-user
 context.register(app)  # context
+summaries.register(app)  # summaries show, summarise
 app.command("chat", epilog="Example: omoide chat --agent notes   (then: /new idea, /context, /compact, /exit)")(
     chat_command
 )

@@ -209,13 +209,13 @@ def worker(
         typer.Option(
             "--only",
             metavar="JOBS",
-            help="Comma-separated jobs to run: archiver, embedder, expiry. Default: all of them.",
+            help="Comma-separated jobs to run: archiver, embedder, expiry, summariser. Default: all of them.",
             show_default=False,
         ),
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Run the background workers (archiver, embedder, session expiry) until SIGTERM or Ctrl-C.
+    """Run the background workers (archiver, embedder, session expiry, summariser) until SIGTERM or Ctrl-C.
 
     A signal stops claiming new work and lets in-flight work finish (within
     OMOIDE_WORKER_SHUTDOWN_TIMEOUT_SECONDS); a second one cancels at once. Each run is logged

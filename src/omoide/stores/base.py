@@ -51,6 +51,7 @@ from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, Mem
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 from omoide.search.filters import SearchFilters
 from omoide.search.types import ChunkHit
+from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
 class Capability(enum.StrEnum):
@@ -471,4 +472,54 @@ class MemoryStore(Lifecycle, Protocol):
         in other sessions of the workspace, in one transaction; report the counts."""
 
 
-__all__ = ["Capability", "KnowledgeStore", "Lifecycle", "MemoryStore", "SearchStore", "SessionStore"]
+# ---- summaries (issue 7, seed 003)
+
+
+@runtime_checkable
+class SummaryStore(Lifecycle, Protocol):
+    """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
+
+    Contract notes:
+
+    * :meth:`save_summary` with ``new_version=True`` stores version ``latest + 1`` atomically
+      (two writers never get the same number: the unique constraint plus a retry); with
+      ``new_version=False`` it overwrites the latest version's content (version 1 if none).
+    * :meth:`scope_messages` reads session messages by their ``created_at`` time: a channel's
+      (every session whose ``channel_id`` is the scope id), a thread's, or one user's (the
+      messages they wrote), always within one workspace.
+    """
+
+    async def latest_summary(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
+    ) -> Summary | None:
+        """The newest version, or ``None``."""
+
+    async def summary_history(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
+    ) -> list[Summary]:
+        """Versions, newest first."""
+
+    async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
+        """The newest version of every scope id of this scope in the workspace (by scope id)."""
+
+    async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
+        """Store a new version, or overwrite the latest one; return it as stored."""
+
+    async def scope_messages(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, *, since: datetime, limit: int = 2000
+    ) -> list[Message]:
+        """Messages of the scope created at or after ``since``, oldest first (at most the newest ``limit``)."""
+
+    async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
+        """``(workspace_id, scope_id)`` of the channels / threads / users with messages since ``since``."""
+
+
+__all__ = [
+    "Capability",
+    "KnowledgeStore",
+    "Lifecycle",
+    "MemoryStore",
+    "SearchStore",
+    "SessionStore",
+    "SummaryStore",
+]

@@ -7,7 +7,10 @@
   embedding model was configured (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill`);
 * ``expiry`` — :meth:`Sessions.expire_idle <omoide.sessions.Sessions.expire_idle>` every
   ``worker_expire_interval_seconds`` (an expired session's unarchived messages are still
-  archived: the archiver takes sessions of any status).
+  archived: the archiver takes sessions of any status);
+* ``summariser`` — :meth:`SummaryGenerator.run <omoide.summaries.service.SummaryGenerator.run>`
+  every ``worker_summary_interval_seconds`` (seed 003's rolling summaries; it calls the chat
+  model only for the scopes whose triggers fired).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from omoide.workers.runner import Job, RunReport
 if TYPE_CHECKING:
     from omoide.engine import Memory
 
-JOB_NAMES = ("archiver", "embedder", "expiry")
+JOB_NAMES = ("archiver", "embedder", "expiry", "summariser")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +99,24 @@ def expire_job(mem: Memory) -> Job:
     return Job("expiry", settings.worker_expire_interval_seconds, run, settings.worker_max_backoff_seconds)
 
 
+def summarise_job(mem: Memory) -> Job:
+    """Update due summaries every ``worker_summary_interval_seconds``."""
+    generator = mem.summary_generator()
+
+    async def run(stop: asyncio.Event) -> RunReport:
+        return await generator.run()
+
+    settings = mem.settings
+    return Job("summariser", settings.worker_summary_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
 def build_jobs(
     mem: Memory,
     *,
     archive: bool = True,
     embed: bool = True,
     expire: bool = True,
+    summarise: bool = True,
     channel_names: ChannelNames | None = None,
 ) -> list[Job]:
     """The built-in jobs that are switched on."""
@@ -112,7 +127,9 @@ def build_jobs(
         jobs.append(embed_job(mem))
     if expire:
         jobs.append(expire_job(mem))
+    if summarise:
+        jobs.append(summarise_job(mem))
     return jobs
 
 
-__all__ = ["JOB_NAMES", "ExpireReport", "archive_job", "build_jobs", "embed_job", "expire_job"]
+__all__ = ["JOB_NAMES", "ExpireReport", "archive_job", "build_jobs", "embed_job", "expire_job", "summarise_job"]

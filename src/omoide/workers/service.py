@@ -44,7 +44,7 @@ async def serve(settings: Settings, *, jobs: Sequence[str] = JOB_NAMES) -> Worke
 
     Args:
         settings: every setting (database, embedder, intervals, shutdown timeout).
-        jobs: which of ``archiver``, ``embedder``, ``expiry`` to run.
+        jobs: which of ``archiver``, ``embedder``, ``expiry``, ``summariser`` to run.
 
     Raises:
         ConfigError: bad settings or job names.
@@ -74,7 +74,10 @@ async def serve(settings: Settings, *, jobs: Sequence[str] = JOB_NAMES) -> Worke
                 pass
         async with Memory.open(settings) as mem:
             runner = mem.worker_runner(
-                archive="archiver" in chosen, embed="embedder" in chosen, expire="expiry" in chosen
+                archive="archiver" in chosen,
+                embed="embedder" in chosen,
+                expire="expiry" in chosen,
+                summarise="summariser" in chosen,
             )
             current.append(runner)
             if early_stop.is_set():

@@ -92,10 +92,12 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
+from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability
 from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
+from omoide.stores.postgres import _summaries as sumops
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres.migrations import (
@@ -106,6 +108,7 @@ from omoide.stores.postgres.migrations import (
     pending_migrations,
 )
 from omoide.stores.postgres.vector import register_vector_types, vector_extension
+from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 if TYPE_CHECKING:
     from omoide.settings import Settings
@@ -895,6 +898,61 @@ class PostgresStore:
         ws, user = check_scope(workspace_id, user_id)
         async with self._acquire() as conn:
             return await mops.forget_user(conn, ws, user)
+
+    # ---- summaries (issue 7, seed 003)
+
+    async def latest_summary(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
+    ) -> Summary | None:
+        """The newest version, or ``None``."""
+        check_scope_key(workspace_id, scope, scope_id, kind)
+        async with self._acquire() as conn:
+            return await sumops.latest_summary(
+                conn, workspace_id, SummaryScope(scope).value, scope_id, SummaryKind(kind).value
+            )
+
+    async def summary_history(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
+    ) -> list[Summary]:
+        """Versions, newest first."""
+        check_scope_key(workspace_id, scope, scope_id, kind)
+        lim = _check_int("limit", limit, minimum=0)
+        async with self._acquire() as conn:
+            return await sumops.summary_history(
+                conn, workspace_id, SummaryScope(scope).value, scope_id, SummaryKind(kind).value, lim
+            )
+
+    async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
+        """The newest version of every scope id of ``scope`` in the workspace."""
+        check_scope_key(workspace_id, scope, "-", kind)
+        async with self._acquire() as conn:
+            return await sumops.latest_summaries(conn, workspace_id, SummaryScope(scope).value, SummaryKind(kind).value)
+
+    async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
+        """A new version (retried if another writer took the number) or an overwrite of the latest one."""
+        check_summary_draft(draft)
+        async with self._acquire() as conn:
+            return await sumops.save_summary(conn, draft, bool(new_version))
+
+    async def scope_messages(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, *, since: datetime, limit: int = 2000
+    ) -> list[Message]:
+        """Messages of a channel, thread or user since ``since``, oldest first."""
+        check_scope_key(workspace_id, scope, scope_id)
+        chosen = check_message_scope(scope)
+        if not isinstance(since, datetime):
+            raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
+        lim = _check_int("limit", limit, minimum=0)
+        async with self._acquire() as conn:
+            return await sumops.scope_messages(conn, workspace_id, chosen, scope_id, since, lim)
+
+    async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
+        """Workspaces and channel / thread / user ids with messages since ``since``."""
+        chosen = check_message_scope(scope)
+        if not isinstance(since, datetime):
+            raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
+        async with self._acquire() as conn:
+            return await sumops.active_scopes(conn, since, chosen)
 
 
 __all__ = ["PostgresStore"]

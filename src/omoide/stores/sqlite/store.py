@@ -75,13 +75,16 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
+from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability
 from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _sessions as ops
+from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
+from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 logger = logging.getLogger(__name__)
 
@@ -699,6 +702,72 @@ class SqliteStore:
         """Erase the user's memories, sessions and messages in one transaction."""
         ws, user = check_scope(workspace_id, user_id)
         return await self._write("forget_user", mops.forget_user, ws, user)
+
+    # ---- summaries (issue 7, seed 003)
+
+    async def latest_summary(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
+    ) -> Summary | None:
+        """The newest version, or ``None``."""
+        check_scope_key(workspace_id, scope, scope_id, kind)
+        return await self._read(
+            "latest_summary",
+            sumops.latest_summary,
+            workspace_id,
+            SummaryScope(scope).value,
+            scope_id,
+            SummaryKind(kind).value,
+        )
+
+    async def summary_history(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
+    ) -> list[Summary]:
+        """Versions, newest first."""
+        check_scope_key(workspace_id, scope, scope_id, kind)
+        _check_count("limit", limit)
+        return await self._read(
+            "summary_history",
+            sumops.summary_history,
+            workspace_id,
+            SummaryScope(scope).value,
+            scope_id,
+            SummaryKind(kind).value,
+            limit,
+        )
+
+    async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
+        """The newest version of every scope id of ``scope`` in the workspace."""
+        check_scope_key(workspace_id, scope, "-", kind)
+        return await self._read(
+            "latest_summaries",
+            sumops.latest_summaries,
+            workspace_id,
+            SummaryScope(scope).value,
+            SummaryKind(kind).value,
+        )
+
+    async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
+        """A new version (atomic in ``BEGIN IMMEDIATE``) or an overwrite of the latest one."""
+        check_summary_draft(draft)
+        return await self._write("save_summary", sumops.save_summary, draft, bool(new_version), utcnow())
+
+    async def scope_messages(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, *, since: datetime, limit: int = 2000
+    ) -> list[Message]:
+        """Messages of a channel, thread or user since ``since``, oldest first."""
+        check_scope_key(workspace_id, scope, scope_id)
+        chosen = check_message_scope(scope)
+        if not isinstance(since, datetime):
+            raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
+        _check_count("limit", limit)
+        return await self._read("scope_messages", sumops.scope_messages, workspace_id, chosen, scope_id, since, limit)
+
+    async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
+        """Workspaces and channel / thread / user ids with messages since ``since``."""
+        chosen = check_message_scope(scope)
+        if not isinstance(since, datetime):
+            raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
+        return await self._read("active_scopes", sumops.active_scopes, since, chosen)
 
 
 def _int(name: str, value: int) -> int:

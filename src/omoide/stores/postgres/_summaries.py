@@ -1,0 +1,168 @@
+"""Summaries on PostgreSQL, one function per store operation (pooled asyncpg connection)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from omoide.models import Message, ensure_utc
+from omoide.stores._knowledge_common import to_json
+from omoide.stores.postgres._rows import MESSAGE_COLUMNS, row_to_message
+from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+
+COLUMNS = (
+    "id, workspace_id, scope, scope_id, kind, version, content, source_message_count, source_latest_message_at, "
+    "metadata, created_at"
+)
+SAVE_ATTEMPTS = 5
+
+
+def summary_from_row(row: Mapping[str, Any]) -> Summary:
+    metadata = row["metadata"]
+    return Summary(
+        id=int(row["id"]),
+        workspace_id=row["workspace_id"],
+        scope=SummaryScope(row["scope"]),
+        scope_id=row["scope_id"],
+        kind=SummaryKind(row["kind"]),
+        version=int(row["version"]),
+        content=row["content"],
+        source_message_count=int(row["source_message_count"]),
+        source_latest_message_at=None
+        if row["source_latest_message_at"] is None
+        else ensure_utc(row["source_latest_message_at"]),
+        metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+        created_at=ensure_utc(row["created_at"]),
+    )
+
+
+async def latest_summary(
+    conn: asyncpg.Connection, workspace_id: str, scope: str, scope_id: str, kind: str
+) -> Summary | None:
+    row = await conn.fetchrow(
+        f"SELECT {COLUMNS} FROM summaries WHERE workspace_id = $1 AND scope = $2 AND scope_id = $3 AND kind = $4 "
+        "ORDER BY version DESC LIMIT 1",
+        workspace_id,
+        scope,
+        scope_id,
+        kind,
+    )
+    return None if row is None else summary_from_row(row)
+
+
+async def summary_history(
+    conn: asyncpg.Connection, workspace_id: str, scope: str, scope_id: str, kind: str, limit: int
+) -> list[Summary]:
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM summaries WHERE workspace_id = $1 AND scope = $2 AND scope_id = $3 AND kind = $4 "
+        "ORDER BY version DESC LIMIT $5",
+        workspace_id,
+        scope,
+        scope_id,
+        kind,
+        limit,
+    )
+    return [summary_from_row(r) for r in rows]
+
+
+async def latest_summaries(conn: asyncpg.Connection, workspace_id: str, scope: str, kind: str) -> list[Summary]:
+    rows = await conn.fetch(
+        f"SELECT DISTINCT ON (scope_id) {COLUMNS} FROM summaries WHERE workspace_id = $1 AND scope = $2 AND kind = $3 "
+        "ORDER BY scope_id, version DESC",
+        workspace_id,
+        scope,
+        kind,
+    )
+    return [summary_from_row(r) for r in rows]
+
+
+async def save_summary(conn: asyncpg.Connection, draft: SummaryDraft, new_version: bool) -> Summary:
+    """Next version (a concurrent writer that took the number first makes this retry) or overwrite."""
+    key = (draft.workspace_id, draft.scope.value, draft.scope_id, draft.kind.value)
+    metadata = to_json(dict(draft.metadata), what="metadata")
+    for attempt in range(SAVE_ATTEMPTS):
+        try:
+            async with conn.transaction():
+                latest = await conn.fetchrow(
+                    "SELECT id, version FROM summaries WHERE workspace_id = $1 AND scope = $2 AND scope_id = $3 "
+                    "AND kind = $4 ORDER BY version DESC LIMIT 1 FOR UPDATE",
+                    *key,
+                )
+                if latest is not None and not new_version:
+                    row = await conn.fetchrow(
+                        "UPDATE summaries SET content = $2, source_message_count = $3, source_latest_message_at = $4, "
+                        f"metadata = $5::jsonb, created_at = now() WHERE id = $1 RETURNING {COLUMNS}",
+                        latest["id"],
+                        draft.content,
+                        draft.source_message_count,
+                        draft.source_latest_message_at,
+                        metadata,
+                    )
+                else:
+                    row = await conn.fetchrow(
+                        "INSERT INTO summaries (workspace_id, scope, scope_id, kind, version, content, "
+                        "source_message_count, source_latest_message_at, metadata) "
+                        f"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) RETURNING {COLUMNS}",
+                        *key,
+                        1 if latest is None else int(latest["version"]) + 1,
+                        draft.content,
+                        draft.source_message_count,
+                        draft.source_latest_message_at,
+                        metadata,
+                    )
+            return summary_from_row(row)
+        except asyncpg.UniqueViolationError:
+            if attempt == SAVE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_SCOPE_FILTER = {
+    SummaryScope.CHANNEL: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND channel_id = $2)",
+    SummaryScope.THREAD: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND thread_id = $2)",
+    SummaryScope.USER: "m.workspace_id = $1 AND m.author_id = $2",
+}
+
+
+async def scope_messages(
+    conn: asyncpg.Connection, workspace_id: str, scope: SummaryScope, scope_id: str, since: datetime, limit: int
+) -> list[Message]:
+    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    rows = await conn.fetch(
+        f"SELECT {columns} FROM session_messages m WHERE {_SCOPE_FILTER[scope]} AND m.created_at >= $3 "
+        "ORDER BY m.created_at DESC, m.id DESC LIMIT $4",
+        workspace_id,
+        scope_id,
+        since,
+        limit,
+    )
+    return [row_to_message(r) for r in reversed(rows)]
+
+
+async def active_scopes(conn: asyncpg.Connection, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
+    if scope is SummaryScope.USER:
+        sql = (
+            "SELECT DISTINCT workspace_id, author_id AS id FROM session_messages WHERE created_at >= $1 "
+            "AND author_id IS NOT NULL AND NOT is_bot ORDER BY 1, 2"
+        )
+    else:
+        column = "channel_id" if scope is SummaryScope.CHANNEL else "thread_id"
+        sql = (
+            f"SELECT DISTINCT workspace_id, {column} AS id FROM sessions WHERE last_active_at >= $1 "
+            f"AND {column} IS NOT NULL ORDER BY 1, 2"
+        )
+    return [(r["workspace_id"], r["id"]) for r in await conn.fetch(sql, since)]
+
+
+__all__ = [
+    "active_scopes",
+    "latest_summaries",
+    "latest_summary",
+    "save_summary",
+    "scope_messages",
+    "summary_history",
+]

@@ -1,0 +1,320 @@
+"""Seed 003's memory hierarchy: rolling short-term summaries merged into long-term ones.
+
+For a channel (and likewise a thread, or a user — what the bot knows about a person):
+
+1. read the scope's messages of the last ``summary_window_hours``;
+2. read its latest short-term summary and count the messages newer than it;
+3. decide with :func:`should_update_short_term_memory` (seed 003, exactly: True when the
+   history feature is off or there is no summary yet, else conversation idle for
+   ``conversation_idle_seconds`` OR at least ``message_threshold`` new messages);
+4. summarise the messages (the chat model; offline the extractive model selects salient
+   sentences) and save it — as a new version (history on) or over the latest (off);
+5. right after, merge it into the scope's long-term summary (always overwritten);
+6. for channels, then rebuild the workspace's long-term summary from every channel's.
+
+Deviation from seed 003: the workspace merge runs once per pass over a workspace's
+channels (after the last channel that changed), not once per channel — the result is the
+same, with one model call instead of one per channel. Set ``merge_each=True`` on
+:meth:`SummaryGenerator.generate_channel_memories` for the seed's exact order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import structlog
+
+from omoide.errors import InvalidInput
+from omoide.models import Message, utcnow
+from omoide.providers.base import ChatModel
+from omoide.settings import Settings
+from omoide.stores.base import SummaryStore
+from omoide.summaries.models import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
+
+log = structlog.get_logger(__name__)
+
+Clock = Callable[[], datetime]
+Language = Literal["ja", "en"]
+
+_PROMPTS: dict[Language, dict[str, str]] = {
+    "ja": {
+        "system": "あなたはチャットの記録を要約するアシスタントです。事実・決定事項・予定・人物の好みを簡潔に、日本語で書いてください。",
+        "short": "次の会話（{scope}: {name}）を、後で思い出せるように箇条書きで要約してください。\n\n{body}",
+        "long": (
+            "これまでの長期要約と新しい短期要約を統合し、{scope}: {name} の長期要約を更新してください。"
+            "古くなった情報は新しい情報で置き換えてください。\n\n## これまでの長期要約\n{existing}\n\n## 新しい短期要約\n{body}"
+        ),
+        "workspace": (
+            "各チャンネルの長期要約を統合し、ワークスペース全体の長期要約を書いてください。\n\n"
+            "## これまでのワークスペース要約\n{existing}\n\n{body}"
+        ),
+        "none": "（なし）",
+    },
+    "en": {
+        "system": "You summarise chat logs. Keep facts, decisions, plans and people's preferences, briefly.",
+        "short": "Summarise this conversation ({scope}: {name}) as bullet points to remember later.\n\n{body}",
+        "long": (
+            "Merge the previous long-term summary with the new short-term summary into an updated long-term "
+            "summary of {scope}: {name}. Replace outdated facts with newer ones.\n\n"
+            "## Previous long-term summary\n{existing}\n\n## New short-term summary\n{body}"
+        ),
+        "workspace": (
+            "Merge the channels' long-term summaries into one long-term summary of the whole workspace.\n\n"
+            "## Previous workspace summary\n{existing}\n\n{body}"
+        ),
+        "none": "(none)",
+    },
+}
+
+
+def should_update_short_term_memory(
+    latest_message_at: datetime | None,
+    existing: Summary | None,
+    new_message_count: int,
+    config: ShortTermHistoryConfig,
+    *,
+    now: datetime | None = None,
+) -> bool:
+    """Seed 003's ``_should_update_short_term_memory``: the OR of its two triggers.
+
+    Args:
+        latest_message_at: when the newest message was written.
+        existing: the current latest short-term summary.
+        new_message_count: messages since that summary.
+        config: the history settings.
+        now: the clock (default: now, UTC).
+    """
+    if not config.enabled:
+        return True  # history off: always overwrite
+    if existing is None:
+        return True
+    if latest_message_at is not None:
+        idle = ((now or utcnow()) - latest_message_at).total_seconds()
+        if idle >= config.conversation_idle_seconds:
+            return True
+    return new_message_count >= config.message_threshold
+
+
+@dataclass(slots=True)
+class SummaryReport:
+    """What one pass did (a worker run report)."""
+
+    scopes: int = 0
+    short_term: int = 0
+    long_term: int = 0
+    workspaces: int = 0
+    skipped: int = 0
+    duration_s: float = 0.0
+    updated: list[str] = field(default_factory=list)
+
+    @property
+    def idle(self) -> bool:
+        return self.short_term == 0
+
+    @property
+    def retry_later(self) -> bool:
+        return False
+
+    def as_log(self) -> dict[str, Any]:
+        return {
+            "scopes": self.scopes,
+            "short_term": self.short_term,
+            "long_term": self.long_term,
+            "workspaces": self.workspaces,
+            "skipped": self.skipped,
+            "duration_ms": round(self.duration_s * 1000, 1),
+        }
+
+
+def _line(message: Message) -> str:
+    who = message.author_name or message.author_id or message.role
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] {who}: {message.text}"
+
+
+class SummaryGenerator:
+    """Generates and merges summaries (see the module docstring).
+
+    Args:
+        store: the summary store.
+        model: returns the chat model that summarises (offline: the extractive model).
+        settings: ``summary_*`` settings.
+        clock: the current time (tests inject one).
+    """
+
+    def __init__(
+        self, store: SummaryStore, model: Callable[[], ChatModel], settings: Settings, *, clock: Clock = utcnow
+    ) -> None:
+        self.store = store
+        self._model = model
+        self.settings = settings
+        self.clock = clock
+
+    @property
+    def config(self) -> ShortTermHistoryConfig:
+        s = self.settings
+        return ShortTermHistoryConfig(s.summary_history, s.summary_idle_seconds, s.summary_message_threshold)
+
+    def _language(self) -> Language:
+        return "en" if self.settings.answer_language == "en" else "ja"
+
+    async def summarise(self, prompt: str) -> str:
+        """One model call: the prompt in, the summary text out."""
+        texts = _PROMPTS[self._language()]
+        response = await self._model().complete(
+            [Message.user(prompt)],
+            system=texts["system"],
+            max_tokens=self.settings.summary_max_tokens,
+            temperature=0.2,
+        )
+        text = response.text.strip()
+        if not text:
+            raise InvalidInput("the chat model returned an empty summary")
+        return text
+
+    async def update_scope(
+        self, workspace_id: str, scope: SummaryScope, scope_id: str, *, config: ShortTermHistoryConfig | None = None
+    ) -> Summary | None:
+        """Steps 1–5 for one channel, thread or user; the new short-term summary, or ``None`` if not due."""
+        cfg = config or self.config
+        now = self.clock()
+        since = now - timedelta(hours=self.settings.summary_window_hours)
+        messages = await self.store.scope_messages(workspace_id, scope, scope_id, since=since)
+        if not messages:
+            return None
+        existing = await self.store.latest_summary(workspace_id, scope, scope_id, SummaryKind.SHORT_TERM)
+        newer_than = existing.source_latest_message_at if existing is not None else None
+        new_count = len(messages) if newer_than is None else sum(1 for m in messages if m.created_at > newer_than)
+        latest_at = messages[-1].created_at
+        if not should_update_short_term_memory(latest_at, existing, new_count, cfg, now=now):
+            return None
+        if existing is not None and new_count == 0 and cfg.enabled:
+            return None  # idle, but nothing new since the last summary: no new version of the same text
+        texts = _PROMPTS[self._language()]
+        body = "\n".join(_line(m) for m in messages)
+        content = await self.summarise(texts["short"].format(scope=scope.value, name=scope_id, body=body))
+        draft = SummaryDraft(
+            workspace_id,
+            scope,
+            scope_id,
+            SummaryKind.SHORT_TERM,
+            content,
+            source_message_count=len(messages),
+            source_latest_message_at=latest_at,
+        )
+        short = await self.store.save_summary(draft, new_version=cfg.enabled)
+        await self._merge_long_term(short)
+        return short
+
+    async def _merge_long_term(self, short: Summary) -> Summary:
+        """Step 5: merge a new short-term summary into its scope's long-term one (overwritten)."""
+        texts = _PROMPTS[self._language()]
+        existing = await self.store.latest_summary(
+            short.workspace_id, short.scope, short.scope_id, SummaryKind.LONG_TERM
+        )
+        prompt = texts["long"].format(
+            scope=short.scope.value,
+            name=short.scope_id,
+            existing=existing.content if existing else texts["none"],
+            body=short.content,
+        )
+        content = await self.summarise(prompt)
+        draft = SummaryDraft(
+            short.workspace_id,
+            short.scope,
+            short.scope_id,
+            SummaryKind.LONG_TERM,
+            content,
+            source_message_count=short.source_message_count,
+            source_latest_message_at=short.source_latest_message_at,
+        )
+        return await self.store.save_summary(draft, new_version=False)
+
+    async def update_workspace(self, workspace_id: str) -> Summary | None:
+        """Step 6: the workspace's long-term summary from every channel's long-term summary."""
+        channels = await self.store.latest_summaries(workspace_id, SummaryScope.CHANNEL, SummaryKind.LONG_TERM)
+        if not channels:
+            return None
+        texts = _PROMPTS[self._language()]
+        existing = await self.store.latest_summary(
+            workspace_id, SummaryScope.WORKSPACE, workspace_id, SummaryKind.LONG_TERM
+        )
+        body = "\n\n".join(f"## #{c.scope_id}\n{c.content}" for c in channels)
+        content = await self.summarise(
+            texts["workspace"].format(existing=existing.content if existing else texts["none"], body=body)
+        )
+        latest = [c.source_latest_message_at for c in channels if c.source_latest_message_at is not None]
+        draft = SummaryDraft(
+            workspace_id,
+            SummaryScope.WORKSPACE,
+            workspace_id,
+            SummaryKind.LONG_TERM,
+            content,
+            source_message_count=sum(c.source_message_count for c in channels),
+            source_latest_message_at=max(latest, default=None),
+        )
+        return await self.store.save_summary(draft, new_version=False)
+
+    async def generate_channel_memories(
+        self,
+        workspace_id: str,
+        channels: Sequence[str],
+        *,
+        config: ShortTermHistoryConfig | None = None,
+        merge_each: bool = False,
+    ) -> SummaryReport:
+        """Seed 003's ``generate_channel_memories`` for some channels of one workspace."""
+        report = SummaryReport()
+        changed = False
+        for channel in channels:
+            report.scopes += 1
+            short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
+            if short is None:
+                report.skipped += 1
+                continue
+            report.short_term += 1
+            report.long_term += 1
+            report.updated.append(f"channel:{channel}")
+            changed = True
+            if merge_each:
+                await self.update_workspace(workspace_id)
+                report.workspaces += 1
+        if changed and not merge_each:
+            await self.update_workspace(workspace_id)
+            report.workspaces += 1
+        return report
+
+    async def run(self) -> SummaryReport:
+        """One pass over every channel, thread and user with recent messages (the worker job)."""
+        started = time.perf_counter()
+        since = self.clock() - timedelta(hours=self.settings.summary_window_hours)
+        report = SummaryReport()
+        by_workspace: dict[str, list[str]] = {}
+        for workspace_id, channel in await self.store.active_scopes(since=since, scope=SummaryScope.CHANNEL):
+            by_workspace.setdefault(workspace_id, []).append(channel)
+        for workspace_id, channels in by_workspace.items():
+            part = await self.generate_channel_memories(workspace_id, channels)
+            report.scopes += part.scopes
+            report.short_term += part.short_term
+            report.long_term += part.long_term
+            report.workspaces += part.workspaces
+            report.skipped += part.skipped
+            report.updated += part.updated
+        for scope in (SummaryScope.THREAD, SummaryScope.USER):
+            for workspace_id, scope_id in await self.store.active_scopes(since=since, scope=scope):
+                report.scopes += 1
+                if await self.update_scope(workspace_id, scope, scope_id) is None:
+                    report.skipped += 1
+                    continue
+                report.short_term += 1
+                report.long_term += 1
+                report.updated.append(f"{scope.value}:{scope_id}")
+        report.duration_s = time.perf_counter() - started
+        log.info("summaries_run", **report.as_log())
+        return report
+
+
+__all__ = ["SummaryGenerator", "SummaryReport", "should_update_short_term_memory"]
