@@ -20,6 +20,7 @@ async def test_idle_sessions_become_searchable_knowledge_automatically(settings)
         worker_archive_interval_seconds=0.05,
         worker_embed_interval_seconds=0.05,
         worker_expire_interval_seconds=0.05,
+        worker_summary_interval_seconds=0.05,
     )
     async with Memory.open(s) as mem:
         keys = [mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}") for i in range(3)]
@@ -39,7 +40,7 @@ async def test_idle_sessions_become_searchable_knowledge_automatically(settings)
             more = await talk(mem, keys[0], 2, start=12, user="u0")
             assert (await mem.sessions.get(keys[0])).status is SessionStatus.ACTIVE
         assert runner.stopping.is_set() and runner.cancelled == []
-        assert set(runner.runs) == {"archiver", "embedder", "expiry"}
+        assert set(runner.runs) == {"archiver", "embedder", "expiry", "summariser"}
         assert all(n >= 1 for n in runner.runs.values())
         await mem.archive(now=True)
         await mem.embed()
@@ -50,7 +51,7 @@ async def test_leaving_the_block_stops_the_workers_promptly(settings):
     s = tuned(settings, embedder="hashing", worker_archive_interval_seconds=3600, worker_embed_interval_seconds=3600)
     async with Memory.open(s) as mem:
         started = time.monotonic()
-        async with mem.workers(expire=False) as runner:
+        async with mem.workers(expire=False, summarise=False) as runner:
             await asyncio.sleep(0.1)
         assert time.monotonic() - started < 5
         assert set(runner.runs) == {"archiver", "embedder"}
