@@ -87,6 +87,9 @@ async def save_summary(conn: asyncpg.Connection, draft: SummaryDraft, new_versio
     for attempt in range(SAVE_ATTEMPTS):
         try:
             async with conn.transaction():
+                # Serialise writers of one (workspace, scope, id, kind): FOR UPDATE alone lets a waiter
+                # re-read the old latest row and collide; the unique constraint + retry stays as backstop.
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "\x1f".join(key))
                 latest = await conn.fetchrow(
                     "SELECT id, version FROM summaries WHERE workspace_id = $1 AND scope = $2 AND scope_id = $3 "
                     "AND kind = $4 ORDER BY version DESC LIMIT 1 FOR UPDATE",
