@@ -13,7 +13,6 @@ passing user A's memory id gets :class:`~omoide.errors.NotFoundError`, never A's
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -42,8 +41,8 @@ log = structlog.get_logger(__name__)
 
 CATEGORY_PATTERN = re.compile(r"^[\w\-.:]{1,64}$")
 MAX_TAGS = 32
-CANDIDATES = 20
-"""Memories taken from each list before fusion (at least; four times the limit when larger)."""
+CANDIDATES = 10
+"""Memories taken from each list before fusion (at least; twice the limit when larger)."""
 
 
 def _ident(name: str, value: object) -> str:
@@ -178,14 +177,14 @@ class MemoryService:
         tag_list = _tags(tags)
         embedder = self._embedder()
         vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
-        k = max(CANDIDATES, 4 * top)
+        k = max(CANDIDATES, 2 * top)
         tokens = tokenize_for_search(query)
-        by_vector, by_text = await asyncio.gather(
-            self.store.memory_vector_search(
-                ws, uid, model=embedder.model_id, query=vector, k=k, category=cat, tags=tag_list
-            ),
-            self.store.memory_lexical_search(ws, uid, tokens=tokens, k=k, category=cat, tags=tag_list),
+        # one after the other: both are short, Python-heavy store calls, and running them in two
+        # threads at once made them wait on each other for the GIL (worse tail latency)
+        by_vector = await self.store.memory_vector_search(
+            ws, uid, model=embedder.model_id, query=vector, k=k, category=cat, tags=tag_list
         )
+        by_text = await self.store.memory_lexical_search(ws, uid, tokens=tokens, k=k, category=cat, tags=tag_list)
         records = {m.id: m for m, _ in (*by_vector, *by_text)}
         fused = reciprocal_rank_fusion(
             [[m.id for m, _ in by_vector], [m.id for m, _ in by_text]], k=DEFAULT_RRF_K, limit=top

@@ -1,11 +1,12 @@
 """Explicit memories on SQLite, one function per store operation (run in the store's threads).
 
-Every statement carries ``workspace_id = ? AND user_id = ?``. Vector recall is an exact
-numpy scan over the user's float32 vectors, cached per (workspace, user, model) and
-rebuilt when the user's row in ``memory_generations`` moved (triggers bump it on any change
-to their vectors, from any connection or process). Lexical recall is FTS5 BM25 over the
-contentless ``memories_fts``, whose documents carry their owner's token (migration 5), so
-the query intersects the user's posting list instead of matching everyone's memories.
+Every statement carries ``workspace_id = ? AND user_id = ?``. Recall works on one user's
+memories only: an exact numpy scan over their float32 vectors (per model) and BM25 over an
+inverted index of their memories' tokens, both cached per user and rebuilt when the user's
+row in ``memory_generations`` moved (triggers bump it on any change to their memories or
+vectors, from any connection or process). So a recall costs the same whether the database
+holds one user or a million. (The FTS5 table ``memories_fts`` is kept in sync for ad-hoc
+queries; recall does not need it.)
 """
 
 from __future__ import annotations
@@ -15,19 +16,19 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from omoide.errors import InvalidInput
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryId, MemoryRecord
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._knowledge import vector_blob
-from omoide.stores.sqlite._search import fts_query
-from omoide.stores.sqlite.schema import memory_scope_token
 
 COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
 MAX_CACHED_USERS = 256
@@ -179,37 +180,99 @@ def list_memories(
     return [record_from_row(r) for r in rows]
 
 
-class MemoryVectorCache:
-    """The normalised vectors of recently searched users, rebuilt when their fingerprint moves."""
+@dataclass(frozen=True, slots=True)
+class LexicalIndex:
+    """An inverted index of one user's memories (their ``lexical`` tokens), for BM25."""
+
+    ids: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.float32]
+    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]
+
+    @classmethod
+    def build(cls, rows: Sequence[tuple[int, str]]) -> LexicalIndex:
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        lengths = np.zeros(len(rows), dtype=np.float32)
+        collected: dict[str, dict[int, int]] = {}
+        for i, (_, text) in enumerate(rows):
+            tokens = text.split()
+            lengths[i] = len(tokens)
+            for token in tokens:
+                counts = collected.setdefault(token, {})
+                counts[i] = counts.get(i, 0) + 1
+        postings = {
+            token: (np.fromiter(c.keys(), dtype=np.int64, count=len(c)), np.fromiter(c.values(), dtype=np.float32))
+            for token, c in collected.items()
+        }
+        return cls(ids, lengths, postings)
+
+    def scores(self, tokens: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> npt.NDArray[np.float32]:
+        """BM25 of every memory for the query tokens (0 where none matches)."""
+        n = self.ids.shape[0]
+        out = np.zeros(n, dtype=np.float32)
+        if n == 0:
+            return out
+        norm = k1 * (1 - b + b * self.lengths / max(float(self.lengths.mean()), 1.0))
+        for token in dict.fromkeys(tokens):
+            posting = self.postings.get(token)
+            if posting is None:
+                continue
+            docs, tf = posting
+            idf = np.log(1.0 + (n - docs.shape[0] + 0.5) / (docs.shape[0] + 0.5))
+            out[docs] += idf * tf * (k1 + 1) / (tf + norm[docs])
+        return out
+
+
+class MemoryRecallCache:
+    """Per user: the normalised vectors (per model) and a lexical index of their memories.
+
+    Both are rebuilt when the user's row in ``memory_generations`` moved (triggers bump it on
+    any change to their memories' text or vectors, from any connection or process), so a
+    recall reads only that user's rows and never scans other users' postings.
+    """
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[tuple[str, str, str], tuple[tuple[Any, ...], Any, Any]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, ...], tuple[int, Any]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _get(self, key: tuple[str, ...], generation: int) -> Any:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == generation:
+                self._entries.move_to_end(key)
+                return entry[1]
+        return None
+
+    def _put(self, key: tuple[str, ...], generation: int, value: Any) -> None:
+        with self._lock:
+            self._entries[key] = (generation, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_CACHED_USERS:
+                self._entries.popitem(last=False)
+
+    @staticmethod
+    def generation(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> int:
+        row = conn.execute(
+            "SELECT generation FROM memory_generations WHERE workspace_id = ? AND user_id = ?", (workspace_id, user_id)
+        ).fetchone()
+        return -1 if row is None else int(row[0])
 
     def matrix(
         self, conn: sqlite3.Connection, workspace_id: str, user_id: str, model: str
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        key = (workspace_id, user_id, model)
-        row = conn.execute(
-            "SELECT generation FROM memory_generations WHERE workspace_id = ? AND user_id = ?", (workspace_id, user_id)
-        ).fetchone()
-        fingerprint = (-1 if row is None else int(row[0]),)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] == fingerprint:
-                self._entries.move_to_end(key)
-                return entry[1], entry[2]
+        key = ("vectors", workspace_id, user_id, model)
+        generation = self.generation(conn, workspace_id, user_id)
+        cached = self._get(key, generation)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
         rows = conn.execute(
             "SELECT memory_id, embedding FROM memory_embeddings WHERE workspace_id = ? AND user_id = ? AND model = ? "
             "ORDER BY memory_id",
-            key,
+            (workspace_id, user_id, model),
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if rows:
             sizes = {len(r[1]) for r in rows}
             if len(sizes) > 1:
-                from omoide.errors import InvalidInput
-
                 raise InvalidInput(
                     f"model {model!r} has memory vectors of several sizes for this user; re-embed with one configuration"
                 )
@@ -219,17 +282,64 @@ class MemoryVectorCache:
             vectors /= norms[:, None]
         else:
             vectors = np.empty((0, 0), dtype=np.float32)
-        with self._lock:
-            self._entries[key] = (fingerprint, ids, vectors)
-            self._entries.move_to_end(key)
-            while len(self._entries) > MAX_CACHED_USERS:
-                self._entries.popitem(last=False)
+        self._put(key, generation, (ids, vectors))
         return ids, vectors
+
+    def lexical(self, conn: sqlite3.Connection, workspace_id: str, user_id: str) -> LexicalIndex:
+        key = ("lexical", workspace_id, user_id)
+        generation = self.generation(conn, workspace_id, user_id)
+        cached = self._get(key, generation)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        rows = conn.execute(
+            "SELECT id, lexical FROM memories WHERE workspace_id = ? AND user_id = ? ORDER BY id",
+            (workspace_id, user_id),
+        ).fetchall()
+        index = LexicalIndex.build([(int(r[0]), r[1]) for r in rows])
+        self._put(key, generation, index)
+        return index
+
+
+def _ranked_records(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    user_id: str,
+    ids: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float32],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+    *,
+    minimum: float | None = None,
+) -> list[tuple[MemoryRecord, float]]:
+    """The ``k`` best-scored memories that pass the filters, best first (ties: lower id)."""
+    if minimum is not None:
+        keep = scores > minimum
+        ids, scores = ids[keep], scores[keep]
+    if ids.shape[0] == 0:
+        return []
+    filtered = category is not None or bool(tags)
+    take = min(ids.shape[0], k if not filtered else max(k * 8, 64))
+    extra, params = _filters(category, tags)
+    while True:
+        top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
+        order = top[np.lexsort((ids[top], -scores[top]))]
+        rows = conn.execute(
+            # "+" keeps the planner on primary-key probes instead of walking the user's index
+            f"SELECT {COLUMNS} FROM memories m WHERE +m.workspace_id = ? AND +m.user_id = ?{extra} "
+            "AND m.id IN (SELECT value FROM json_each(?))",
+            [workspace_id, user_id, *params, json.dumps([int(ids[i]) for i in order])],
+        ).fetchall()
+        found = {int(r[0]): record_from_row(r) for r in rows}
+        out = [(found[int(ids[i])], float(scores[i])) for i in order if int(ids[i]) in found]
+        if len(out) >= k or take >= scores.shape[0]:
+            return out[:k]
+        take = min(scores.shape[0], take * 4)
 
 
 def memory_vector_search(
     conn: sqlite3.Connection,
-    cache: MemoryVectorCache,
+    cache: MemoryRecallCache,
     workspace_id: str,
     user_id: str,
     model: str,
@@ -238,8 +348,6 @@ def memory_vector_search(
     category: str | None,
     tags: Sequence[str],
 ) -> list[tuple[MemoryRecord, float]]:
-    from omoide.errors import InvalidInput
-
     ids, vectors = cache.matrix(conn, workspace_id, user_id, model)
     if ids.shape[0] == 0:
         return []
@@ -250,28 +358,12 @@ def memory_vector_search(
         )
     norm = float(np.linalg.norm(query))
     scores = vectors @ (query / (norm if norm > 0 else 1.0)).astype(np.float32)
-    filtered = category is not None or bool(tags)
-    take = min(ids.shape[0], k if not filtered else max(k * 8, 64))
-    while True:
-        top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
-        order = top[np.lexsort((ids[top], -scores[top]))]
-        wanted = [int(ids[i]) for i in order]
-        extra, params = _filters(category, tags)
-        rows = conn.execute(
-            # "+" keeps the planner on primary-key probes instead of walking the user's index
-            f"SELECT {COLUMNS} FROM memories m WHERE +m.workspace_id = ? AND +m.user_id = ?{extra} "
-            "AND m.id IN (SELECT value FROM json_each(?))",
-            [workspace_id, user_id, *params, json.dumps(wanted)],
-        ).fetchall()
-        found = {int(r[0]): record_from_row(r) for r in rows}
-        out = [(found[int(ids[i])], float(scores[i])) for i in order if int(ids[i]) in found]
-        if len(out) >= k or take >= scores.shape[0]:
-            return out[:k]
-        take = min(scores.shape[0], take * 4)
+    return _ranked_records(conn, workspace_id, user_id, ids, scores, k, category, tags)
 
 
 def memory_lexical_search(
     conn: sqlite3.Connection,
+    cache: MemoryRecallCache,
     workspace_id: str,
     user_id: str,
     tokens: Sequence[str],
@@ -279,15 +371,12 @@ def memory_lexical_search(
     category: str | None,
     tags: Sequence[str],
 ) -> list[tuple[MemoryRecord, float]]:
+    """BM25 over the user's own memories (their cached inverted index), best first."""
     if not tokens:
         return []
-    extra, params = _filters(category, tags)
-    rows = conn.execute(
-        f"SELECT {COLUMNS}, bm25(memories_fts) AS rank_ FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND +m.workspace_id = ? AND +m.user_id = ?{extra} ORDER BY rank_, m.id LIMIT ?",
-        [f'"{memory_scope_token(workspace_id, user_id)}" AND ({fts_query(tokens)})', workspace_id, user_id, *params, k],
-    ).fetchall()
-    return [(record_from_row(r), -float(r[9])) for r in rows]
+    index = cache.lexical(conn, workspace_id, user_id)
+    scores = index.scores(tokens)
+    return _ranked_records(conn, workspace_id, user_id, index.ids, scores, k, category, tags, minimum=0.0)
 
 
 def forget_user(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> ForgetReport:
@@ -311,7 +400,8 @@ def forget_user(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> Fo
 
 
 __all__ = [
-    "MemoryVectorCache",
+    "LexicalIndex",
+    "MemoryRecallCache",
     "delete_memory",
     "forget_user",
     "get_memory",

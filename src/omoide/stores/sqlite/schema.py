@@ -301,9 +301,10 @@ def memory_scope_token(workspace_id: str, user_id: str) -> str:
     return "omoidescope" + (workspace_id + "\x1f" + user_id).encode().hex().upper()
 
 
-def _memory_generation_bump(event: str, row: str) -> str:
+def _memory_generation_bump(event: str, row: str, *, table: str = "memory_embeddings") -> str:
+    name = event.lower().split()[0]
     return f"""
-    CREATE TRIGGER memory_embeddings_generation_{event.lower()} AFTER {event} ON memory_embeddings BEGIN
+    CREATE TRIGGER {table}_generation_{name} AFTER {event} ON {table} BEGIN
         INSERT INTO memory_generations (workspace_id, user_id, generation)
             SELECT {row}.workspace_id, {row}.user_id, 0
             WHERE NOT EXISTS (
@@ -320,8 +321,9 @@ def _memory_fts_document(row: str) -> str:
 
 
 V5: tuple[str, ...] = (
-    # recall caches one normalised matrix per (workspace, user, model); any change to that
-    # user's vectors, from any connection or process, bumps their row
+    # recall caches one normalised matrix per (workspace, user, model) and one lexical index
+    # per user; any change to that user's vectors, from any connection or process, bumps
+    # their row
     """
     CREATE TABLE memory_generations (
         workspace_id  TEXT NOT NULL,
@@ -333,6 +335,10 @@ V5: tuple[str, ...] = (
     _memory_generation_bump("INSERT", "new"),
     _memory_generation_bump("UPDATE", "new"),
     _memory_generation_bump("DELETE", "old"),
+    # …and so does any change to their memories' text (the per-user lexical index)
+    _memory_generation_bump("INSERT", "new", table="memories"),
+    _memory_generation_bump("UPDATE OF lexical", "new", table="memories"),
+    _memory_generation_bump("DELETE", "old", table="memories"),
     # every memory's full-text document carries its owner's token, so a user's lexical recall
     # intersects posting lists instead of matching every user's memories and filtering after
     "DROP TRIGGER memories_fts_insert",
@@ -359,7 +365,7 @@ V5: tuple[str, ...] = (
     f"INSERT INTO memories_fts(rowid, lexical) SELECT m.id, {_memory_fts_document('m')} FROM memories m",
     "CREATE INDEX memories_workspace_user_category_idx ON memories (workspace_id, user_id, category, created_at)",
 )
-"""Migration 5: memory recall — per-user vector generations and owner-scoped full text."""
+"""Migration 5: memory recall — per-user generations (vectors and text) and owner-scoped full text."""
 
 __all__ = [
     "FTS_TOKENIZE",

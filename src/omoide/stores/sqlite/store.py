@@ -575,10 +575,10 @@ class SqliteStore:
 
     # ---- memories (issue 7)
 
-    def _memory_cache(self) -> mops.MemoryVectorCache:
-        cache: mops.MemoryVectorCache | None = getattr(self, "_memory_vectors", None)
+    def _memory_cache(self) -> mops.MemoryRecallCache:
+        cache: mops.MemoryRecallCache | None = getattr(self, "_memory_recall", None)
         if cache is None:
-            cache = self._memory_vectors = mops.MemoryVectorCache()
+            cache = self._memory_recall = mops.MemoryRecallCache()
         return cache
 
     async def insert_memory(
@@ -689,13 +689,21 @@ class SqliteStore:
         category: str | None = None,
         tags: Sequence[str] = (),
     ) -> list[tuple[MemoryRecord, float]]:
-        """The user's best BM25 matches of any of ``tokens``."""
+        """The user's best BM25 matches of any of ``tokens`` (over their own memories only)."""
         ws, user = check_scope(workspace_id, user_id)
         if _int("k", k) < 1:
             raise InvalidInput(f"k must be at least 1, got {k}")
         words = check_tags(tokens)
         return await self._read(
-            "memory_lexical_search", mops.memory_lexical_search, ws, user, words, k, category, check_tags(tags)
+            "memory_lexical_search",
+            mops.memory_lexical_search,
+            self._memory_cache(),
+            ws,
+            user,
+            words,
+            k,
+            category,
+            check_tags(tags),
         )
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
