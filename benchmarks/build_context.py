@@ -40,7 +40,9 @@ async def bench(memories: int, calls: int, budget: int) -> dict[str, Any]:
         await mem.import_export(discord_export_paths())
         await mem.embed()
         for i in range(memories):
-            await mem.remember(f"{rng.choice(TOPICS)}についてのメモ {i}: {rng.choice(TOPICS)}", workspace=guild, user="u1")
+            await mem.remember(
+                f"{rng.choice(TOPICS)}についてのメモ {i}: {rng.choice(TOPICS)}", workspace=guild, user="u1"
+            )
         key = mem.session_key(platform="discord", workspace=guild, channel="c1", user="u1")
         for i in range(20):
             await mem.append(key, Message.user(f"質問 {i}: {rng.choice(TOPICS)}は？", author_id="u1"))

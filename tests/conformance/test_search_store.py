@@ -176,11 +176,11 @@ async def test_source_type_filter_and_time_span_overlap(store):
     chat = await _add(store, [Doc("release plan", start=T0, end=T0 + timedelta(hours=5))], type_="discord_channel")
     doc = await _add(store, [Doc("release plan", start=T0, end=T0)], type_="document")
     f = SearchFilters("g1", source_types=("document",))
-    assert _ids(await store.lexical_search(tokens=["release"], filters=f, k=5)) == doc
+    assert _ids(await store.lexical_search(tokens=_tokens("release"), filters=f, k=5)) == doc
     assert _ids(await store.vector_search(model=MODEL, query=_vec(0), filters=f, k=5)) == doc
     # a span that starts before `since` but ends after it overlaps the range
     late = SearchFilters("g1", since=T0 + timedelta(hours=2))
-    assert _ids(await store.lexical_search(tokens=["release"], filters=late, k=5)) == chat
+    assert _ids(await store.lexical_search(tokens=_tokens("release"), filters=late, k=5)) == chat
 
 
 async def test_selective_filter_still_returns_k_rows(store):

@@ -480,7 +480,9 @@ async def test_a_bot_reply_archived_apart_from_its_question_is_kept(mem: Memory)
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 11)  # ends with the user's turn
     assert (await mem.archive(at=later())).archived == 1
-    reply = await mem.append(key, Message.assistant("返事: 明日は雨の予報です。", author_id="bot", author_name="omoide"))
+    reply = await mem.append(
+        key, Message.assistant("返事: 明日は雨の予報です。", author_id="bot", author_name="omoide")
+    )
     report = await mem.archive(at=later())
     assert (report.archived, report.filtered) == (1, 0)
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in [*stored, reply])

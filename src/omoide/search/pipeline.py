@@ -42,6 +42,7 @@ from omoide.search.types import ChunkHit
 from omoide.settings import Settings
 from omoide.stores.base import SearchStore
 from omoide.text import search_tokenizer_name, sudachi_available, tokenize_for_search
+from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
 
@@ -473,12 +474,17 @@ class SearchPipeline:
         self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str]
     ) -> list[list[ChunkHit]]:
         backend = await self._tokenizer_backend(notes)
-        token_lists = [tokenize_for_search(q, backend=backend) for q in queries]
+        token_lists = [self._query_tokens(q, backend) for q in queries]
         return list(
             await asyncio.gather(
                 *(self.store.lexical_search(tokens=t, filters=filters, k=per_list) for t in token_lists)
             )
         )
+
+    @staticmethod
+    def _query_tokens(query: str, backend: Literal["auto", "sudachi", "ngram"]) -> list[str]:
+        """The query's search tokens without English stop words (see :mod:`omoide.text.stopwords`)."""
+        return drop_stopwords(tokenize_for_search(query, backend=backend))
 
     async def _tokenizer_backend(self, notes: list[str]) -> Literal["auto", "sudachi", "ngram"]:
         """The query tokenizer matching the one that wrote the index (same function at both ends)."""
