@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -34,15 +34,18 @@ from omoide.stores.base import SessionStore
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult, Language
     from omoide.context.assembly import AssembledContext
+    from omoide.importers import ImportedMessage
     from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
     from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
-    from omoide.knowledge.importing import ImportSummary
+    from omoide.knowledge.importing import ImportSummary, IngestCursor
     from omoide.knowledge.models import KnowledgeSource, KnowledgeStatus
     from omoide.memories.models import ForgetReport, MemoryHit, RememberResult
     from omoide.memories.service import MemoryService
     from omoide.providers.base import Embedder, Reranker
     from omoide.search.filters import SearchFilters
+    from omoide.search.lexical_index import LexicalRebuildReport
     from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, SearchResult
+    from omoide.stores.base import LexicalTable
     from omoide.summaries.models import Summary
     from omoide.summaries.service import SummaryGenerator, SummaryReport
     from omoide.workers.runner import WorkerRunner
@@ -297,6 +300,29 @@ class Memory:
 
         embedder: Embedder = build("embedder", model, self.settings) if isinstance(model, str) else model
         return await self.embedding_processor(embedder).backfill(on_chunks=on_chunks)
+
+    async def reindex_lexical(
+        self, *, on_rows: Callable[[LexicalTable, int, int], None] | None = None
+    ) -> LexicalRebuildReport:
+        """Rebuild the full-text index of chunks and memories with the current search tokenizer.
+
+        Needed when the tokenizer changed (an omoide upgrade, or SudachiPy installed or
+        removed); until then search tokenises queries with the tokenizer that wrote the
+        index and says so in its notes. Safe to interrupt and run again.
+
+        Args:
+            on_rows: progress: ``(table, rows done, rows in the table)``.
+
+        Raises:
+            CapabilityNotSupported: the store has no full-text index.
+        """
+        from omoide.errors import CapabilityNotSupported
+        from omoide.search.lexical_index import rebuild_lexical_index
+        from omoide.stores.base import LexicalIndexStore
+
+        if not isinstance(self.store, LexicalIndexStore):
+            raise CapabilityNotSupported(f"the {type(self.store).__name__} backend has no full-text index")
+        return await rebuild_lexical_index(self.store, on_rows=on_rows)
 
     async def knowledge_status(self) -> KnowledgeStatus:
         """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model."""
@@ -584,6 +610,71 @@ class Memory:
             strict=strict,
             include_system=include_system,
             on_source=on_source,
+        )
+
+    _ingest_lock: asyncio.Lock | None = None
+
+    async def ingest_messages(
+        self,
+        messages: Iterable[ImportedMessage],
+        *,
+        workspace: str | int,
+        include_system: bool = False,
+        origin: str = "live",
+        on_source: Callable[[int, int], None] | None = None,
+    ) -> ImportSummary:
+        """Write live platform messages (a bot's channel history) into long-term memory, as an import would.
+
+        Same windows, chunks and de-duplication by platform message id as :meth:`import_export`:
+        messages already stored (imported or synced before) are skipped, so re-syncing an
+        overlapping range is safe, and each conversation's new windows are written in one
+        transaction. Platform-neutral: Discord, Slack or anything that builds
+        :class:`~omoide.importers.ImportedMessage` objects. Ingests in this process run one
+        at a time.
+
+        Args:
+            messages: the messages (any order, any channels and threads of ``workspace``).
+            workspace: the workspace every message must belong to.
+            include_system: keep platform notifications.
+            origin: recorded in each new source's metadata (``files``), e.g. ``discord:sync``.
+            on_source: progress: ``(conversations done, total)``.
+
+        Raises:
+            InvalidInput: a message belongs to another workspace (nothing is written).
+        """
+        from omoide.knowledge.importing import ingest_messages
+
+        batch = list(messages)
+        ws = str(workspace)
+        stray = next((m for m in batch if m.workspace_id != ws), None)
+        if stray is not None:
+            raise InvalidInput(
+                f"message {stray.message_id} belongs to workspace {stray.workspace_id}, not {ws}; nothing was written"
+            )
+        if self._ingest_lock is None:
+            self._ingest_lock = asyncio.Lock()
+        async with self._ingest_lock:
+            return await ingest_messages(
+                self.store, self.settings, batch, include_system=include_system, origin=origin, on_source=on_source
+            )
+
+    async def ingest_cursor(
+        self,
+        *,
+        platform: str,
+        workspace: str | int,
+        channel: str | int,
+        thread: str | int | None = None,
+    ) -> IngestCursor | None:
+        """The newest message of a channel (or of a thread in it) that imports and syncs stored, or ``None``.
+
+        A bot's sync fetches the history after ``cursor.message_id``. For a thread, ``channel``
+        is its parent channel (as in :class:`~omoide.importers.ImportedMessage`).
+        """
+        from omoide.knowledge.importing import ingest_cursor
+
+        return await ingest_cursor(
+            self.store, (platform, str(workspace), str(channel), None if thread is None else str(thread))
         )
 
     # ---- memories (issue 7)

@@ -16,6 +16,10 @@ are ``pending``, so the embedding worker (or ``omoide embed``) embeds them next.
   with ``strict=True``, fails the import before anything is written.
 * Chunk text is ``[2025-11-08 12:00] **name**: text`` lines, the archiver's format, which
   answers cite with time ranges and speakers.
+
+:func:`ingest_messages` writes live messages (a bot's ``/sync`` of a channel's history)
+through the same steps, and :func:`ingest_cursor` tells where the imports and syncs of one
+channel or thread stopped, so the next sync fetches only what came after.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +43,7 @@ from omoide.importers import (
 from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.providers.tokens import get_token_counter
+from omoide.search.lexical_index import chunk_lexical_text
 from omoide.settings import Settings
 from omoide.text import tokenize_for_search
 
@@ -106,7 +112,7 @@ def window_chunk(window: MessageWindow) -> ChunkDraft:
         location["jump_url"] = url
     return ChunkDraft(
         content=content,
-        lexical=" ".join(tokenize_for_search(content)),
+        lexical=" ".join(tokenize_for_search(chunk_lexical_text(content))),
         token_count=window.token_count,
         location=location,
         channel_id=window.channel_id,
@@ -202,22 +208,48 @@ async def import_export(
         MalformedExport: ``strict`` and a malformed record or file.
         CapabilityNotSupported: the store has no long-term memory.
     """
-    kstore = knowledge_store(store)
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     export = await asyncio.to_thread(
         read_export, items, strict=strict, include_system=include_system, workspace_id=workspace
     )
+    sources, chunks, fresh, total = await _write_messages(
+        store, settings, export.messages, files=list(export.report.files), on_source=on_source
+    )
+    return ImportSummary(
+        sources=sources,
+        chunks=chunks,
+        messages=len(export.messages),
+        new_messages=fresh,
+        known_messages=len(export.messages) - fresh,
+        conversations=total,
+        problems=export.problems,
+        report=export.report,
+    )
+
+
+async def _write_messages(
+    store: Any,
+    settings: Settings,
+    messages: Sequence[ImportedMessage],
+    *,
+    files: Sequence[str],
+    on_source: Callable[[int, int], None] | None,
+) -> tuple[int, int, int, int]:
+    """Skip known messages, cut the rest into windows, write one source per conversation.
+
+    Returns ``(sources, chunks, new messages, conversations)``.
+    """
+    kstore = knowledge_store(store)
     groups: dict[str, list[ImportedMessage]] = {}
-    for message in export.messages:
+    for message in messages:
         groups.setdefault(conversation_key(message.conversation), []).append(message)
-    known = await known_message_ids(store, (m.workspace_id for m in export.messages), set(groups))
+    known = await known_message_ids(store, (m.workspace_id for m in messages), set(groups))
     fresh = [m for key, msgs in groups.items() for m in msgs if m.message_id not in known[key]]
     counter = get_token_counter()
     windows = await asyncio.to_thread(message_windows, fresh, max_tokens=settings.chunk_max_tokens, counter=counter)
     by_conversation: dict[str, list[MessageWindow]] = {}
     for window in windows:
         by_conversation.setdefault(conversation_key(window.conversation), []).append(window)
-    files = list(export.report.files)
     sources = chunks = 0
     total = len(by_conversation)
     for done, conversation in enumerate(by_conversation.values(), start=1):
@@ -227,16 +259,119 @@ async def import_export(
         chunks += len(drafts)
         if on_source is not None:
             on_source(done, total)
+    return sources, chunks, len(fresh), total
+
+
+async def ingest_messages(
+    store: Any,
+    settings: Settings,
+    messages: Iterable[ImportedMessage],
+    *,
+    include_system: bool = False,
+    origin: str = "live",
+    on_source: Callable[[int, int], None] | None = None,
+) -> ImportSummary:
+    """Write live messages (a bot's channel history fetch) into long-term memory, as an import would.
+
+    The same machinery as :func:`import_export`: messages already stored (by platform
+    message id, per conversation) are skipped, the rest are cut into message windows and
+    each conversation's windows are written as one source in one transaction. Messages
+    repeated within ``messages`` count once (``report.duplicates``); platform
+    notifications (``kind == "system"``) are skipped unless ``include_system``, and so are
+    messages with no text.
+
+    Args:
+        store: a store with long-term memory.
+        settings: ``chunk_max_tokens`` caps a window's tokens.
+        messages: platform-neutral messages of any conversations, in any order.
+        include_system: keep platform notifications.
+        origin: recorded in each new source's ``metadata["files"]`` (e.g. ``discord:sync``).
+        on_source: progress: called with ``(conversations done, conversations total)``.
+
+    Raises:
+        CapabilityNotSupported: the store has no long-term memory.
+    """
+    report = ImportReport()
+    kept: list[ImportedMessage] = []
+    for message in messages:
+        report.records += 1
+        if message.kind == "system" and not include_system:
+            report.system_skipped += 1
+        elif not message.text.strip():
+            report.empty_skipped += 1
+        elif report.accept(message):
+            kept.append(message)
+    sources, chunks, fresh, total = await _write_messages(store, settings, kept, files=[origin], on_source=on_source)
     return ImportSummary(
         sources=sources,
         chunks=chunks,
-        messages=len(export.messages),
-        new_messages=len(fresh),
-        known_messages=len(export.messages) - len(fresh),
+        messages=len(kept),
+        new_messages=fresh,
+        known_messages=len(kept) - fresh,
         conversations=total,
-        problems=export.problems,
-        report=export.report,
+        problems=(),
+        report=report,
     )
 
 
-__all__ = ["CONVERSATION_KEY", "ImportSummary", "chunk_line", "conversation_key", "import_export", "window_chunk"]
+@dataclass(frozen=True, slots=True)
+class IngestCursor:
+    """The newest message of a conversation that long-term memory holds from imports and syncs.
+
+    Attributes:
+        message_id: its platform message id (fetch history *after* it to continue).
+        created_at: its time (UTC).
+        messages: how many messages of the conversation are stored.
+    """
+
+    message_id: str
+    created_at: datetime
+    messages: int
+
+
+async def ingest_cursor(store: Any, conversation: ConversationKey) -> IngestCursor | None:
+    """Where the imports and syncs of one conversation (channel or thread) stopped, or ``None``.
+
+    Reads the sources written by :func:`import_export` and :func:`ingest_messages` for
+    ``conversation`` (``(platform, workspace, channel, thread)``); a source is written in
+    one transaction, so the cursor never points past a message that is not stored.
+
+    Raises:
+        CapabilityNotSupported: the store has no long-term memory.
+    """
+    kstore = knowledge_store(store)
+    key = conversation_key(conversation)
+    newest: tuple[datetime, int, str] | None = None
+    count = 0
+    offset = 0
+    while True:
+        page = await kstore.list_sources(workspace_id=conversation[1], limit=500, offset=offset)
+        for source in page:
+            if source.metadata.get(CONVERSATION_KEY) != key:
+                continue
+            for chunk in await kstore.chunks_of_source(source.id):
+                ids = [str(i) for i in chunk.location.get("message_ids", [])]
+                count += len(ids)
+                if ids and chunk.ended_at is not None:
+                    candidate = (chunk.ended_at, len(ids[-1]), ids[-1])  # equal-length numeric ids sort as numbers
+                    if newest is None or candidate > newest:
+                        newest = candidate
+        if len(page) < 500:
+            break
+        offset += 500
+    if newest is None:
+        return None
+    return IngestCursor(message_id=newest[2], created_at=newest[0], messages=count)
+
+
+__all__ = [
+    "CONVERSATION_KEY",
+    "ImportSummary",
+    "IngestCursor",
+    "chunk_line",
+    "conversation_key",
+    "import_export",
+    "ingest_cursor",
+    "ingest_messages",
+    "window_chunk",
+]
