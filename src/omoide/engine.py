@@ -33,6 +33,7 @@ from omoide.stores.base import SessionStore
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult, Language
+    from omoide.apikeys.service import ApiKeyService
     from omoide.context.assembly import AssembledContext
     from omoide.importers import ImportedMessage
     from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
@@ -728,6 +729,30 @@ class Memory:
     async def forget_user(self, *, workspace: str | int, user: str | int) -> ForgetReport:
         """Erase ``user``'s memories, sessions and messages in ``workspace``; report the counts."""
         return await self.memories.forget_user(workspace, user)
+
+    # ---- API keys (issue 8)
+
+    @property
+    def api_keys(self) -> ApiKeyService:
+        """API keys of the HTTP API and MCP server (one workspace each): create, verify, list, revoke.
+
+        ``verify(token)`` returns the active key's record (``.workspace_id``) or ``None``.
+
+        Raises:
+            CapabilityNotSupported: the backend stores no API keys.
+        """
+        service: ApiKeyService | None = getattr(self, "_api_keys", None)
+        if service is None:
+            from omoide.apikeys.service import ApiKeyService
+            from omoide.errors import CapabilityNotSupported
+            from omoide.stores.base import ApiKeyStore
+
+            if not isinstance(self.store, ApiKeyStore):
+                raise CapabilityNotSupported(
+                    f"the {type(self.store).__name__} backend does not store API keys; use SQLite or PostgreSQL"
+                )
+            service = self._api_keys = ApiKeyService(self.store)
+        return service
 
     # ---- summaries (issue 7, seed 003)
 

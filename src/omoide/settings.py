@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from omoide.errors import ConfigError
@@ -183,6 +183,23 @@ class Settings(BaseSettings):
     summary_window_hours: float = Field(24, gt=0, description="Hours of messages a short-term summary reads.")
     summary_max_tokens: int = Field(1024, ge=64, le=32_000, description="Length limit of one summary.")
     worker_summary_interval_seconds: float = Field(600, gt=0, description="Pause between summariser runs.")
+
+    # ---- HTTP API (issue 8)
+    admin_key: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description=(
+            "HTTP API admin key (at least 16 characters, e.g. `openssl rand -hex 32`): sent as "
+            "'Authorization: Bearer …' it may create, list and revoke API keys under /v1/admin. "
+            "Unset: no admin endpoints (use `omoide keys`)."
+        ),
+    )
+    http_max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, description="HTTP API: largest JSON request body in bytes (larger: 413)."
+    )
+    http_max_upload_bytes: int = Field(
+        100 * 1024 * 1024, ge=1024, description="HTTP API: largest export upload (POST /v1/imports) in bytes."
+    )
 
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

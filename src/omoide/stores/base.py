@@ -32,6 +32,7 @@ from typing import Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.knowledge.models import (
     ArchivePlan,
     ArchivePlanner,
@@ -514,7 +515,44 @@ class SummaryStore(Lifecycle, Protocol):
         """``(workspace_id, scope_id)`` of the channels / threads / users with messages since ``since``."""
 
 
+# ---- API keys (issue 8)
+
+
+@runtime_checkable
+class ApiKeyStore(Lifecycle, Protocol):
+    """API keys of the HTTP API and MCP server: hashed tokens, one workspace each.
+
+    Contract notes:
+
+    * The token is never stored, only ``token_hash`` (unique); a lookup is by that hash.
+    * Revoking sets ``revoked_at`` once (revoking again keeps the first time); revoked keys
+      stay listed (``include_revoked``) so an audit can see them.
+    """
+
+    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
+        """Store a new key; return it as stored.
+
+        Raises:
+            ConflictError: a key with this hash exists (a reused token).
+        """
+
+    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """The key with this id (revoked or not), or ``None``."""
+
+    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
+        """The key with this token hash and the hash as stored, revoked or not, or ``None``."""
+
+    async def list_api_keys(
+        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
+    ) -> list[ApiKeyRecord]:
+        """Keys, newest first (ties: higher id first), of one workspace or all."""
+
+    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """Revoke the key (keeping an earlier revocation time); ``None`` when no key has this id."""
+
+
 __all__ = [
+    "ApiKeyStore",
     "Capability",
     "KnowledgeStore",
     "Lifecycle",

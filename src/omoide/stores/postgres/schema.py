@@ -183,4 +183,18 @@ CREATE TABLE store_meta (
 """
 """Migration 4: ``store_meta``, key/value facts about the indexes (e.g. ``lexical_tokenizer``)."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4"]
+MIGRATION_5 = """
+CREATE TABLE api_keys (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace_id text        NOT NULL CHECK (workspace_id <> ''),
+    name         text        NOT NULL DEFAULT '',
+    prefix       text        NOT NULL,
+    token_hash   text        NOT NULL UNIQUE CHECK (length(token_hash) = 64),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    revoked_at   timestamptz
+);
+CREATE INDEX api_keys_workspace_idx ON api_keys (workspace_id, id);
+"""
+"""Migration 5: ``api_keys`` (the SHA-256 of each token, never the token; one workspace each)."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5"]

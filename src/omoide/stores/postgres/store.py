@@ -43,6 +43,7 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import (
     ConfigError,
     InvalidContent,
@@ -72,6 +73,7 @@ from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, Mem
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit
+from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
     check_chunks,
@@ -94,6 +96,7 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability
+from omoide.stores.postgres import _apikeys as akops
 from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
@@ -953,6 +956,40 @@ class PostgresStore:
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         async with self._acquire() as conn:
             return await sumops.active_scopes(conn, since, chosen)
+
+    # ---- API keys (issue 8)
+
+    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
+        """Store a new key (its hash); return it as stored."""
+        checked = check_api_key_draft(draft)
+        async with self._acquire() as conn:
+            return await akops.insert_api_key(conn, checked)
+
+    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """The key with this id, or ``None``."""
+        kid = check_api_key_id(key_id)
+        async with self._acquire() as conn:
+            return await akops.get_api_key(conn, kid)
+
+    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
+        """The key with this token hash and the stored hash, or ``None``."""
+        digest = check_token_hash(token_hash)
+        async with self._acquire() as conn:
+            return await akops.get_api_key_by_hash(conn, digest)
+
+    async def list_api_keys(
+        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
+    ) -> list[ApiKeyRecord]:
+        """Keys, newest first."""
+        lim, off = check_page(limit, offset)
+        async with self._acquire() as conn:
+            return await akops.list_api_keys(conn, workspace_id, bool(include_revoked), lim, off)
+
+    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
+        kid = check_api_key_id(key_id)
+        async with self._acquire() as conn:
+            return await akops.revoke_api_key(conn, kid)
 
 
 __all__ = ["PostgresStore"]

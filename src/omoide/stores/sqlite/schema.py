@@ -367,6 +367,23 @@ V5: tuple[str, ...] = (
 )
 """Migration 5: memory recall — per-user generations (vectors and text) and owner-scoped full text."""
 
+V6: tuple[str, ...] = (
+    # API keys of the HTTP API and MCP server (issue 8): the SHA-256 of the token, never the token
+    """
+    CREATE TABLE api_keys (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace_id  TEXT NOT NULL CHECK (workspace_id <> ''),
+        name          TEXT NOT NULL DEFAULT '',
+        prefix        TEXT NOT NULL,
+        token_hash    TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64),
+        created_at    TEXT NOT NULL,
+        revoked_at    TEXT
+    )
+    """,
+    "CREATE INDEX api_keys_workspace_idx ON api_keys (workspace_id, id)",
+)
+"""Migration 6: ``api_keys`` (hashed tokens, one workspace each)."""
+
 __all__ = [
     "FTS_TOKENIZE",
     "MEMORY_SCOPE_SQL",
@@ -377,5 +394,6 @@ __all__ = [
     "V3",
     "V4",
     "V5",
+    "V6",
     "memory_scope_token",
 ]

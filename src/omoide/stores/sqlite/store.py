@@ -34,6 +34,7 @@ from typing import Any, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
 from omoide.knowledge.models import (
     ArchivePlan,
@@ -55,6 +56,7 @@ from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit
 from omoide.settings import Settings
+from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
     check_chunks,
@@ -77,6 +79,7 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability
+from omoide.stores.sqlite import _apikeys as akops
 from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
@@ -776,6 +779,31 @@ class SqliteStore:
         if not isinstance(since, datetime):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         return await self._read("active_scopes", sumops.active_scopes, since, chosen)
+
+    # ---- API keys (issue 8)
+
+    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
+        """Store a new key (its hash); return it as stored."""
+        return await self._write("insert_api_key", akops.insert_api_key, check_api_key_draft(draft), utcnow())
+
+    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """The key with this id, or ``None``."""
+        return await self._read("get_api_key", akops.get_api_key, check_api_key_id(key_id))
+
+    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
+        """The key with this token hash and the stored hash, or ``None``."""
+        return await self._read("get_api_key_by_hash", akops.get_api_key_by_hash, check_token_hash(token_hash))
+
+    async def list_api_keys(
+        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
+    ) -> list[ApiKeyRecord]:
+        """Keys, newest first."""
+        lim, off = check_page(limit, offset)
+        return await self._read("list_api_keys", akops.list_api_keys, workspace_id, bool(include_revoked), lim, off)
+
+    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
+        """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
+        return await self._write("revoke_api_key", akops.revoke_api_key, check_api_key_id(key_id), utcnow())
 
 
 def _int(name: str, value: int) -> int:
