@@ -201,6 +201,16 @@ class Settings(BaseSettings):
         100 * 1024 * 1024, ge=1024, description="HTTP API: largest export upload (POST /v1/imports) in bytes."
     )
 
+    # ---- MCP server (issue 8)
+    mcp_workspace: str | None = Field(
+        None, description="omoide mcp over stdio: the one workspace (guild / Slack team) its tools use."
+    )
+    mcp_user: str | None = Field(
+        None,
+        description="omoide mcp: whose memories the memory tools use (over HTTP, when a request has no "
+        "X-Omoide-User header).",
+    )
+
     # ---- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", description="Log level of the CLI and services (workers log their runs at INFO)."

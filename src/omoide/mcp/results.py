@@ -1,0 +1,277 @@
+"""What the MCP tools return: typed structured results and their text rendering.
+
+Every tool answers with both: a short text a model reads (jump URLs and ``[#n]``
+citations included) and the same data as structured content, validated against the
+tool's published output schema. Nothing here decides anything: it only renders what
+:class:`omoide.Memory` returned.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from omoide.answers import AnswerResult
+    from omoide.context.assembly import AssembledContext
+    from omoide.memories.models import MemoryHit, MemoryRecord, RememberResult
+    from omoide.search.pipeline import SearchHit, SearchResult
+
+PREVIEW_CHARS = 600
+"""Longest passage quoted in the text rendering of a search hit (the structured content has all of it)."""
+
+
+class MemoryOut(BaseModel):
+    """One of the user's memories."""
+
+    id: int = Field(description="The memory's id (for forget_memory).")
+    content: str
+    category: str
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class RecalledMemory(MemoryOut):
+    rank: int = Field(description="1 = best match.")
+    score: float = Field(description="Fused (vector + full text) score; higher is better.")
+
+
+class RememberOut(BaseModel):
+    memory: MemoryOut
+    updated: bool = Field(description="True when a near-identical memory existed and was updated instead.")
+    similarity: float | None = Field(description="Cosine similarity to that memory, when one was close.")
+
+
+class RecallOut(BaseModel):
+    memories: list[RecalledMemory] = Field(description="Best match first; empty when nothing matches.")
+
+
+class MemoryPageOut(BaseModel):
+    memories: list[MemoryOut] = Field(description="Newest first.")
+    page: int
+    page_size: int
+
+
+class ForgetOut(BaseModel):
+    deleted: int = Field(description="The id of the memory that was deleted.")
+
+
+class HitOut(BaseModel):
+    """A passage of long-term memory (archived conversation or imported chat history)."""
+
+    rank: int
+    score: float
+    content: str
+    source_title: str
+    source_type: str
+    channel_id: str | None
+    thread_id: str | None
+    author_ids: list[str]
+    started_at: datetime | None
+    ended_at: datetime | None
+    jump_url: str | None = Field(description="A link to the original messages, when known.")
+    chunk_id: int
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    hits: list[HitOut]
+    notes: list[str] = Field(description="Fallbacks and skipped stages, for humans.")
+
+
+class CitationOut(HitOut):
+    number: int = Field(description="The n of [#n] in the answer.")
+
+
+class AskOut(BaseModel):
+    answer: str = Field(description="The answer; it cites its evidence as [#n].")
+    citations: list[CitationOut] = Field(description="The evidence the answer cites, with jump URLs.")
+    evidence: int = Field(description="Passages given to the model.")
+    no_data: bool = Field(description="Nothing was found, so no model was called.")
+    model: str = Field(description="The chat model that answered ('' when none was called).")
+    language: Literal["ja", "en"]
+    notes: list[str]
+
+
+class ContextMessageOut(BaseModel):
+    role: str
+    author_id: str | None
+    author_name: str | None
+    text: str
+    created_at: datetime
+
+
+class ContextPartOut(BaseModel):
+    kind: str = Field(description="memory, knowledge, or a summary kind.")
+    label: str
+    text: str
+
+
+class BuildContextOut(BaseModel):
+    session_key: str = Field(description="The session the context was built for.")
+    system: str = Field(description="The system prompt, with memories, summaries and knowledge under headings.")
+    messages: list[ContextMessageOut] = Field(description="The kept conversation window, oldest first.")
+    parts: list[ContextPartOut] = Field(description="What went into the system prompt, in priority order.")
+    dropped: list[str] = Field(description="Labels of what did not fit the budget.")
+    tokens: int
+    budget: int
+
+
+def result(text: str, structured: BaseModel) -> CallToolResult:
+    """A tool result: ``text`` for the model to read, ``structured`` as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured.model_dump(mode="json")
+    )
+
+
+# ---------------------------------------------------------------- memories
+
+
+def memory_out(m: MemoryRecord) -> MemoryOut:
+    return MemoryOut(
+        id=int(m.id),
+        content=m.content,
+        category=m.category,
+        tags=list(m.tags),
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+    )
+
+
+def _memory_line(m: MemoryOut) -> str:
+    tags = f" [{', '.join(m.tags)}]" if m.tags else ""
+    return f"- (id {m.id}, {m.category}{tags}, {m.updated_at:%Y-%m-%d}) {m.content}"
+
+
+def render_remember(done: RememberResult) -> CallToolResult:
+    out = RememberOut(memory=memory_out(done.memory), updated=done.updated, similarity=done.similarity)
+    if done.updated:
+        similarity = f", similarity {done.similarity:.3f}" if done.similarity is not None else ""
+        text = f"Updated memory {out.memory.id} (a near-duplicate{similarity}): {out.memory.content}"
+    else:
+        text = f"Remembered as memory {out.memory.id} ({out.memory.category}): {out.memory.content}"
+    return result(text, out)
+
+
+def render_recall(hits: list[MemoryHit]) -> CallToolResult:
+    out = RecallOut(
+        memories=[RecalledMemory(**memory_out(h.memory).model_dump(), rank=h.rank, score=h.score) for h in hits]
+    )
+    if not hits:
+        return result("No memory matches.", out)
+    return result("\n".join(_memory_line(m) for m in out.memories), out)
+
+
+def render_page(memories: list[MemoryRecord], *, page: int, page_size: int) -> CallToolResult:
+    out = MemoryPageOut(memories=[memory_out(m) for m in memories], page=page, page_size=page_size)
+    if not memories:
+        return result(f"No memories on page {page}.", out)
+    return result("\n".join(_memory_line(m) for m in out.memories), out)
+
+
+# ---------------------------------------------------------------- knowledge
+
+
+def _hit_out(hit: SearchHit) -> HitOut:
+    c = hit.chunk
+    return HitOut(
+        rank=hit.rank,
+        score=hit.score,
+        content=c.content,
+        source_title=c.source_title,
+        source_type=c.source_type,
+        channel_id=c.channel_id,
+        thread_id=c.thread_id,
+        author_ids=list(c.author_ids),
+        started_at=c.started_at,
+        ended_at=c.ended_at,
+        jump_url=hit.jump_url,
+        chunk_id=int(c.chunk_id),
+    )
+
+
+def _where(hit: HitOut) -> str:
+    from omoide.answers.prompt import time_range
+
+    return " · ".join(p for p in (hit.source_title, time_range(hit.started_at, hit.ended_at)) if p)
+
+
+def render_search(found: SearchResult) -> CallToolResult:
+    out = SearchOut(query=found.query, mode=found.mode, hits=[_hit_out(h) for h in found.hits], notes=list(found.notes))
+    lines: list[str] = []
+    for hit in out.hits:
+        text = hit.content if len(hit.content) <= PREVIEW_CHARS else hit.content[:PREVIEW_CHARS] + "…"
+        lines.append(f"{hit.rank}. ({_where(hit)})\n{text}" + (f"\n<{hit.jump_url}>" if hit.jump_url else ""))
+    lines.extend(f"Note: {note}" for note in out.notes)
+    return result("\n\n".join(lines) if lines else "No results.", out)
+
+
+def render_answer(answer: AnswerResult) -> CallToolResult:
+    out = AskOut(
+        answer=answer.text,
+        citations=[CitationOut(**_hit_out(c.hit).model_dump(), number=c.number) for c in answer.citations],
+        evidence=len(answer.hits),
+        no_data=answer.no_data,
+        model=answer.model,
+        language=answer.language,
+        notes=list(answer.notes),
+    )
+    text = out.answer
+    if out.citations:
+        heading = "根拠" if out.language == "ja" else "Sources"
+        sources = [f"[#{c.number}] {_where(c)}" + (f" <{c.jump_url}>" if c.jump_url else "") for c in out.citations]
+        text += f"\n\n{heading}:\n" + "\n".join(sources)
+    return result(text, out)
+
+
+# ---------------------------------------------------------------- context
+
+
+def render_context(built: AssembledContext, *, session_key: str) -> CallToolResult:
+    out = BuildContextOut(
+        session_key=session_key,
+        system=built.system,
+        messages=[
+            ContextMessageOut(
+                role=m.role, author_id=m.author_id, author_name=m.author_name, text=m.text, created_at=m.created_at
+            )
+            for m in built.messages
+        ],
+        parts=[ContextPartOut(kind=p.kind.value, label=p.label, text=p.text) for p in built.parts],
+        dropped=list(built.dropped),
+        tokens=built.tokens,
+        budget=built.budget,
+    )
+    window = "\n".join(f"{m.author_name or m.author_id or m.role} ({m.role}): {m.text}" for m in out.messages)
+    text = f"System prompt:\n{out.system}\n\nConversation window ({len(out.messages)} messages):\n{window or '(empty)'}"
+    text += f"\n\n{out.tokens} / {out.budget} tokens" + (f"; left out: {', '.join(out.dropped)}" if out.dropped else "")
+    return result(text, out)
+
+
+__all__ = [
+    "AskOut",
+    "BuildContextOut",
+    "CitationOut",
+    "ContextMessageOut",
+    "ContextPartOut",
+    "ForgetOut",
+    "HitOut",
+    "MemoryOut",
+    "MemoryPageOut",
+    "RecallOut",
+    "RecalledMemory",
+    "RememberOut",
+    "SearchOut",
+    "render_answer",
+    "render_context",
+    "render_page",
+    "render_recall",
+    "render_remember",
+    "render_search",
+    "result",
+]
