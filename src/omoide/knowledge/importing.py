@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from omoide.errors import InvalidInput
 from omoide.importers import (
     ConversationKey,
     ImportedMessage,
@@ -191,6 +192,7 @@ async def import_export(
     strict: bool = False,
     include_system: bool = False,
     on_source: Callable[[int, int], None] | None = None,
+    only_workspace: bool = False,
 ) -> ImportSummary:
     """Import exports into long-term memory (see the module docstring).
 
@@ -202,16 +204,29 @@ async def import_export(
         strict: fail on the first malformed record or file (nothing is written).
         include_system: keep platform notifications.
         on_source: progress: called with ``(conversations done, conversations total)``.
+        only_workspace: refuse an export holding messages of any workspace but ``workspace``
+            (a Discord export names its own guild): the HTTP API imports for one workspace only.
 
     Raises:
         UnrecognizedExport: a path is missing or not an export.
         MalformedExport: ``strict`` and a malformed record or file.
+        InvalidInput: ``only_workspace`` and the export holds another workspace (nothing is written).
         CapabilityNotSupported: the store has no long-term memory.
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
+    if only_workspace and not workspace:
+        raise InvalidInput("only_workspace needs the workspace to import into")
     export = await asyncio.to_thread(
         read_export, items, strict=strict, include_system=include_system, workspace_id=workspace
     )
+    if only_workspace:
+        others = sorted({m.workspace_id for m in export.messages} - {workspace})
+        if others:
+            raise InvalidInput(
+                f"the export holds messages of workspace(s) {', '.join(map(repr, others[:3]))}, "
+                f"but this import may only write to workspace {workspace!r}; nothing was imported",
+                workspaces=others[:3],
+            )
     sources, chunks, fresh, total = await _write_messages(
         store, settings, export.messages, files=list(export.report.files), on_source=on_source
     )

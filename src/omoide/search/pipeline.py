@@ -41,7 +41,7 @@ from omoide.search.fusion import reciprocal_rank_fusion
 from omoide.search.types import ChunkHit
 from omoide.settings import Settings
 from omoide.stores.base import SearchStore
-from omoide.text import search_tokenizer_name, sudachi_available, tokenize_for_search
+from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
@@ -473,33 +473,39 @@ class SearchPipeline:
     async def _lexical_lists(
         self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str]
     ) -> list[list[ChunkHit]]:
-        backend = await self._tokenizer_backend(notes)
-        token_lists = [self._query_tokens(q, backend) for q in queries]
+        tokenizer = await self._query_tokenizer(notes)
+        token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
         return list(
             await asyncio.gather(
                 *(self.store.lexical_search(tokens=t, filters=filters, k=per_list) for t in token_lists)
             )
         )
 
-    @staticmethod
-    def _query_tokens(query: str, backend: Literal["auto", "sudachi", "ngram"]) -> list[str]:
-        """The query's search tokens without English stop words (see :mod:`omoide.text.stopwords`)."""
-        return drop_stopwords(tokenize_for_search(query, backend=backend))
-
-    async def _tokenizer_backend(self, notes: list[str]) -> Literal["auto", "sudachi", "ngram"]:
-        """The query tokenizer matching the one that wrote the index (same function at both ends)."""
+    async def _query_tokenizer(self, notes: list[str]) -> SearchTokenizer:
+        """The tokenizer that wrote the index (the same function at both ends), and a note
+        when the index should be rebuilt with the current one (see :mod:`omoide.search.lexical_index`)."""
+        current = get_search_tokenizer()
         indexed = await self.store.lexical_tokenizer()
-        if indexed is None or indexed == search_tokenizer_name():
-            return "auto"
-        if indexed.startswith("ngram"):
-            return "ngram"
-        if indexed.startswith("sudachi") and sudachi_available():
-            return "sudachi"
+        if indexed is None or indexed == current.name:
+            return current
+        recorded = tokenizer_named(indexed)
+        if recorded is not None:
+            notes.append(
+                f"the lexical index was written by {indexed}; queries use it until "
+                f"`omoide reindex --lexical` rebuilds the index with {current.name}"
+            )
+            return recorded
         if indexed == MIXED_TOKENIZERS:
-            notes.append("the lexical index was written by different tokenizers; lexical matches may be missed")
+            notes.append(
+                "the lexical index was written by different tokenizers; lexical matches may be missed "
+                f"until `omoide reindex --lexical` rebuilds it with {current.name}"
+            )
         else:
-            notes.append(f"the lexical index was written by {indexed}, which is not available; matches may be missed")
-        return "auto"
+            notes.append(
+                f"the lexical index was written by {indexed}, which is not available here; matches may be "
+                f"missed until `omoide reindex --lexical` rebuilds it with {current.name}"
+            )
+        return current
 
     def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
         chunks: dict[int, ChunkHit] = {}

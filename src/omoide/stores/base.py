@@ -316,8 +316,9 @@ class KnowledgeStore(Lifecycle, Protocol):
     ) -> list[KnowledgeSource]:
         """Sources, newest first, with their chunk counts."""
 
-    async def knowledge_status(self) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model.
+    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model,
+        of one workspace (``workspace_id``) or of all.
 
         Every session and source status is a key (0 when none).
         """
@@ -381,6 +382,34 @@ class SearchStore(Lifecycle, Protocol):
     async def lexical_tokenizer(self) -> str | None:
         """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
         write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk."""
+
+
+class LexicalTable(enum.StrEnum):
+    """The tables whose ``lexical`` column feeds a full-text index."""
+
+    CHUNKS = "knowledge_chunks"
+    MEMORIES = "memories"
+
+
+@runtime_checkable
+class LexicalIndexStore(Lifecycle, Protocol):
+    """Rewriting the lexical tokens of stored rows (after the search tokenizer changed).
+
+    Rows are visited in id order, a batch at a time, so a rebuild can stop and resume;
+    every write goes through the same full-text sync as an ordinary insert.
+    """
+
+    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` rows ``(id, content)`` of ``table`` with ``id > after_id``, by id."""
+
+    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
+        """Set ``lexical`` of each ``(id, tokens)`` (space-separated tokens); unknown ids are skipped."""
+
+    async def set_lexical_tokenizer(self, name: str) -> None:
+        """Record ``name`` as the tokenizer of the whole lexical index (replacing ``mixed``)."""
+
+    async def lexical_row_count(self, table: LexicalTable) -> int:
+        """Rows in ``table`` (for progress)."""
 
 
 # ---- memories (issue 7)
@@ -555,6 +584,8 @@ __all__ = [
     "ApiKeyStore",
     "Capability",
     "KnowledgeStore",
+    "LexicalIndexStore",
+    "LexicalTable",
     "Lifecycle",
     "MemoryStore",
     "SearchStore",

@@ -18,6 +18,7 @@ from omoide.text.tokenize import (
     stem_english,
     sudachi_available,
     tokenize_for_search,
+    tokenizer_named,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "stem_english",
     "sudachi_available",
     "tokenize_for_search",
+    "tokenizer_named",
 ]

@@ -170,17 +170,27 @@ class SudachiTokenizer:
     Sudachi tokenizers are not safe to share between threads, so each thread builds its
     own (about 50 ms; the dictionary file is memory-mapped and shared).
 
+    Args:
+        stemmer: ``"porter2"`` (``sudachi-core:v2``, the search tokenizer) or ``"plural"``
+            (``sudachi-core:v1``'s S-stemmer, to query an index written before v2).
+
     Raises:
-        ConfigError: SudachiPy or sudachidict-core is not installed.
+        ConfigError: SudachiPy or sudachidict-core is not installed, or an unknown stemmer.
     """
 
-    name = "sudachi-core:v2"
-
-    def __init__(self) -> None:
+    def __init__(self, *, stemmer: Literal["porter2", "plural"] = "porter2") -> None:
         if not sudachi_available():
             raise ConfigError(
                 "the sudachi tokenizer needs SudachiPy and sudachidict-core: pip install sudachipy sudachidict-core"
             )
+        if stemmer == "porter2":
+            self._stem: Callable[[str], str] = stem_english
+            self.name = "sudachi-core:v2"
+        elif stemmer == "plural":
+            self._stem = stem_plural
+            self.name = "sudachi-core:v1"
+        else:
+            raise ConfigError(f"unknown stemmer {stemmer!r}; expected porter2 or plural")
         self._local = threading.local()
 
     def _tokenizer(self) -> Any:
@@ -211,7 +221,7 @@ class SudachiTokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         out: list[str] = []
-        for is_ja, piece in _segments(text):
+        for is_ja, piece in _segments(text, self._stem):
             if is_ja:
                 self._analyse(piece, out)
             else:
@@ -243,6 +253,29 @@ def get_search_tokenizer(backend: Backend = "auto") -> SearchTokenizer:
     raise ConfigError(f"unknown search tokenizer backend {backend!r}; expected auto, sudachi or ngram")
 
 
+@functools.cache
+def tokenizer_named(name: str) -> SearchTokenizer | None:
+    """The tokenizer that writes index tokens called ``name`` (e.g. ``"ngram:v1"``), or
+    ``None`` when it is unknown or not installed here.
+
+    A store records the name of the tokenizer that wrote its lexical index; a query must
+    be tokenised by that same tokenizer until the index is rebuilt with the current one
+    (``omoide reindex --lexical``).
+
+    >>> tokenizer_named("ngram:v1").tokenize("Caroline's parties")
+    ['caroline', 'party']
+    """
+    family, _, version = name.partition(":")
+    stemmer: Literal["porter2", "plural"] | None = {"v1": "plural", "v2": "porter2"}.get(version)  # type: ignore[assignment]
+    if stemmer is None:
+        return None
+    if family == "ngram":
+        return NgramTokenizer(stemmer=stemmer)
+    if family == "sudachi-core" and sudachi_available():
+        return SudachiTokenizer(stemmer=stemmer)
+    return None
+
+
 def tokenize_for_search(text: str, *, backend: Backend = "auto") -> list[str]:
     """Lexical search tokens of ``text``; use the same call at index and at query time.
 
@@ -272,4 +305,5 @@ __all__ = [
     "stem_plural",
     "sudachi_available",
     "tokenize_for_search",
+    "tokenizer_named",
 ]

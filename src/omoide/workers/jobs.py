@@ -4,7 +4,9 @@
   ``worker_archive_interval_seconds``;
 * ``embedder`` — :class:`~omoide.knowledge.embedding.EmbeddingProcessor` every
   ``worker_embed_interval_seconds``; its first run also embeds chunks stored while another
-  embedding model was configured (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill`);
+  embedding model was configured (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill`)
+  and rebuilds the lexical index if another search tokenizer wrote it
+  (:mod:`omoide.search.lexical_index`);
 * ``expiry`` — :meth:`Sessions.expire_idle <omoide.sessions.Sessions.expire_idle>` every
   ``worker_expire_interval_seconds`` (an expired session's unarchived messages are still
   archived: the archiver takes sessions of any status);
@@ -19,6 +21,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from omoide.knowledge.archiver import ChannelNames, SessionArchiver
 from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
@@ -68,6 +72,7 @@ def embed_job(mem: Memory) -> Job:
     async def run(stop: asyncio.Event) -> RunReport:
         processor = state.get("processor")
         if processor is None:
+            await _rebuild_stale_lexical_index(mem)
             processor = EmbeddingProcessor(mem.store, mem.embedder, settings)
             catch_up = await processor.backfill(stop=stop)
             state["processor"] = processor
@@ -76,6 +81,17 @@ def embed_job(mem: Memory) -> Job:
         return await processor.run(stop=stop)
 
     return Job("embedder", settings.worker_embed_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+async def _rebuild_stale_lexical_index(mem: Memory) -> None:
+    """After an upgrade that changed the search tokenizer, re-tokenise the index once."""
+    from omoide.search.lexical_index import lexical_index_is_stale
+
+    if await lexical_index_is_stale(mem.store):
+        log = structlog.get_logger(__name__)
+        log.info("lexical_reindex_started", reason="the search tokenizer changed")
+        report = await mem.reindex_lexical()
+        log.info("lexical_reindex_done", tokenizer=report.tokenizer, previous=report.previous, rows=report.rows)
 
 
 def _merge(catch_up: EmbedReport, report: EmbedReport) -> EmbedReport:

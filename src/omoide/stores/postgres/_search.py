@@ -224,6 +224,33 @@ async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:
     await conn.execute(_RECORD_TOKENIZER, name)
 
 
+async def set_lexical_tokenizer(conn: asyncpg.Connection, name: str) -> None:
+    await conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+        TOKENIZER_KEY,
+        name,
+    )
+
+
+async def lexical_batch(conn: asyncpg.Connection, table: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+    rows = await conn.fetch(
+        f"SELECT id, content FROM {table} WHERE id > $1 ORDER BY id LIMIT $2",  # table: a LexicalTable value
+        after_id,
+        limit,
+    )
+    return [(int(r["id"]), str(r["content"])) for r in rows]
+
+
+async def rewrite_lexical(conn: asyncpg.Connection, table: str, rows: Sequence[tuple[int, str]]) -> None:
+    await conn.execute(
+        f"UPDATE {table} t SET lexical = r.lexical "
+        "FROM unnest($1::bigint[], $2::text[]) AS r(id, lexical) WHERE t.id = r.id AND t.lexical <> r.lexical",
+        [i for i, _ in rows],
+        [t for _, t in rows],
+    )
+
+
 async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
     value = await conn.fetchval("SELECT value FROM store_meta WHERE key = $1", TOKENIZER_KEY)
     return None if value is None else str(value)
@@ -234,9 +261,12 @@ __all__ = [
     "TOKENIZER_KEY",
     "fetch_chunks",
     "filter_sql",
+    "lexical_batch",
     "lexical_search",
     "lexical_tokenizer",
     "record_tokenizer",
+    "rewrite_lexical",
+    "set_lexical_tokenizer",
     "tsquery_text",
     "vector_search",
     "vector_sql",

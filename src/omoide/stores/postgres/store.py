@@ -95,7 +95,7 @@ from omoide.stores._memory_common import (
     check_tags,
 )
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.base import Capability
+from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.postgres import _apikeys as akops
 from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
@@ -737,10 +737,10 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await kops.get_embedding(conn, cid, model)
 
-    async def knowledge_status(self) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
+    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
         async with self._acquire() as conn:
-            return await kops.knowledge_status(conn)
+            return await kops.knowledge_status(conn, workspace_id)
 
     # ---------------------------------------------------------------------- search
     # The contract is in omoide.stores.base.SearchStore; the SQL in _search.py.
@@ -793,6 +793,29 @@ class PostgresStore:
         when chunks were written by different ones, or ``None`` before any chunk."""
         async with self._acquire() as conn:
             return await sops.lexical_tokenizer(conn)
+
+    # ---- lexical index rebuild
+
+    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
+        async with self._acquire() as conn:
+            return await sops.lexical_batch(conn, LexicalTable(table).value, after_id, limit)
+
+    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
+        """Set the lexical tokens of rows; the generated ``tsvector`` columns follow."""
+        if rows:
+            async with self._acquire() as conn:
+                await sops.rewrite_lexical(conn, LexicalTable(table).value, rows)
+
+    async def set_lexical_tokenizer(self, name: str) -> None:
+        """Record ``name`` as the tokenizer of the whole lexical index."""
+        async with self._acquire() as conn:
+            await sops.set_lexical_tokenizer(conn, name)
+
+    async def lexical_row_count(self, table: LexicalTable) -> int:
+        """Rows in ``table``."""
+        async with self._acquire() as conn:
+            return int(await conn.fetchval(f"SELECT count(*) FROM {LexicalTable(table).value}"))
 
     # ---- memories (issue 7)
 

@@ -300,6 +300,26 @@ def record_tokenizer(conn: sqlite3.Connection, name: str, now: datetime) -> None
     conn.execute(_RECORD_TOKENIZER, (name, format_ts(now)))
 
 
+def set_lexical_tokenizer(conn: sqlite3.Connection, name: str, now: datetime) -> None:
+    conn.execute(
+        "INSERT INTO store_meta (key, value, updated_at) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (TOKENIZER_KEY, name, format_ts(now)),
+    )
+
+
+def lexical_batch(conn: sqlite3.Connection, table: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+    rows = conn.execute(
+        f"SELECT id, content FROM {table} WHERE id > ? ORDER BY id LIMIT ?",  # table: a LexicalTable value
+        (after_id, limit),
+    ).fetchall()
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def rewrite_lexical(conn: sqlite3.Connection, table: str, rows: Sequence[tuple[int, str]]) -> None:
+    conn.executemany(f"UPDATE {table} SET lexical = ?2 WHERE id = ?1 AND lexical <> ?2", rows)
+
+
 def lexical_tokenizer(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (TOKENIZER_KEY,)).fetchone()
     return None if row is None else str(row[0])
@@ -312,9 +332,12 @@ __all__ = [
     "fetch_chunks",
     "filter_sql",
     "fts_query",
+    "lexical_batch",
     "lexical_search",
     "lexical_tokenizer",
     "matching_ids",
     "record_tokenizer",
+    "rewrite_lexical",
+    "set_lexical_tokenizer",
     "vector_search",
 ]

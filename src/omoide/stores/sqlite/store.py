@@ -78,7 +78,7 @@ from omoide.stores._memory_common import (
     check_tags,
 )
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.base import Capability
+from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.sqlite import _apikeys as akops
 from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
@@ -521,9 +521,9 @@ class SqliteStore:
         cid = check_int("chunk_id", chunk_id)
         return await self._read("get_embedding", kops.get_embedding, cid, check_model(model))
 
-    async def knowledge_status(self) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model."""
-        return await self._read("knowledge_status", kops.knowledge_status)
+    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
+        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
+        return await self._read("knowledge_status", kops.knowledge_status, workspace_id)
 
     # ---------------------------------------------------------------------- search
     # The contract is in omoide.stores.base.SearchStore; the operations in _search.py.
@@ -575,6 +575,28 @@ class SqliteStore:
         """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
         when chunks were written by different ones, or ``None`` before any chunk."""
         return await self._read("lexical_tokenizer", sops.lexical_tokenizer)
+
+    # ---- lexical index rebuild
+
+    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
+        return await self._read("lexical_batch", sops.lexical_batch, LexicalTable(table).value, after_id, limit)
+
+    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
+        """Set the lexical tokens of rows; the FTS5 triggers re-index them."""
+        if rows:
+            await self._write("rewrite_lexical", sops.rewrite_lexical, LexicalTable(table).value, list(rows))
+
+    async def set_lexical_tokenizer(self, name: str) -> None:
+        """Record ``name`` as the tokenizer of the whole lexical index."""
+        await self._write("set_lexical_tokenizer", sops.set_lexical_tokenizer, name, utcnow())
+
+    async def lexical_row_count(self, table: LexicalTable) -> int:
+        """Rows in ``table``."""
+        name = LexicalTable(table).value
+        return await self._read(
+            "lexical_row_count", lambda c: int(c.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
+        )
 
     # ---- memories (issue 7)
 

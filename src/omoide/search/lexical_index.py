@@ -1,0 +1,115 @@
+"""Rebuilding the lexical index when the search tokenizer changes.
+
+Lexical search only works when a query is tokenised by the same function that wrote the
+index (:mod:`omoide.text.tokenize`). Each store records the name and version of the
+tokenizer that wrote its chunks (``sudachi-core:v2``, ``ngram:v1``, …). When omoide's
+tokenizer changes (a new version, or SudachiPy installed or removed), search keeps
+tokenising queries with the recorded tokenizer, so nothing is missed, and
+:func:`rebuild_lexical_index` (``omoide reindex --lexical``) re-tokenises every chunk and
+memory with the current tokenizer, then records its name.
+
+The rebuild visits rows in id order in batches and can be interrupted and run again.
+Rows written meanwhile by the application already use the current tokenizer.
+
+Chunk text is re-tokenised the way the archiver tokenises it: each line's author name
+and text, without the ``[2026-01-19 10:00] **Alice (User)**:`` header's time and labels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from omoide.stores.base import LexicalIndexStore, LexicalTable
+from omoide.text import get_search_tokenizer
+
+BATCH = 500
+
+# the header of a chunk line: time, bold author label (with its role), part number of a long message
+_HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] \*\*(?P<label>.*?)\*\*(?: \(\d+/\d+\))?: ?", re.MULTILINE)
+_ROLE_SUFFIX = re.compile(r"\s*\((?:User|Assistant)\)$")
+_BARE_ROLE = {"User", "Assistant"}
+
+
+def chunk_lexical_text(content: str) -> str:
+    """The text of a chunk that its lexical tokens come from: author names and message
+    text, without times and role labels.
+
+    >>> chunk_lexical_text("[2026-01-19 10:00] **Alice (User)**: 今日の天気は？\\n[2026-01-19 10:01] **Assistant**: 晴れ")
+    'Alice\\n今日の天気は？\\n\\n晴れ'
+    """
+
+    def name(match: re.Match[str]) -> str:
+        label = match.group("label")
+        if label in _BARE_ROLE:
+            return "\n"
+        return _ROLE_SUFFIX.sub("", label) + "\n"
+
+    return _HEADER.sub(name, content)
+
+
+@dataclass(slots=True)
+class LexicalRebuildReport:
+    """What :func:`rebuild_lexical_index` did."""
+
+    tokenizer: str
+    previous: str | None
+    rows: dict[str, int] = field(default_factory=dict)  # table → rows visited
+
+
+def _tokens(table: LexicalTable, content: str) -> str:
+    tokenizer = get_search_tokenizer()
+    text = chunk_lexical_text(content) if table is LexicalTable.CHUNKS else content
+    return " ".join(tokenizer.tokenize(text))
+
+
+async def lexical_index_is_stale(store: object) -> bool:
+    """Whether ``store``'s lexical index was written (wholly or partly) by another tokenizer
+    than the current one, so :func:`rebuild_lexical_index` should run."""
+    from omoide.stores.base import SearchStore
+
+    if not isinstance(store, SearchStore) or not isinstance(store, LexicalIndexStore):
+        return False
+    recorded = await store.lexical_tokenizer()
+    return recorded is not None and recorded != get_search_tokenizer().name
+
+
+async def rebuild_lexical_index(
+    store: LexicalIndexStore,
+    *,
+    batch: int = BATCH,
+    on_rows: Callable[[LexicalTable, int, int], None] | None = None,
+) -> LexicalRebuildReport:
+    """Re-tokenise every chunk and memory with the current search tokenizer.
+
+    Args:
+        store: the store (SQLite or PostgreSQL).
+        batch: rows per read and write.
+        on_rows: progress: ``(table, rows done, rows in the table)`` after each batch.
+
+    Returns:
+        The tokenizer now recorded, the one before, and the rows visited per table.
+    """
+    from omoide.stores.base import SearchStore
+
+    previous = await store.lexical_tokenizer() if isinstance(store, SearchStore) else None
+    report = LexicalRebuildReport(tokenizer=get_search_tokenizer().name, previous=previous)
+    for table in LexicalTable:
+        total = await store.lexical_row_count(table)
+        done, after = 0, 0
+        while True:
+            rows = await store.lexical_batch(table, after_id=after, limit=batch)
+            if not rows:
+                break
+            await store.rewrite_lexical(table, [(row_id, _tokens(table, content)) for row_id, content in rows])
+            after = rows[-1][0]
+            done += len(rows)
+            if on_rows is not None:
+                on_rows(table, done, max(total, done))
+        report.rows[table.value] = done
+    await store.set_lexical_tokenizer(report.tokenizer)
+    return report
+
+
+__all__ = ["LexicalRebuildReport", "chunk_lexical_text", "lexical_index_is_stale", "rebuild_lexical_index"]
