@@ -1,0 +1,509 @@
+"""The Discord bot (``omoide discord``): slash commands and mentions over :class:`omoide.Memory`.
+
+Thin by design: each handler reads the interaction or message, calls one or two
+``Memory`` methods and renders the result; everything else is the library's.
+
+* ``/ask`` and mentions: a conversation with session memory (seed 001): one session per
+  user per channel (``mem.session_key(platform="discord", …)``); the prompt gets the
+  user's recalled memories, the channel's and server's summaries and long-term knowledge
+  (``Memory.build_context``), and the model may call the memory tools (``Memory.chat(tools=True)``).
+* ``/chat``: a cited answer from the server's history (seed 004, ``Memory.ask``), with jump links.
+* ``/memory add|search|list|delete``: the invoking user's own memories, ephemeral replies.
+  The user id always comes from the interaction, never from an argument.
+* ``/sync`` (Manage Server or Administrator): this channel's (or thread's) history since
+  the last sync or import into long-term memory (``Memory.ingest_cursor`` +
+  ``Memory.ingest_messages``), with progress in the deferred response.
+* ``/forget-me``: erase the invoking user's memories, sessions and messages in this
+  server, after a confirmation button.
+
+Long replies are split at Discord's 2,000-character limit (:mod:`omoide.bots._split`).
+:func:`run_discord_bot` runs the bot with omoide's workers in the same event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import discord
+from discord import app_commands
+
+from omoide.bots._split import DISCORD_LIMIT, split_message
+from omoide.errors import ConfigError, NotFoundError, OmoideError
+from omoide.importers.discord_live import from_discord_message, readable_content
+from omoide.models import Message
+
+if TYPE_CHECKING:
+    from omoide.answers import AnswerResult
+    from omoide.engine import Memory
+    from omoide.memories.models import MemoryRecord
+
+logger = logging.getLogger("omoide.bots.discord")
+
+Interaction: TypeAlias = "discord.Interaction[discord.Client]"
+
+SYSTEM_PROMPT = (
+    "You are omoide, a helpful assistant in a Discord server. Answer in the language the user writes in "
+    "(日本語で話しかけられたら日本語で答えてください). Be concise; Discord markdown is fine. "
+    "When the user asks you to remember something about them, use the remember tool; "
+    "when they ask what you know about them, use recall."
+)
+SYNC_ORIGIN = "discord:sync"
+SYNCABLE = (discord.TextChannel, discord.Thread, discord.VoiceChannel, discord.StageChannel)
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordBotConfig:
+    """How the bot behaves.
+
+    Attributes:
+        command_guild: register the slash commands in this guild only (instant; for
+            development). ``None``: globally (Discord may take a while to show them).
+        sync_commands: register the commands with Discord at start.
+        mentions: answer messages that mention the bot (needs the privileged
+            *Message Content* intent).
+        context_budget: tokens of long-term context (memories, summaries, knowledge)
+            added to a conversation turn.
+        sync_batch: messages fetched per ingest and progress update in ``/sync``.
+        sync_max_messages: the most messages one ``/sync`` reads (``None``: all).
+    """
+
+    command_guild: int | None = None
+    sync_commands: bool = True
+    mentions: bool = True
+    context_budget: int = 4000
+    sync_batch: int = 500
+    sync_max_messages: int | None = None
+
+
+def default_intents(*, mentions: bool = True) -> discord.Intents:
+    """Guilds and guild messages; the Message Content intent only when answering mentions."""
+    intents = discord.Intents.default()
+    intents.message_content = mentions
+    return intents
+
+
+class NotAdmin(app_commands.CheckFailure):
+    """The invoking member lacks Manage Server and Administrator."""
+
+
+def is_admin(interaction: Interaction) -> bool:
+    """Manage Server or Administrator, from the member's permissions in the interaction (a check)."""
+    perms = interaction.permissions
+    if interaction.guild_id is None or not (perms.administrator or perms.manage_guild):
+        raise NotAdmin("You need the Manage Server permission to use this command.")
+    return True
+
+
+def guild_id_of(interaction: Interaction) -> int:
+    if interaction.guild_id is None:
+        raise app_commands.NoPrivateMessage("This command works in a server, not in direct messages.")
+    return interaction.guild_id
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def render_answer(result: AnswerResult) -> str:
+    """``/chat``'s reply: the answer, then one line per cited source with its jump link."""
+    from omoide.answers.prompt import time_range
+
+    if not result.citations:
+        return result.text
+    lines = [result.text, "", "**根拠**" if result.language == "ja" else "**Sources**"]
+    for c in result.citations:
+        chunk = c.hit.chunk
+        where = " · ".join(p for p in (chunk.source_title, time_range(chunk.started_at, chunk.ended_at)) if p)
+        link = f" — <{c.hit.jump_url}>" if c.hit.jump_url else ""
+        lines.append(f"[#{c.number}] {where}{link}")
+    return "\n".join(lines)
+
+
+def render_memories(memories: Sequence[MemoryRecord], *, scores: Sequence[float] | None = None) -> str:
+    lines = []
+    for i, m in enumerate(memories):
+        tags = f" [{', '.join(m.tags)}]" if m.tags else ""
+        score = f" · {scores[i]:.3f}" if scores is not None else ""
+        lines.append(f"`#{m.id}` ({m.category}{tags}) {m.content} — {m.updated_at:%Y-%m-%d}{score}")
+    return "\n".join(lines)
+
+
+async def send_pieces(interaction: Interaction, text: str, *, ephemeral: bool = False) -> None:
+    """Send ``text`` as the interaction's reply, split at 2,000 characters.
+
+    After a deferral the first piece replaces the "thinking…" message and the rest are
+    follow-ups; otherwise the first piece is the response itself.
+    """
+    pieces = split_message(text, DISCORD_LIMIT) or ["…"]
+    first, rest = pieces[0], pieces[1:]
+    if interaction.response.is_done():
+        await interaction.edit_original_response(content=first)
+    else:
+        await interaction.response.send_message(first, ephemeral=ephemeral)
+    for piece in rest:
+        await interaction.followup.send(piece, ephemeral=ephemeral)
+
+
+# ---------------------------------------------------------------- the bot
+
+
+class OmoideBot(discord.Client):
+    """A :class:`discord.Client` with omoide's slash commands and mention handler.
+
+    Args:
+        mem: the open :class:`~omoide.Memory`.
+        config: behaviour (see :class:`DiscordBotConfig`).
+        **options: passed to :class:`discord.Client` (``intents`` default: :func:`default_intents`).
+    """
+
+    def __init__(self, mem: Memory, *, config: DiscordBotConfig | None = None, **options: Any) -> None:
+        self.config = config or DiscordBotConfig()
+        options.setdefault("intents", default_intents(mentions=self.config.mentions))
+        super().__init__(**options)
+        self.mem = mem
+        self.tree: app_commands.CommandTree[OmoideBot] = app_commands.CommandTree(self)
+        self._syncing: set[int] = set()
+        _register(self)
+
+    async def setup_hook(self) -> None:
+        if not self.config.sync_commands:
+            return
+        if self.config.command_guild is not None:
+            guild = discord.Object(id=self.config.command_guild)
+            self.tree.copy_global_to(guild=guild)
+            await self.tree.sync(guild=guild)
+        else:
+            await self.tree.sync()
+
+    # ---- conversation (/ask, mentions)
+
+    async def converse(
+        self,
+        *,
+        guild_id: int,
+        channel_id: int,
+        user: discord.abc.User,
+        text: str,
+        message_id: int,
+    ) -> str:
+        """One conversation turn for ``user`` in ``channel_id``: long-term context + session + memory tools."""
+        mem = self.mem
+        key = mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user.id)
+        built = await mem.build_context(
+            key, text, budget_tokens=self.config.context_budget, system=SYSTEM_PROMPT, user=user.id
+        )
+        message = Message.user(text, author_id=str(user.id), author_name=user.display_name, message_id=str(message_id))
+        reply = await mem.chat(key, message, system=built.system, tools=True)
+        return reply.text
+
+    async def on_message(self, message: discord.Message) -> None:
+        """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel)."""
+        me = self.user
+        if (
+            not self.config.mentions
+            or me is None
+            or message.author.bot
+            or message.guild is None
+            or not any(u.id == me.id for u in message.mentions)
+        ):
+            return
+        text = readable_content(message, strip_mention_of=me.id)
+        try:
+            if not text:
+                answer = "Ask me anything — or use `/ask`, `/chat` (answers from this server's history) and `/memory`."
+            else:
+                async with message.channel.typing():
+                    answer = await self.converse(
+                        guild_id=message.guild.id,
+                        channel_id=message.channel.id,
+                        user=message.author,
+                        text=text,
+                        message_id=message.id,
+                    )
+        except OmoideError as exc:
+            answer = f"⚠️ {exc.message}"
+        pieces = split_message(answer, DISCORD_LIMIT) or ["…"]
+        await message.reply(pieces[0], mention_author=False)
+        for piece in pieces[1:]:
+            await message.channel.send(piece)
+
+    # ---- /sync
+
+    async def sync_channel(self, interaction: Interaction) -> None:
+        """``/sync``: ingest the channel's (or thread's) history since the last sync, with progress."""
+        guild_id = guild_id_of(interaction)
+        channel = interaction.channel
+        if not isinstance(channel, SYNCABLE):
+            await interaction.response.send_message("I can only sync text channels and threads.", ephemeral=True)
+            return
+        if channel.id in self._syncing:
+            await interaction.response.send_message("A sync of this channel is already running.", ephemeral=True)
+            return
+        self._syncing.add(channel.id)
+        try:
+            await interaction.response.defer(thinking=True)
+            await self._sync(interaction, guild_id, channel)
+        finally:
+            self._syncing.discard(channel.id)
+
+    async def _sync(
+        self,
+        interaction: Interaction,
+        guild_id: int,
+        channel: discord.TextChannel | discord.Thread | discord.VoiceChannel | discord.StageChannel,
+    ) -> None:
+        mem = self.mem
+        name = f"#{channel.name}"
+        if isinstance(channel, discord.Thread):
+            parent, thread = channel.parent_id, channel.id
+        else:
+            parent, thread = channel.id, None
+        cursor = await mem.ingest_cursor(platform="discord", workspace=guild_id, channel=parent, thread=thread)
+        after = discord.Object(id=int(cursor.message_id)) if cursor is not None else None
+        since = "since the last sync" if cursor is not None else "from the beginning"
+        await interaction.edit_original_response(content=f"Reading {name} {since}…")
+        me = self.user.id if self.user is not None else None
+        read = new = chunks = 0
+        batch: list[discord.Message] = []
+
+        async def flush() -> None:
+            nonlocal new, chunks
+            done = await mem.ingest_messages(
+                [from_discord_message(m) for m in batch], workspace=guild_id, origin=SYNC_ORIGIN
+            )
+            new += done.new_messages
+            chunks += done.chunks
+            batch.clear()
+
+        try:
+            async for msg in channel.history(limit=self.config.sync_max_messages, after=after, oldest_first=True):
+                read += 1
+                if msg.author.id != me:  # the bot's own answers are not history
+                    batch.append(msg)
+                if read % self.config.sync_batch == 0:
+                    await flush()
+                    await interaction.edit_original_response(
+                        content=f"Syncing {name}: {read} messages read, {new} new stored…"
+                    )
+            if batch:
+                await flush()
+        except discord.Forbidden:
+            await interaction.edit_original_response(
+                content=f"I can't read the history of {name}: give me the Read Message History permission there. "
+                f"{new} new messages were stored before that."
+            )
+            return
+        if new == 0:
+            text = f"Nothing new in {name} {since} ({read} messages read)."
+        else:
+            text = (
+                f"Synced {name}: {new} new messages stored in long-term memory ({chunks} chunks, "
+                f"{read} messages read). `/chat` can answer from them now."
+            )
+        await interaction.edit_original_response(content=text)
+
+    # ---- /forget-me
+
+    async def forget_me(self, interaction: Interaction) -> None:
+        """``/forget-me``: ask for confirmation (ephemeral buttons), then erase the user's data here."""
+        guild_id = guild_id_of(interaction)
+        view = ForgetConfirmation(self.mem, guild_id=guild_id, user_id=interaction.user.id)
+        await interaction.response.send_message(
+            "This erases **your memories, your conversation sessions and their messages** in this server "
+            "and cannot be undone. (Channel history synced into the server's knowledge stays.) Continue?",
+            view=view,
+            ephemeral=True,
+        )
+
+
+class ForgetConfirmation(discord.ui.View):
+    """The two buttons of ``/forget-me``; only the invoking user can press them."""
+
+    def __init__(self, mem: Memory, *, guild_id: int, user_id: int, timeout: float = 120.0) -> None:
+        super().__init__(timeout=timeout)
+        self.mem = mem
+        self.guild_id = guild_id
+        self.user_id = user_id
+
+    async def interaction_check(self, interaction: Interaction) -> bool:  # type: ignore[override]
+        if interaction.user.id != self.user_id:
+            await interaction.response.send_message("This confirmation is not yours.", ephemeral=True)
+            return False
+        return True
+
+    @discord.ui.button(label="Erase my data", style=discord.ButtonStyle.danger, custom_id="omoide:forget:yes")
+    async def confirm(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
+        report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
+        self.stop()
+        await interaction.response.edit_message(
+            content=f"Erased {report.memories} memories, {report.sessions} sessions and {report.messages} messages.",
+            view=None,
+        )
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id="omoide:forget:no")
+    async def cancel(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
+        self.stop()
+        await interaction.response.edit_message(content="Cancelled: nothing was erased.", view=None)
+
+
+# ---------------------------------------------------------------- slash commands
+
+
+def _register(bot: OmoideBot) -> None:
+    tree = bot.tree
+    mem = bot.mem
+
+    @tree.command(name="ask", description="Talk with omoide (remembers this conversation and what you told it)")
+    @app_commands.describe(question="What you want to say or ask")
+    @app_commands.guild_only()
+    async def ask(interaction: Interaction, question: app_commands.Range[str, 1, 4000]) -> None:
+        guild_id = guild_id_of(interaction)
+        await interaction.response.defer(thinking=True)
+        answer = await bot.converse(
+            guild_id=guild_id,
+            channel_id=interaction.channel_id or 0,
+            user=interaction.user,
+            text=question,
+            message_id=interaction.id,
+        )
+        await send_pieces(interaction, answer)
+
+    @tree.command(name="chat", description="Answer from this server's history, with sources and links")
+    @app_commands.describe(question="Your question about what was said in this server")
+    @app_commands.guild_only()
+    async def chat(interaction: Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
+        guild_id = guild_id_of(interaction)
+        await interaction.response.defer(thinking=True)
+        result = await mem.ask(question, workspace=guild_id, asker=interaction.user.id)
+        await send_pieces(interaction, render_answer(result))
+
+    group = app_commands.Group(name="memory", description="What omoide remembers about you", guild_only=True)
+
+    @group.command(name="add", description="Remember something about you")
+    @app_commands.describe(content="What to remember", category="A short label", tags="Comma-separated tags")
+    async def memory_add(
+        interaction: Interaction,
+        content: app_commands.Range[str, 1, 4000],
+        category: app_commands.Range[str, 1, 64] = "general",
+        tags: str | None = None,
+    ) -> None:
+        tag_list = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
+        done = await mem.remember(
+            content, workspace=guild_id_of(interaction), user=interaction.user.id, category=category, tags=tag_list
+        )
+        verb = "Updated" if done.updated else "Remembered as"
+        await send_pieces(interaction, f"{verb} `#{done.memory.id}`: {done.memory.content}", ephemeral=True)
+
+    @group.command(name="search", description="Find your memories")
+    @app_commands.describe(query="What to look for", limit="At most this many")
+    async def memory_search(
+        interaction: Interaction, query: app_commands.Range[str, 1, 1000], limit: app_commands.Range[int, 1, 25] = 5
+    ) -> None:
+        hits = await mem.recall(query, workspace=guild_id_of(interaction), user=interaction.user.id, limit=limit)
+        if not hits:
+            text = "No memory of yours matches. `/memory list` shows them all."
+        else:
+            text = render_memories([h.memory for h in hits], scores=[h.score for h in hits])
+        await send_pieces(interaction, text, ephemeral=True)
+
+    @group.command(name="list", description="List your memories, newest first")
+    @app_commands.describe(page="Page (20 per page)")
+    async def memory_list(interaction: Interaction, page: app_commands.Range[int, 1, 1000] = 1) -> None:
+        records = await mem.memories.list(guild_id_of(interaction), interaction.user.id, page=page)
+        if records:
+            text = render_memories(records)
+        else:
+            text = "You have no memories here yet. Add one with `/memory add`." if page == 1 else "No more memories."
+        await send_pieces(interaction, text, ephemeral=True)
+
+    @group.command(name="delete", description="Delete one of your memories")
+    @app_commands.describe(memory_id="The memory's number (see /memory list)")
+    async def memory_delete(interaction: Interaction, memory_id: app_commands.Range[int, 1]) -> None:
+        try:
+            await mem.memories.delete(guild_id_of(interaction), interaction.user.id, memory_id)
+        except NotFoundError:
+            text = f"You have no memory `#{memory_id}` here."
+        else:
+            text = f"Deleted memory `#{memory_id}`."
+        await send_pieces(interaction, text, ephemeral=True)
+
+    tree.add_command(group)
+
+    @tree.command(name="sync", description="Store this channel's new messages in omoide's long-term memory (admins)")
+    @app_commands.guild_only()
+    @app_commands.default_permissions(manage_guild=True)
+    @app_commands.check(is_admin)
+    async def sync(interaction: Interaction) -> None:
+        await bot.sync_channel(interaction)
+
+    @tree.command(name="forget-me", description="Erase your memories and conversations with omoide in this server")
+    @app_commands.guild_only()
+    async def forget_me(interaction: Interaction) -> None:
+        await bot.forget_me(interaction)
+
+    @tree.error
+    async def on_error(interaction: Interaction, error: app_commands.AppCommandError) -> None:
+        cause = error.original if isinstance(error, app_commands.CommandInvokeError) else error
+        if isinstance(cause, app_commands.CheckFailure):
+            text = str(cause) or "You can't use this command here."
+        elif isinstance(cause, OmoideError):
+            text = f"⚠️ {cause.message}"
+        else:
+            logger.error("discord_command_failed", exc_info=cause)
+            text = "⚠️ Something went wrong; the error was logged."
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(text, ephemeral=True)
+            else:
+                await interaction.response.send_message(text, ephemeral=True)
+        except discord.HTTPException:
+            logger.warning("discord_error_reply_failed", exc_info=True)
+
+
+# ---------------------------------------------------------------- running
+
+
+async def run_discord_bot(
+    mem: Memory,
+    token: str,
+    *,
+    config: DiscordBotConfig | None = None,
+    workers: bool = True,
+) -> None:
+    """Run the bot until it is stopped, with omoide's workers in the same event loop.
+
+    Raises:
+        ConfigError: the token was rejected, or the Message Content intent is not enabled.
+    """
+    if not token.strip():
+        raise ConfigError("set DISCORD_TOKEN to your bot's token (Developer Portal → your application → Bot)")
+    bot = OmoideBot(mem, config=config)
+    try:
+        async with bot:
+            if workers:
+                async with mem.workers():
+                    await bot.start(token)
+            else:
+                await bot.start(token)
+    except discord.LoginFailure:
+        raise ConfigError("Discord rejected DISCORD_TOKEN: reset the bot token in the Developer Portal") from None
+    except discord.PrivilegedIntentsRequired:
+        raise ConfigError(
+            "enable the Message Content intent (Developer Portal → Bot → Privileged Gateway Intents), "
+            "or run with --no-mentions"
+        ) from None
+
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "DiscordBotConfig",
+    "ForgetConfirmation",
+    "OmoideBot",
+    "default_intents",
+    "is_admin",
+    "render_answer",
+    "run_discord_bot",
+    "send_pieces",
+]
