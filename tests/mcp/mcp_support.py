@@ -1,0 +1,56 @@
+"""Shared helpers of the MCP server tests.
+
+This folder has no ``__init__.py`` on purpose: as a package it would be importable as
+``mcp`` (pytest puts ``tests/`` on ``sys.path``) and shadow the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import omoide
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp_types import CallToolResult, TextContent
+
+GUILD = "1290478288896131072"  # the sample export's guild
+SAMPLE = Path(omoide.__file__).parent / "sample_data" / "discord"
+OMOIDE = str(Path(sys.executable).parent / "omoide")
+TOOLS = {"remember", "recall", "list_memories", "forget_memory", "search", "ask", "build_context"}
+
+
+async def make_sample_db(path: Path) -> str:
+    """A SQLite file with the sample Discord export imported and embedded (hashing embedder)."""
+    url = f"sqlite:///{path}"
+    async with omoide.Memory.open(database_url=url, embedder="hashing") as mem:
+        await mem.import_export([SAMPLE])
+        await mem.embed()
+    return url
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    return {"OMOIDE_EMBEDDER": "hashing", "OMOIDE_LOG_LEVEL": "WARNING", **extra}
+
+
+@asynccontextmanager
+async def stdio_session(*args: str, env: dict[str, str] | None = None, cwd: Path) -> AsyncIterator[ClientSession]:
+    """A real MCP client session with ``omoide mcp ARGS`` spawned over stdio."""
+    params = StdioServerParameters(command=OMOIDE, args=["mcp", *args], env=env or server_env(), cwd=cwd)
+    with (cwd / "mcp-server.stderr").open("a", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    """The structured content of a successful call (fails the test with the error text otherwise)."""
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    return result.structured_content
