@@ -325,11 +325,15 @@ class Memory:
             raise CapabilityNotSupported(f"the {type(self.store).__name__} backend has no full-text index")
         return await rebuild_lexical_index(self.store, on_rows=on_rows)
 
-    async def knowledge_status(self) -> KnowledgeStatus:
-        """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model."""
+    async def knowledge_status(self, *, workspace: str | int | None = None) -> KnowledgeStatus:
+        """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model
+        (of one ``workspace``, or of all)."""
         from omoide.knowledge.archiver import knowledge_store
 
-        return await knowledge_store(self.store).knowledge_status()
+        store = knowledge_store(self.store)
+        if workspace is None:
+            return await store.knowledge_status()
+        return await store.knowledge_status(workspace_id=str(workspace))
 
     async def sources(
         self, *, workspace: str | None = None, limit: int = 100, offset: int = 0
@@ -582,6 +586,7 @@ class Memory:
         strict: bool = False,
         include_system: bool = False,
         on_source: Callable[[int, int], None] | None = None,
+        only_workspace: bool = False,
     ) -> ImportSummary:
         """Import chat exports (DiscordChatExporter JSON, Slack zip/folder, omoide JSONL) into long-term memory.
 
@@ -596,10 +601,13 @@ class Memory:
             strict: fail on the first malformed record instead of skipping it (nothing is written).
             include_system: keep platform notifications.
             on_source: progress: ``(conversations done, total)``.
+            only_workspace: refuse (``InvalidInput``, nothing written) an export holding messages
+                of any workspace but ``workspace`` — a Discord export names its own guild.
 
         Raises:
             UnrecognizedExport: a path is missing or not an export.
             MalformedExport: ``strict`` and a malformed record or file.
+            InvalidInput: ``only_workspace`` and another workspace in the export.
         """
         from omoide.knowledge.importing import import_export
 
@@ -611,6 +619,7 @@ class Memory:
             strict=strict,
             include_system=include_system,
             on_source=on_source,
+            only_workspace=only_workspace,
         )
 
     _ingest_lock: asyncio.Lock | None = None

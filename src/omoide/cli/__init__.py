@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from omoide import __version__
-from omoide.cli import bots, context, imports, knowledge, mcp_server, memory, search, sessions, summaries
+from omoide.cli import bots, context, imports, knowledge, mcp_server, memory, search, server, sessions, summaries
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.cli.chat import chat as chat_command
 from omoide.errors import OmoideError
@@ -30,6 +30,7 @@ imports.register(app)  # import
 memory.register(app)  # memory …, forget-user
 context.register(app)  # context
 summaries.register(app)  # summaries show, summarise
+server.register(app)  # serve, keys create|list|revoke
 mcp_server.register(app)  # mcp
 bots.register(app)  # discord
 app.command("chat", epilog="Example: omoide chat --agent notes   (then: /new idea, /context, /compact, /exit)")(

@@ -155,6 +155,14 @@ UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
 """
 
+WORKSPACE_STATUS_SQL = """
+SELECT 'session' AS kind, status AS key, count(*) AS n FROM sessions WHERE workspace_id = $1 GROUP BY status
+UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions WHERE workspace_id = $1
+UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources WHERE workspace_id = $1 GROUP BY status
+UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks WHERE workspace_id = $1
+UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings WHERE workspace_id = $1 GROUP BY model
+"""
+
 
 def quote_ident(name: str) -> str:
     """``name`` as a quoted SQL identifier."""
@@ -456,8 +464,8 @@ async def get_embedding(conn: asyncpg.Connection, chunk_id: int, model: str) -> 
     return vector
 
 
-async def knowledge_status(conn: asyncpg.Connection) -> KnowledgeStatus:
-    rows = await conn.fetch(STATUS_SQL)
+async def knowledge_status(conn: asyncpg.Connection, workspace_id: str | None = None) -> KnowledgeStatus:
+    rows = await (conn.fetch(STATUS_SQL) if workspace_id is None else conn.fetch(WORKSPACE_STATUS_SQL, workspace_id))
     return status_from_rows([(r["kind"], r["key"], r["n"]) for r in rows])
 
 

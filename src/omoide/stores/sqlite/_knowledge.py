@@ -116,6 +116,14 @@ UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
 """
 
+WORKSPACE_STATUS_SQL = """
+SELECT 'session', status, count(*) FROM sessions WHERE workspace_id = :ws GROUP BY status
+UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions WHERE workspace_id = :ws
+UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources WHERE workspace_id = :ws GROUP BY status
+UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks WHERE workspace_id = :ws
+UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings WHERE workspace_id = :ws GROUP BY model
+"""
+
 
 # ---------------------------------------------------------------------------- rows
 
@@ -393,8 +401,10 @@ def get_embedding(conn: sqlite3.Connection, chunk_id: int, model: str) -> npt.ND
     return None if row is None else vector_from_blob(row[0])
 
 
-def knowledge_status(conn: sqlite3.Connection) -> KnowledgeStatus:
-    return status_from_rows(conn.execute(STATUS_SQL).fetchall())
+def knowledge_status(conn: sqlite3.Connection, workspace_id: str | None = None) -> KnowledgeStatus:
+    if workspace_id is None:
+        return status_from_rows(conn.execute(STATUS_SQL).fetchall())
+    return status_from_rows(conn.execute(WORKSPACE_STATUS_SQL, {"ws": workspace_id}).fetchall())
 
 
 __all__ = [

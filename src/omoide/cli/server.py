@@ -1,0 +1,125 @@
+"""``omoide serve`` (the HTTP API) and ``omoide keys create|list|revoke`` (its API keys)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+
+keys_app = typer.Typer(help="API keys of the HTTP API and MCP server (one workspace each).", no_args_is_help=True)
+
+
+@keys_app.command("create", epilog="Example: omoide keys create --workspace 1290478288896131072 --name discord-bot")
+def create(
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="The only workspace the key can reach.")],
+    name: Annotated[str | None, typer.Option("--name", "-n", help="A label for people.")] = None,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Create an API key and print its token — shown this once (only its SHA-256 is stored)."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            created = await mem.api_keys.create(workspace, name=name)
+        if json_:
+            print_json(created.as_dict())
+        else:
+            console.print(f"Created API key {created.record.id} for workspace {created.record.workspace_id!r}.")
+            console.print("Token (shown once; store it now):", style="bold")
+            print(created.token)
+
+    run(main, json_errors=json_)
+
+
+@keys_app.command("list", epilog="Example: omoide keys list --workspace 1290478288896131072 --json")
+def list_keys(
+    workspace: Annotated[str | None, typer.Option("--workspace", "-w", help="Only this workspace's keys.")] = None,
+    active: Annotated[bool, typer.Option("--active", help="Leave out revoked keys.")] = False,
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """List API keys, newest first (never their tokens)."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            found = await mem.api_keys.list(workspace=workspace, include_revoked=not active, limit=1000)
+        if json_:
+            print_json([k.as_dict() for k in found])
+            return
+        table = Table("id", "workspace", "name", "prefix", "created (UTC)", "revoked (UTC)")
+        for k in found:
+            revoked = "" if k.revoked_at is None else k.revoked_at.strftime("%Y-%m-%d %H:%M")
+            table.add_row(
+                str(k.id), k.workspace_id, k.name, k.prefix + "…", k.created_at.strftime("%Y-%m-%d %H:%M"), revoked
+            )
+        console.print(table)
+
+    run(main, json_errors=json_)
+
+
+@keys_app.command("revoke", epilog="Example: omoide keys revoke 3")
+def revoke(
+    key_id: Annotated[int, typer.Argument(help="The key's id (see `omoide keys list`).")],
+    db: DbOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Revoke an API key at once (requests with it answer 401)."""
+
+    async def main() -> None:
+        async with open_memory(db) as mem:
+            record = await mem.api_keys.revoke(key_id)
+        if json_:
+            print_json(record.as_dict())
+        else:
+            console.print(f"Revoked API key {record.id} ({record.prefix}…, workspace {record.workspace_id!r}).")
+
+    run(main, json_errors=json_)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    db: DbOption = None,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="Do not run the background workers in this process.")
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "warning",
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = False,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs and /openapi.json); the workers run in-process unless --no-workers."""
+    import uvicorn
+
+    from omoide.errors import OmoideError
+    from omoide.server import create_app
+    from omoide.settings import load_settings
+
+    try:
+        settings = load_settings(**({"database_url": db} if db else {}))
+    except OmoideError as exc:
+        typer.echo(f"Error: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+    app = create_app(settings, workers=not no_workers)
+    loop = "uvloop" if _has("uvloop") else "asyncio"
+    http = "httptools" if _has("httptools") else "h11"
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=access_log, loop=loop, http=http)
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and ``keys`` to the root app."""
+    app.command(
+        "serve",
+        epilog="Example: OMOIDE_ADMIN_KEY=$(openssl rand -hex 32) omoide serve --port 8000 --db sqlite:///./data/omoide.db",
+    )(serve)
+    app.add_typer(keys_app, name="keys")
+
+
+__all__ = ["register"]

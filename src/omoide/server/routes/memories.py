@@ -1,0 +1,103 @@
+"""Per-user explicit memories: remember, recall, list, get, update, delete (``Memory.memories``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.problems import PROBLEM_RESPONSES
+from omoide.server.schemas import (
+    MemoryHitOut,
+    MemoryOut,
+    MemoryUpdateIn,
+    Page,
+    RecallIn,
+    RecallOut,
+    RememberIn,
+    RememberOut,
+)
+
+router = APIRouter(prefix="/v1/users/{user_id}/memories", tags=["memories"], responses={**PROBLEM_RESPONSES})
+
+UserId = Annotated[str, Path(min_length=1, max_length=256, description="The platform user id.", examples=["7"])]
+MemoryId = Annotated[int, Path(ge=1, le=2**62, description="The memory's id.")]
+
+
+@router.post("", summary="Remember something for a user", status_code=201)
+async def remember(user_id: UserId, body: RememberIn, memory: MemoryDep, key: KeyDep) -> RememberOut:
+    """A near-duplicate of one of the user's memories is updated instead (`updated: true`)."""
+    result = await memory.remember(
+        body.content,
+        workspace=key.workspace_id,
+        user=user_id,
+        category=body.category,
+        tags=body.tags,
+        metadata=body.metadata,
+    )
+    return RememberOut(memory=MemoryOut.of(result.memory), updated=result.updated, similarity=result.similarity)
+
+
+@router.post("/recall", summary="Recall a user's memories that match a query")
+async def recall(user_id: UserId, body: RecallIn, memory: MemoryDep, key: KeyDep) -> RecallOut:
+    """Hybrid: vector + full text, fused with RRF; only this user's memories."""
+    hits = await memory.recall(
+        body.query, workspace=key.workspace_id, user=user_id, limit=body.limit, category=body.category, tags=body.tags
+    )
+    return RecallOut(items=[MemoryHitOut.of(h) for h in hits])
+
+
+@router.get("", summary="List a user's memories")
+async def list_memories(
+    user_id: UserId,
+    memory: MemoryDep,
+    key: KeyDep,
+    category: Annotated[str | None, Query(max_length=64)] = None,
+    tag: Annotated[list[str] | None, Query(max_length=64, description="Repeat to require several tags.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> Page[MemoryOut]:
+    """Newest first."""
+    found = await memory.memories.store.list_memories(
+        key.workspace_id,
+        user_id,
+        category=category,
+        tags=tuple(tag or ()),
+        limit=limit + 1,
+        offset=offset,
+    )
+    return Page[MemoryOut](
+        items=[MemoryOut.of(m) for m in found[:limit]],
+        limit=limit,
+        offset=offset,
+        next_offset=offset + limit if len(found) > limit else None,
+    )
+
+
+@router.get("/{memory_id}", summary="Get one memory")
+async def get_memory(user_id: UserId, memory_id: MemoryId, memory: MemoryDep, key: KeyDep) -> MemoryOut:
+    return MemoryOut.of(await memory.memories.get(key.workspace_id, user_id, memory_id))
+
+
+@router.patch("/{memory_id}", summary="Change a memory")
+async def update_memory(
+    user_id: UserId, memory_id: MemoryId, body: MemoryUpdateIn, memory: MemoryDep, key: KeyDep
+) -> MemoryOut:
+    """Fields left out stay as they are; new content is embedded again."""
+    updated = await memory.memories.update(
+        key.workspace_id,
+        user_id,
+        memory_id,
+        content=body.content,
+        category=body.category,
+        tags=body.tags,
+        metadata=body.metadata,
+    )
+    return MemoryOut.of(updated)
+
+
+@router.delete("/{memory_id}", summary="Delete a memory", status_code=204)
+async def delete_memory(user_id: UserId, memory_id: MemoryId, memory: MemoryDep, key: KeyDep) -> Response:
+    await memory.memories.delete(key.workspace_id, user_id, memory_id)
+    return Response(status_code=204)
