@@ -110,6 +110,13 @@ def render_answer(result: AnswerResult) -> str:
     """``/chat``'s reply: the answer, then one line per cited source with its jump link."""
     from omoide.answers.prompt import time_range
 
+    if result.no_data:
+        hint = (
+            "（管理者がチャンネルで `/sync` を実行すると、その履歴から答えられるようになります。）"
+            if result.language == "ja"
+            else "(An admin can run `/sync` in a channel to let me answer from its history.)"
+        )
+        return f"{result.text}\n{hint}"
     if not result.citations:
         return result.text
     lines = [result.text, "", "**根拠**" if result.language == "ja" else "**Sources**"]
@@ -454,7 +461,9 @@ def _register(bot: OmoideBot) -> None:
             logger.error("discord_command_failed", exc_info=cause)
             text = "⚠️ Something went wrong; the error was logged."
         try:
-            if interaction.response.is_done():
+            if interaction.response.type is discord.InteractionResponseType.deferred_channel_message:
+                await interaction.edit_original_response(content=text)  # replaces "thinking…"
+            elif interaction.response.is_done():
                 await interaction.followup.send(text, ephemeral=True)
             else:
                 await interaction.response.send_message(text, ephemeral=True)

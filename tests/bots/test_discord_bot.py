@@ -1,0 +1,774 @@
+"""The Discord bot, driven through discord.py itself: no network, no patched internals.
+
+The bot is a real :class:`omoide.bots.discord_bot.OmoideBot` (a ``discord.Client``) whose
+HTTP client is discord.py's own, given a public ``connector`` whose resolver sends
+``discord.com`` to a local TLS server (:class:`FakeDiscord`) that speaks the few REST
+endpoints the bot uses: login, application info, interaction callbacks, the follow-up
+webhook, editing the original response, creating messages, typing and channel history.
+Interactions and messages enter as the gateway delivers them — API-shaped payloads given
+to discord.py's ``ConnectionState`` — so the command tree parses the options, runs the
+permission checks and calls the handlers exactly as in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import json
+import socket
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from omoide import Memory
+from omoide.bots._split import DISCORD_LIMIT
+from omoide.bots.discord_bot import DiscordBotConfig, OmoideBot
+from omoide.errors import ProviderError
+from omoide.importers import read_export
+from omoide.providers.scripted import ChatRequest, ScriptedChatModel
+from omoide.sample_data import discord_export_paths
+from omoide.settings import Settings
+
+GUILD = 1290478288896131072  # the sample export's guild
+GENERAL = 1290478288896131073  # its #general
+OTHER_CHANNEL = 1290478288896139999
+APP_ID = 900000000000000002
+BOT = {
+    "id": "900000000000000001",
+    "username": "omoide",
+    "discriminator": "0",
+    "global_name": "omoide",
+    "avatar": None,
+    "bot": True,
+}
+ALICE = {"id": "700000000000000001", "username": "alice", "discriminator": "0", "global_name": "Alice", "avatar": None}
+BOB = {"id": "700000000000000002", "username": "bob", "discriminator": "0", "global_name": "Bob", "avatar": None}
+MANAGE_GUILD = 1 << 5
+ADMINISTRATOR = 1 << 3
+EPHEMERAL = 64
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def snowflake(at: dt.datetime, n: int = 0) -> int:
+    return discord.utils.time_snowflake(at) + n
+
+
+# ------------------------------------------------------------------ the fake Discord REST API
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    body: dict[str, Any]
+    query: dict[str, str]
+
+    @property
+    def content(self) -> str | None:
+        data = self.body.get("data", self.body) if "/callback" in self.path else self.body
+        return data.get("content") if isinstance(data, dict) else None
+
+    @property
+    def ephemeral(self) -> bool:
+        data = self.body.get("data", self.body) if "/callback" in self.path else self.body
+        return bool(isinstance(data, dict) and int(data.get("flags") or 0) & EPHEMERAL)
+
+
+def api_json(data: Any) -> web.Response:
+    """A JSON response as Discord sends it (``Content-Type: application/json``, no charset)."""
+    return web.Response(body=json.dumps(data).encode(), content_type="application/json")
+
+
+@dataclass
+class FakeDiscord:
+    """Discord's REST API as far as the bot uses it; records every call."""
+
+    calls: list[Call] = field(default_factory=list)
+    history: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(snowflake(T0 + dt.timedelta(days=30))))
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        r = app.router
+        r.add_get("/api/v10/users/@me", self.me)
+        r.add_get("/api/v10/oauth2/applications/@me", self.application)
+        r.add_post("/api/v10/interactions/{iid}/{token}/callback", self.callback)
+        r.add_patch("/api/v10/webhooks/{app}/{token}/messages/@original", self.webhook_message)
+        r.add_post("/api/v10/webhooks/{app}/{token}", self.webhook_message)
+        r.add_post("/api/v10/channels/{cid}/messages", self.create_message)
+        r.add_post("/api/v10/channels/{cid}/typing", self.typing)
+        r.add_get("/api/v10/channels/{cid}/messages", self.channel_history)
+        return app
+
+    async def record(self, request: web.Request) -> dict[str, Any]:
+        if request.content_type == "multipart/form-data":
+            form = await request.post()
+            body = json.loads(str(form["payload_json"]))
+        else:
+            raw = await request.read()
+            body = json.loads(raw) if raw else {}
+        self.calls.append(Call(request.method, request.path, body, dict(request.query)))
+        return body
+
+    def message(
+        self, channel_id: int, content: str | None, author: dict[str, Any] = BOT, **extra: Any
+    ) -> dict[str, Any]:
+        mid = next(self.ids)
+        data = {
+            "id": str(mid),
+            "channel_id": str(channel_id),
+            "author": author,
+            "content": content or "",
+            "timestamp": discord.utils.snowflake_time(mid).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+            **extra,
+        }
+        self.messages[mid] = data
+        return data
+
+    async def me(self, _: web.Request) -> web.Response:
+        return api_json(BOT)
+
+    async def application(self, _: web.Request) -> web.Response:
+        return api_json(
+            {
+                "id": str(APP_ID),
+                "name": "omoide",
+                "description": "",
+                "icon": None,
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": ALICE,
+                "verify_key": "0" * 64,
+                "flags": 0,
+            }
+        )
+
+    async def callback(self, request: web.Request) -> web.Response:
+        body = await self.record(request)
+        data = body.get("data") or {}
+        message = self.message(
+            0, data.get("content"), flags=data.get("flags", 0), components=data.get("components", [])
+        )
+        return api_json(
+            {
+                "interaction": {
+                    "id": request.match_info["iid"],
+                    "type": 2,
+                    "response_message_id": message["id"],
+                    "response_message_loading": body["type"] == 5,
+                    "response_message_ephemeral": bool(int(data.get("flags") or 0) & EPHEMERAL),
+                },
+                "resource": {"type": body["type"], "message": message},
+            }
+        )
+
+    async def webhook_message(self, request: web.Request) -> web.Response:
+        body = await self.record(request)
+        return api_json(self.message(0, body.get("content"), flags=body.get("flags", 0)))
+
+    async def create_message(self, request: web.Request) -> web.Response:
+        body = await self.record(request)
+        return api_json(self.message(int(request.match_info["cid"]), body.get("content")))
+
+    async def typing(self, request: web.Request) -> web.Response:
+        self.calls.append(Call(request.method, request.path, {}, {}))
+        return web.Response(status=204)
+
+    async def channel_history(self, request: web.Request) -> web.Response:
+        """GET /channels/{id}/messages: ``after`` → the oldest ``limit`` newer messages; newest first, as Discord."""
+        self.calls.append(Call(request.method, request.path, {}, dict(request.query)))
+        stored = sorted(self.history.get(int(request.match_info["cid"]), []), key=lambda m: int(m["id"]))
+        limit = int(request.query.get("limit", 50))
+        if "after" in request.query:
+            page = [m for m in stored if int(m["id"]) > int(request.query["after"])][:limit]
+        elif "before" in request.query:
+            page = [m for m in stored if int(m["id"]) < int(request.query["before"])][-limit:]
+        else:
+            page = stored[-limit:]
+        return api_json(list(reversed(page)))
+
+    def sent(self, *, since: int = 0) -> list[Call]:
+        """Calls that show text to users (responses, follow-ups, edits, channel messages)."""
+        return [c for c in self.calls[since:] if c.method in ("POST", "PATCH") and c.content is not None]
+
+
+class Loopback(AbstractResolver):
+    """Resolves every host (discord.com) to the fake server on 127.0.0.1."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        return [
+            ResolveResult(
+                hostname=host,
+                host="127.0.0.1",
+                port=self.port,
+                family=socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for the fake server (the client does not verify it)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "discord.com")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+# ------------------------------------------------------------------ payloads (shapes as Discord sends them)
+
+
+def user_payload(user: dict[str, Any], permissions: int = 0) -> dict[str, Any]:
+    return {
+        "user": user,
+        "roles": [],
+        "joined_at": "2025-01-01T00:00:00+00:00",
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+        "nick": None,
+        "permissions": str(permissions),
+    }
+
+
+def channel_payload(channel_id: int = GENERAL, name: str = "general") -> dict[str, Any]:
+    return {
+        "id": str(channel_id),
+        "type": 0,
+        "guild_id": str(GUILD),
+        "name": name,
+        "position": 0,
+        "permission_overwrites": [],
+        "nsfw": False,
+        "parent_id": None,
+        "topic": None,
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+        "flags": 0,
+    }
+
+
+_interaction_ids = itertools.count(snowflake(T0 + dt.timedelta(days=10)))
+
+
+def command(
+    name: str,
+    options: list[dict[str, Any]] | None = None,
+    *,
+    user: dict[str, Any] = ALICE,
+    permissions: int = 0,
+    channel_id: int = GENERAL,
+    guild: bool = True,
+) -> dict[str, Any]:
+    """An INTERACTION_CREATE payload for a chat-input (slash) command."""
+    iid = next(_interaction_ids)
+    payload: dict[str, Any] = {
+        "id": str(iid),
+        "application_id": str(APP_ID),
+        "type": 2,
+        "token": f"token-{iid}",
+        "version": 1,
+        "locale": "ja",
+        "channel_id": str(channel_id),
+        "channel": channel_payload(channel_id, "general" if channel_id == GENERAL else "other"),
+        "app_permissions": str(discord.Permissions.all().value),
+        "entitlements": [],
+        "attachment_size_limit": 10 * 1024 * 1024,
+        "data": {"id": "1", "name": name, "type": 1, "options": options or []},
+    }
+    if guild:
+        payload.update(guild_id=str(GUILD), guild_locale="ja", member=user_payload(user, permissions), context=0)
+        payload["authorizing_integration_owners"] = {"0": str(GUILD)}
+    else:
+        payload.update(user=user, context=1)
+        payload.pop("channel")
+    return payload
+
+
+def opt(name: str, value: Any) -> dict[str, Any]:
+    kind = 4 if isinstance(value, int) else 3
+    return {"name": name, "type": kind, "value": value}
+
+
+def sub(name: str, *options: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": name, "type": 1, "options": list(options)}]
+
+
+def button_click(custom_id: str, message: dict[str, Any], *, user: dict[str, Any] = ALICE) -> dict[str, Any]:
+    iid = next(_interaction_ids)
+    return {
+        "id": str(iid),
+        "application_id": str(APP_ID),
+        "type": 3,
+        "token": f"token-{iid}",
+        "version": 1,
+        "locale": "ja",
+        "guild_id": str(GUILD),
+        "channel_id": str(GENERAL),
+        "channel": channel_payload(),
+        "member": user_payload(user),
+        "app_permissions": "0",
+        "entitlements": [],
+        "attachment_size_limit": 10 * 1024 * 1024,
+        "message": message,
+        "data": {"custom_id": custom_id, "component_type": 2},
+        "context": 0,
+    }
+
+
+def guild_create() -> dict[str, Any]:
+    return {
+        "id": str(GUILD),
+        "name": "omoide lab",
+        "icon": None,
+        "owner_id": ALICE["id"],
+        "roles": [
+            {
+                "id": str(GUILD),
+                "name": "@everyone",
+                "permissions": "0",
+                "position": 0,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+        ],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+        "channels": [channel_payload(), channel_payload(OTHER_CHANNEL, "other")],
+        "threads": [],
+        "members": [],
+        "member_count": 3,
+        "large": False,
+        "unavailable": False,
+        "verification_level": 0,
+        "default_message_notifications": 0,
+        "explicit_content_filter": 0,
+        "mfa_level": 0,
+        "premium_tier": 0,
+        "preferred_locale": "ja",
+        "nsfw_level": 0,
+    }
+
+
+def chat_message(
+    content: str,
+    *,
+    author: dict[str, Any] = ALICE,
+    mentions: list[dict[str, Any]] | None = None,
+    at: dt.datetime,
+    n: int = 0,
+    channel_id: int = GENERAL,
+) -> dict[str, Any]:
+    mid = snowflake(at, n)
+    return {
+        "id": str(mid),
+        "channel_id": str(channel_id),
+        "guild_id": str(GUILD),
+        "author": author,
+        "member": {k: v for k, v in user_payload(author).items() if k not in ("user", "permissions")},
+        "content": content,
+        "timestamp": at.isoformat(),
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": mentions or [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+    }
+
+
+# ------------------------------------------------------------------ the harness
+
+
+@dataclass
+class Harness:
+    bot: OmoideBot
+    fake: FakeDiscord
+    mem: Memory
+    model: ScriptedChatModel
+
+    async def deliver(self, event: str, payload: dict[str, Any]) -> None:
+        """Hand a gateway event to discord.py's ConnectionState, then wait for the handlers it started."""
+        parser = getattr(self.bot._connection, f"parse_{event}")
+        parser(payload)
+        await self.settle()
+
+    async def settle(self) -> None:
+        prefixes = ("CommandTree-invoker", "discord-ui-view", "discord.py: on_")
+        for _ in range(50):
+            await asyncio.sleep(0)
+            pending = [t for t in asyncio.all_tasks() if t.get_name().startswith(prefixes) and not t.done()]
+            if not pending:
+                return
+            await asyncio.wait(pending, timeout=60)
+
+    async def run(self, payload: dict[str, Any]) -> list[Call]:
+        """Deliver an interaction; return the calls that showed text to the user."""
+        before = len(self.fake.calls)
+        await self.deliver("interaction_create", payload)
+        return self.fake.sent(since=before)
+
+
+def answer_from(request: ChatRequest) -> str | ProviderError:
+    """The scripted model: echo the question; a question with "long" gets a 4,500-character answer."""
+    question = request.messages[-1].text
+    if "fail" in question:
+        return ProviderError("upstream is down", provider="scripted", status_code=503)
+    if "long" in question:
+        return "\n".join(f"{i:03d} " + "説明の行です。" * 12 for i in range(50)) + "\n\n```python\nprint('done')\n```"
+    if (
+        "根拠" in (request.system or "")
+        or "[#1]" in (request.system or "")
+        or "evidence" in (request.system or "").lower()
+    ):
+        return "v0.4.0 のリリースは延期されました [#1]。"
+    return f"echo: {question}"
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, tls_files: tuple[Path, Path]) -> AsyncIterator[Harness]:
+    fake = FakeDiscord()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*tls_files)
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = runner.addresses[0][1]
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'bot.db'}", transcripts_dir=tmp_path / "transcripts", embedder="hashing"
+    )
+    model = ScriptedChatModel(answer_from)
+    async with Memory.open(settings, chat_model=model) as mem:
+        connector = aiohttp.TCPConnector(resolver=Loopback(port), ssl=False)
+        bot = OmoideBot(mem, config=DiscordBotConfig(sync_commands=False, sync_batch=40), connector=connector)
+        await bot.login("test-token")
+        try:
+            yield Harness(bot, fake, mem, model)
+        finally:
+            await bot.close()
+    await runner.cleanup()
+
+
+# ------------------------------------------------------------------ /ask and mentions
+
+
+async def test_ask_converses_with_session_memory_and_splits_long_answers(harness: Harness):
+    sent = await harness.run(command("ask", [opt("question", "こんにちは、覚えてる？")]))
+    callbacks = [c for c in harness.fake.calls if c.path.endswith("/callback")]
+    assert callbacks[-1].body["type"] == 5  # deferred ("omoide is thinking…")
+    assert [c.content for c in sent] == ["echo: こんにちは、覚えてる？"]
+    assert sent[0].method == "PATCH" and sent[0].path.endswith("/messages/@original")
+
+    key = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"])
+    window = await harness.mem.history(key)
+    assert [m.role for m in window] == ["user", "assistant"]
+    assert window[0].author_id == ALICE["id"] and window[0].author_name == "Alice"
+    # the model got the long-term context and the memory tools
+    request = harness.model.calls[-1]
+    assert {t.name for t in request.tools} >= {"remember", "recall"}
+
+    sent = await harness.run(command("ask", [opt("question", "long answer please")]))
+    texts = [c.content or "" for c in sent]
+    assert len(texts) == 3 and all(len(t) <= DISCORD_LIMIT for t in texts)
+    assert sent[0].method == "PATCH" and all(c.path.startswith("/api/v10/webhooks/") for c in sent[1:])
+    assert "".join(texts).count("```") == 2 and texts[-1].endswith("```")  # the code block is whole
+    assert all(t.splitlines()[0][:3].isdigit() or t.startswith("```") for t in texts)  # cut between lines
+    assert len(await harness.mem.history(key)) == 4  # same session: the conversation continues
+
+    # another user in the same channel has another session
+    await harness.run(command("ask", [opt("question", "hi")], user=BOB))
+    bob = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=BOB["id"])
+    assert [m.text for m in await harness.mem.history(bob)] == ["hi", "echo: hi"]
+
+
+async def test_mentions_converse_like_ask(harness: Harness):
+    await harness.deliver("guild_create", guild_create())
+    bot_mention = f"<@{BOT['id']}>"
+    msg = chat_message(f"{bot_mention} 明日の予定は？", mentions=[BOT], at=T0)
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", msg)
+    sent = harness.fake.sent(since=before)
+    assert [c.content for c in sent] == ["echo: 明日の予定は？"]
+    assert sent[0].path == f"/api/v10/channels/{GENERAL}/messages"
+    assert str(sent[0].body["message_reference"]["message_id"]) == msg["id"]  # a reply to the mention
+    key = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"])
+    stored = await harness.mem.history(key)
+    assert stored[0].message_id == msg["id"] and stored[0].text == "明日の予定は？"
+
+    # the same gateway event delivered twice stores the user's message once
+    await harness.deliver("message_create", msg)
+    assert sum(m.message_id == msg["id"] for m in await harness.mem.history(key)) == 1
+
+    # messages without a mention, and bots' messages, are ignored
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", chat_message("no mention here", at=T0, n=5))
+    await harness.deliver(
+        "message_create", chat_message(f"{bot_mention} hi", author={**BOB, "bot": True}, mentions=[BOT], at=T0, n=6)
+    )
+    assert harness.fake.sent(since=before) == []
+
+    # a long answer to a mention is split into channel messages
+    await harness.deliver("message_create", chat_message(f"{bot_mention} long one", mentions=[BOT], at=T0, n=7))
+    texts = [c.content or "" for c in harness.fake.sent(since=before)]
+    assert len(texts) == 3 and all(len(t) <= DISCORD_LIMIT for t in texts)
+
+
+# ------------------------------------------------------------------ /chat
+
+
+async def test_chat_answers_from_the_servers_history_with_citations(harness: Harness):
+    sent = await harness.run(command("chat", [opt("question", "v0.4.0 のリリースが延期された理由は？")]))
+    assert len(sent) == 1 and "まだ同期されたメッセージがありません" in (sent[0].content or "")  # seed 004's text
+    assert "/sync" in (sent[0].content or "")
+
+    await harness.mem.import_export(discord_export_paths())
+    await harness.mem.embed()
+    sent = await harness.run(command("chat", [opt("question", "v0.4.0 のリリースが延期された理由は？")]))
+    text = "\n".join(c.content or "" for c in sent)
+    assert "延期" in text and "[#1]" in text
+    assert "根拠" in text
+    assert f"<https://discord.com/channels/{GUILD}/" in text  # jump links, embeds suppressed
+
+
+# ------------------------------------------------------------------ /memory
+
+
+async def test_memory_commands_are_ephemeral_and_scoped_to_the_invoking_user(harness: Harness):
+    sent = await harness.run(
+        command("memory", sub("add", opt("content", "誕生日は3月15日"), opt("tags", "profile, 誕生日")))
+    )
+    assert len(sent) == 1 and sent[0].ephemeral and "Remembered as `#" in (sent[0].content or "")
+    alice_id = int((sent[0].content or "").split("`#")[1].split("`")[0])
+    await harness.run(command("memory", sub("add", opt("content", "好きな食べ物はラーメン")), user=BOB))
+
+    sent = await harness.run(command("memory", sub("list")))
+    assert (
+        sent[0].ephemeral and "誕生日は3月15日" in (sent[0].content or "") and "ラーメン" not in (sent[0].content or "")
+    )
+    assert "profile" in (sent[0].content or "")
+
+    sent = await harness.run(command("memory", sub("search", opt("query", "誕生日はいつ？"))))
+    assert sent[0].ephemeral and "3月15日" in (sent[0].content or "")
+    sent = await harness.run(command("memory", sub("search", opt("query", "ラーメン"))))
+    assert "ラーメン" not in (sent[0].content or "")  # Bob's memory is not Alice's
+
+    # Bob deleting Alice's memory by its id: not found, and it stays
+    sent = await harness.run(command("memory", sub("delete", opt("memory_id", alice_id)), user=BOB))
+    assert sent[0].ephemeral and f"no memory `#{alice_id}`" in (sent[0].content or "")
+    assert [m.id for m in await harness.mem.memories.list(GUILD, ALICE["id"])] == [alice_id]
+
+    sent = await harness.run(command("memory", sub("delete", opt("memory_id", alice_id))))
+    assert f"Deleted memory `#{alice_id}`" in (sent[0].content or "")
+    assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
+    sent = await harness.run(command("memory", sub("list")))
+    assert "no memories" in (sent[0].content or "")
+
+
+async def test_a_long_memory_list_is_split(harness: Harness):
+    for i in range(20):
+        await harness.mem.remember(f"メモ {i}: " + "あ" * 150, workspace=GUILD, user=ALICE["id"], category=f"c{i}")
+    sent = await harness.run(command("memory", sub("list")))
+    assert len(sent) == 2 and all(c.ephemeral and len(c.content or "") <= DISCORD_LIMIT for c in sent)
+    assert sent[0].path.endswith("/callback") and sent[1].path.startswith("/api/v10/webhooks/")
+
+
+# ------------------------------------------------------------------ /sync
+
+
+def seed_history(fake: FakeDiscord, n: int, *, start: int = 0, channel_id: int = GENERAL) -> list[dict[str, Any]]:
+    authors = [ALICE, BOB]
+    messages = [
+        chat_message(
+            f"メッセージ {i}: 来週のもくもく会は渋谷で {i} 時から。",
+            author=authors[i % 2],
+            at=T0 + dt.timedelta(minutes=i),
+            channel_id=channel_id,
+        )
+        for i in range(start, start + n)
+    ]
+    fake.history.setdefault(channel_id, []).extend(messages)
+    return messages
+
+
+async def test_sync_is_admin_only(harness: Harness):
+    seed_history(harness.fake, 5)
+    sent = await harness.run(command("sync"))  # no permissions
+    assert len(sent) == 1 and sent[0].ephemeral and "Manage Server" in (sent[0].content or "")
+    assert not any(c.path.endswith("/messages") and c.method == "GET" for c in harness.fake.calls)
+    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+
+    sent = await harness.run(command("sync", permissions=ADMINISTRATOR))
+    assert "5 new messages" in (sent[-1].content or "")
+
+
+async def test_sync_ingests_new_history_with_progress_and_a_cursor(harness: Harness):
+    messages = seed_history(harness.fake, 100)
+    harness.fake.history[GENERAL].append(harness.fake.message(GENERAL, "bot's own answer"))  # skipped
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    texts = [c.content or "" for c in sent]
+    assert texts[0].startswith("Reading #general from the beginning")
+    assert any("40 messages read" in t for t in texts) and any("80 messages read" in t for t in texts)  # progress
+    assert "100 new messages stored" in texts[-1] and "101 messages read" in texts[-1]
+    assert all(c.method == "PATCH" for c in sent)  # every update edits the deferred response
+    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    assert cursor is not None and cursor.message_id == messages[-1]["id"]
+    hits = await harness.mem.search("もくもく会 渋谷", workspace=GUILD, mode="lexical")
+    assert (
+        hits.hits
+        and hits.hits[0].jump_url is not None
+        and hits.hits[0].jump_url.startswith(f"https://discord.com/channels/{GUILD}/{GENERAL}/")
+    )
+    sources = await harness.mem.sources(workspace=GUILD)
+    assert sources[0].metadata["files"] == ["discord:sync"] and sources[0].metadata["participants"] == [
+        ALICE["id"],
+        BOB["id"],
+    ]
+
+    # the next sync asks Discord only for what came after the cursor, and stores only that
+    harness.fake.calls.clear()
+    new = seed_history(harness.fake, 7, start=100)
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    history_calls = [c for c in harness.fake.calls if c.method == "GET"]
+    assert history_calls[0].query["after"] == messages[-1]["id"]
+    assert "7 new messages" in (sent[-1].content or "")
+    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    assert cursor is not None and cursor.message_id == new[-1]["id"]
+
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    assert (sent[-1].content or "").startswith("Nothing new in #general since the last sync")
+    assert sum(s.chunk_count for s in await harness.mem.sources(workspace=GUILD)) >= 4  # 107 messages, ≤ 30 a window
+
+
+async def test_sync_continues_after_an_imported_export(harness: Harness):
+    path = next(p for p in discord_export_paths() if "general" in p.name)
+    await harness.mem.import_export(path)
+    exported = [m for m in read_export([path]).messages if m.thread_id is None]
+    newest = max(exported, key=lambda m: int(m.message_id))
+    after = newest.created_at + dt.timedelta(minutes=5)
+    harness.fake.history[GENERAL] = [
+        chat_message("エクスポートの後の新しい話題です。", at=after, n=1),
+        chat_message("続きの話です。", author=BOB, at=after + dt.timedelta(minutes=1), n=2),
+    ]
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    assert next(c for c in harness.fake.calls if c.method == "GET").query["after"] == newest.message_id
+    assert "2 new messages" in (sent[-1].content or "")
+
+
+# ------------------------------------------------------------------ /forget-me
+
+
+async def test_forget_me_asks_for_confirmation_and_erases_only_the_invoker(harness: Harness):
+    await harness.mem.remember("誕生日は3月15日", workspace=GUILD, user=ALICE["id"])
+    await harness.mem.remember("好きな食べ物はラーメン", workspace=GUILD, user=BOB["id"])
+    await harness.run(command("ask", [opt("question", "こんにちは")]))
+
+    before = len(harness.fake.calls)
+    sent = await harness.run(command("forget-me"))
+    prompt = harness.fake.calls[before]
+    assert sent[0].ephemeral and "cannot be undone" in (sent[0].content or "")
+    buttons = [c["custom_id"] for row in prompt.body["data"]["components"] for c in row["components"]]
+    assert buttons == ["omoide:forget:yes", "omoide:forget:no"]
+    assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1  # nothing erased yet
+    shown = harness.fake.messages[max(harness.fake.messages)]
+
+    # Bob cannot press Alice's button
+    before = len(harness.fake.calls)
+    await harness.deliver("interaction_create", button_click("omoide:forget:yes", shown, user=BOB))
+    assert "not yours" in (harness.fake.sent(since=before)[0].content or "")
+    assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1
+
+    before = len(harness.fake.calls)
+    await harness.deliver("interaction_create", button_click("omoide:forget:yes", shown))
+    done = harness.fake.sent(since=before)
+    assert done[0].body["type"] == 7  # the confirmation message is updated in place
+    assert "Erased 1 memories, 1 sessions and 2 messages" in (done[0].content or "")
+    assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
+    assert len(await harness.mem.memories.list(GUILD, BOB["id"])) == 1
+
+
+async def test_forget_me_cancel_erases_nothing(harness: Harness):
+    await harness.mem.remember("誕生日は3月15日", workspace=GUILD, user=ALICE["id"])
+    await harness.run(command("forget-me"))
+    shown = harness.fake.messages[max(harness.fake.messages)]
+    before = len(harness.fake.calls)
+    await harness.deliver("interaction_create", button_click("omoide:forget:no", shown))
+    assert "nothing was erased" in (harness.fake.sent(since=before)[0].content or "")
+    assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1
+
+
+# ------------------------------------------------------------------ errors
+
+
+async def test_errors_are_shown_as_replies(harness: Harness):
+    sent = await harness.run(command("memory", sub("add", opt("content", "メモ"), opt("category", "not valid!"))))
+    assert len(sent) == 1 and sent[0].ephemeral and "category must be" in (sent[0].content or "")
+    assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
+
+    # the model fails after the deferral: the "thinking…" message becomes the error
+    sent = await harness.run(command("ask", [opt("question", "please fail")]))
+    assert len(sent) == 1 and sent[0].method == "PATCH" and "⚠️" in (sent[0].content or "")
+    assert "upstream is down" in (sent[0].content or "")
+
+    # commands need a server
+    sent = await harness.run(command("memory", sub("list"), guild=False))
+    assert len(sent) == 1 and sent[0].ephemeral and "server" in (sent[0].content or "")
