@@ -1,0 +1,229 @@
+"""A local stand-in for the Slack Web API and recorded-shape Slack payloads, for the Slack bot tests.
+
+The bot runs as a real slack-bolt ``AsyncApp`` whose ``AsyncWebClient`` points at an aiohttp
+server on 127.0.0.1 that answers the few methods the bot uses (``auth.test``,
+``chat.postMessage``, ``chat.getPermalink``) and records every call, plus the
+``response_url`` webhooks of slash commands. Payloads are dispatched the way
+slack-bolt's Socket Mode adapter does it (``run_async_bolt_app`` with a
+``SocketModeRequest``), or as signed HTTP-mode requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.socket_mode.request import SocketModeRequest
+
+TEAM = "T0ACME"
+BOT_USER = "U0BOT"
+BOT_ID = "B0BOT"
+APP_ID = "A0OMOIDE"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+_ts = itertools.count(1)
+
+
+def new_ts() -> str:
+    """A fresh, increasing Slack ``ts``."""
+    return f"17639{next(_ts):05d}.{next(_ts):06d}"
+
+
+@dataclass
+class FakeSlack:
+    """The recorded Web API calls and webhook posts."""
+
+    base_url: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    webhooks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    missing_permalinks: set[str] = field(default_factory=set)
+
+    def posted(self) -> list[dict[str, Any]]:
+        return [params for method, params in self.calls if method == "chat.postMessage"]
+
+    def responses(self, hook: str | None = None) -> list[dict[str, Any]]:
+        return [body for name, body in self.webhooks if hook is None or name == hook]
+
+    def method_calls(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name == method]
+
+    def response_url(self, hook: str) -> str:
+        return f"{self.base_url}/hooks/{hook}"
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; calls so far: {self.calls} {self.webhooks}")
+            await asyncio.sleep(0.02)
+
+    def app(self) -> web.Application:
+        async def api(request: web.Request) -> web.Response:
+            method = request.match_info["method"]
+            if request.method == "GET":
+                params: dict[str, Any] = dict(request.query)
+            elif request.content_type == "application/json":
+                params = await request.json()
+            else:
+                params = dict(await request.post())
+            self.calls.append((method, params))
+            if method == "auth.test":
+                return web.json_response(
+                    {
+                        "ok": True,
+                        "url": "https://acme.slack.com/",
+                        "team": "Acme",
+                        "user": "omoide",
+                        "team_id": TEAM,
+                        "user_id": BOT_USER,
+                        "bot_id": BOT_ID,
+                    }
+                )
+            if method == "chat.postMessage":
+                return web.json_response({"ok": True, "channel": params["channel"], "ts": new_ts()})
+            if method == "chat.getPermalink":
+                channel, ts = str(params["channel"]), str(params["message_ts"])
+                if channel in self.missing_permalinks:
+                    return web.json_response({"ok": False, "error": "channel_not_found"})
+                url = f"https://acme.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+                return web.json_response({"ok": True, "channel": channel, "permalink": url})
+            return web.json_response({"ok": False, "error": "unknown_method"})
+
+        async def hook(request: web.Request) -> web.Response:
+            self.webhooks.append((request.match_info["name"], await request.json()))
+            return web.Response(text="ok")
+
+        app = web.Application()
+        app.router.add_post("/api/{method}", api)
+        app.router.add_get("/api/{method}", api)
+        app.router.add_post("/hooks/{name}", hook)
+        return app
+
+
+def event_callback(event: dict[str, Any], *, team: str = TEAM) -> dict[str, Any]:
+    """An Events API ``event_callback`` body, as Slack sends it."""
+    return {
+        "token": "XXYYZZ",
+        "team_id": team,
+        "context_team_id": team,
+        "api_app_id": APP_ID,
+        "event": {**event, "event_ts": event.get("ts", new_ts())},
+        "type": "event_callback",
+        "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}",
+        "event_time": int(time.time()),
+        "authorizations": [
+            {
+                "enterprise_id": None,
+                "team_id": team,
+                "user_id": BOT_USER,
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
+        ],
+        "is_ext_shared_channel": False,
+        "event_context": "4-" + uuid.uuid4().hex,
+    }
+
+
+def mention(text: str, *, user: str, channel: str = "C0GENERAL", ts: str | None = None, thread_ts: str | None = None):
+    """An ``app_mention`` event."""
+    event: dict[str, Any] = {
+        "client_msg_id": str(uuid.uuid4()),
+        "type": "app_mention",
+        "text": f"<@{BOT_USER}> {text}",
+        "user": user,
+        "ts": ts or new_ts(),
+        "blocks": [],
+        "team": TEAM,
+        "channel": channel,
+    }
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+        event["parent_user_id"] = user
+    return event
+
+
+def direct_message(text: str, *, user: str, channel: str = "D0ALICE", **extra: Any) -> dict[str, Any]:
+    """A ``message`` event in a DM (``channel_type: im``)."""
+    return {
+        "client_msg_id": str(uuid.uuid4()),
+        "type": "message",
+        "text": text,
+        "user": user,
+        "ts": new_ts(),
+        "blocks": [],
+        "team": TEAM,
+        "channel": channel,
+        "channel_type": "im",
+        **extra,
+    }
+
+
+def slash_command(command: str, text: str, *, user: str, hook: str, fake: FakeSlack, channel: str = "C0GENERAL"):
+    """A slash command payload (the form fields Slack posts, as Socket Mode delivers them)."""
+    return {
+        "token": "XXYYZZ",
+        "team_id": TEAM,
+        "team_domain": "acme",
+        "channel_id": channel,
+        "channel_name": "general",
+        "user_id": user,
+        "user_name": user.lower(),
+        "command": command,
+        "text": text,
+        "api_app_id": APP_ID,
+        "is_enterprise_install": "false",
+        "response_url": fake.response_url(hook),
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+    }
+
+
+async def socket_dispatch(
+    app: AsyncApp, payload: dict[str, Any], *, kind: str = "events_api", retry_attempt: int | None = None
+) -> BoltResponse:
+    """Dispatch like slack-bolt's Socket Mode adapter does with an envelope from the socket."""
+    request = SocketModeRequest(
+        type=kind,
+        envelope_id=str(uuid.uuid4()),
+        payload=payload,
+        accepts_response_payload=kind != "events_api",
+        retry_attempt=retry_attempt,
+        retry_reason="timeout" if retry_attempt else None,
+    )
+    response: BoltResponse = await run_async_bolt_app(app, request)
+    return response
+
+
+async def http_dispatch(
+    app: AsyncApp,
+    payload: dict[str, Any],
+    *,
+    form: bool = False,
+    retry_num: int | None = None,
+    secret: str = SIGNING_SECRET,
+) -> BoltResponse:
+    """Dispatch as a signed HTTP-mode request (Events API JSON, or a slash command's form body)."""
+    body = urlencode(payload) if form else json.dumps(payload)
+    timestamp = str(int(time.time()))
+    digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {
+        "content-type": "application/x-www-form-urlencoded" if form else "application/json",
+        "x-slack-request-timestamp": timestamp,
+        "x-slack-signature": f"v0={digest}",
+    }
+    if retry_num is not None:
+        headers |= {"x-slack-retry-num": str(retry_num), "x-slack-retry-reason": "http_timeout"}
+    return await app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))

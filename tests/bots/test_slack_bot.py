@@ -1,0 +1,373 @@
+"""The Slack bot, driven through a real slack-bolt AsyncApp with recorded-shape payloads.
+
+No network: the app's AsyncWebClient talks to a local aiohttp server (``slack_fakes``);
+the memory engine is a real ``Memory`` on a SQLite file (and once on PostgreSQL) with a
+scripted chat model and the hashing embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from slack_sdk.web.async_client import AsyncWebClient
+
+from omoide import Memory
+from omoide.bots.slack_bot import build_app, slack_tokens, time_ts, to_mrkdwn, ts_time
+from omoide.errors import ConfigError
+from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock
+from omoide.providers.scripted import ChatRequest, ScriptedChatModel
+from omoide.settings import Settings
+
+from .slack_fakes import (
+    BOT_USER,
+    SIGNING_SECRET,
+    TEAM,
+    FakeSlack,
+    direct_message,
+    event_callback,
+    http_dispatch,
+    mention,
+    new_ts,
+    slash_command,
+    socket_dispatch,
+)
+
+ALICE, BOB = "U0ALICE", "U0BOB"
+LONG = "\n\n".join(f"Paragraph {i}: " + "word " * 380 for i in range(4))  # ~7,700 characters
+
+
+def reply(request: ChatRequest) -> Any:
+    """Answers seed 004 prompts with a citation; remembers and recalls (naming a foreign user,
+    which must be ignored); answers "long" at length; otherwise echoes and counts the prompt."""
+    if request.system and "RAG" in request.system:
+        return "The release moved to **Friday** because of the login bug [#1]."
+    last = request.messages[-1]
+    results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+    if results:
+        data = json.loads(results[0].content)
+        return f"Your birthday: {data[0]['content']}" if isinstance(data, list) and data else "Noted <!channel>."
+    text = last.text
+    if "remember" in text:
+        return [TextBlock("ok"), ToolUseBlock("t1", "remember", {"content": "birthday is 15 March", "user_id": BOB})]
+    if "when" in text:
+        return [ToolUseBlock("t2", "recall", {"query": "birthday", "user_id": BOB})]
+    if "long" in text:
+        return LONG
+    return f"echo: {text} ({len(request.messages)} in prompt)"
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    fake = FakeSlack()
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    fake.base_url = f"http://{host}:{port}"
+    yield fake
+    await runner.cleanup()
+
+
+def _settings(url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=url, embedder="hashing", transcripts_dir=tmp_path / "transcripts", db_pool_max=5)
+
+
+@pytest.fixture
+async def model() -> ScriptedChatModel:
+    return ScriptedChatModel(reply)
+
+
+@pytest.fixture
+async def mem(sqlite_url: str, tmp_path: Path, model: ScriptedChatModel) -> AsyncIterator[Memory]:
+    async with Memory.open(_settings(sqlite_url, tmp_path), chat_model=model) as m:
+        yield m
+
+
+def _app(mem: Memory, fake: FakeSlack, **kwargs: Any) -> Any:
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake.base_url}/api/")
+    kwargs.setdefault("process_before_response", True)
+    return build_app(mem, client=client, signing_secret=SIGNING_SECRET, **kwargs)
+
+
+async def test_a_mention_is_a_turn_in_the_users_channel_session(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    event = mention("what is <https://example.com|the plan> & who is <@U0CAROL>?", user=ALICE)
+    response = await socket_dispatch(app, event_callback(event))
+    assert response.status == 200
+
+    [post] = fake_slack.posted()
+    assert post["channel"] == "C0GENERAL"
+    assert "thread_ts" not in post  # a top-level mention is answered in the channel
+    assert post["text"] == "echo: what is the plan (https://example.com) &amp; who is @U0CAROL? (1 in prompt)"
+
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    assert key.value == f"slack:{TEAM}:c=C0GENERAL:u={ALICE}"
+    user_turn, answer = await mem.history(key)
+    assert user_turn.text == "what is the plan (https://example.com) & who is @U0CAROL?"  # no bot mention
+    assert (user_turn.author_id, user_turn.message_id) == (ALICE, f"C0GENERAL:{event['ts']}")
+    assert user_turn.created_at == ts_time(event["ts"])
+    assert answer.role == "assistant"
+
+    # a second mention by the same user continues the session; another user has their own
+    await socket_dispatch(app, event_callback(mention("again", user=ALICE)))
+    await socket_dispatch(app, event_callback(mention("hi", user=BOB)))
+    assert [p["text"] for p in fake_slack.posted()[1:]] == ["echo: again (3 in prompt)", "echo: hi (1 in prompt)"]
+
+
+async def test_a_thread_keeps_one_thread_session_and_replies_go_into_the_thread(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    parent = new_ts()
+    await socket_dispatch(app, event_callback(mention("first", user=ALICE, thread_ts=parent)))
+    await socket_dispatch(app, event_callback(mention("second", user=BOB, thread_ts=parent)))
+
+    posts = fake_slack.posted()
+    assert [p["thread_ts"] for p in posts] == [parent, parent]
+    assert posts[1]["text"] == "echo: second (3 in prompt)"  # Bob sees the thread's conversation so far
+
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", thread=parent, policy="thread")
+    assert key.value == f"slack:{TEAM}:c=C0GENERAL:t={parent}"
+    stored = await mem.history(key)
+    assert [(m.role, m.author_id) for m in stored if m.role == "user"] == [("user", ALICE), ("user", BOB)]
+    channel_key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    assert await mem.history(channel_key) == []  # the channel session is untouched
+
+
+async def test_direct_messages_converse_and_other_messages_are_ignored(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    await socket_dispatch(app, event_callback(direct_message("hello there", user=ALICE)))
+    [post] = fake_slack.posted()
+    assert (post["channel"], post["text"]) == ("D0ALICE", "echo: hello there (1 in prompt)")
+
+    ignored = [
+        direct_message("a channel message", user=ALICE, channel="C0GENERAL", channel_type="channel"),
+        direct_message("edited", user=ALICE, subtype="message_changed"),
+        direct_message("from a bot", user="U0OTHERBOT", bot_id="B0OTHER", subtype="bot_message"),
+        direct_message("our own post", user=BOT_USER, bot_id="B0BOT"),
+    ]
+    for event in ignored:
+        response = await socket_dispatch(app, event_callback(event))
+        assert response.status == 200
+    assert len(fake_slack.posted()) == 1
+    sessions = await mem.sessions.list_sessions(workspace=TEAM)
+    assert [s.key for s in sessions] == [f"slack:{TEAM}:c=D0ALICE:u={ALICE}"]
+
+    await socket_dispatch(app, event_callback(mention("", user=ALICE)))  # a bare mention: a hint, nothing stored
+    assert "メンション" in fake_slack.posted()[-1]["text"]  # no words to go by: OMOIDE_ANSWER_LANGUAGE (ja)
+    assert len(await mem.sessions.list_sessions(workspace=TEAM)) == 1
+
+
+async def test_redelivered_events_store_nothing_twice(mem: Memory, fake_slack: FakeSlack, model: ScriptedChatModel):
+    app = _app(mem, fake_slack)
+    event = mention("hello", user=ALICE)
+    body = event_callback(event)
+    await socket_dispatch(app, body)
+    await socket_dispatch(app, body, retry_attempt=1)  # Socket Mode retry (becomes X-Slack-Retry-Num)
+    await http_dispatch(app, body, retry_num=2)  # HTTP-mode retry with the header
+    dm = event_callback(direct_message("hi", user=ALICE))
+    await http_dispatch(app, dm)
+    await http_dispatch(app, dm, retry_num=1)
+
+    assert len(fake_slack.posted()) == 2
+    assert len(model.calls) == 2
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    assert [m.role for m in await mem.history(key)] == ["user", "assistant"]
+
+
+async def test_http_mode_requires_a_valid_signature(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    forged = await http_dispatch(app, event_callback(mention("hello", user=ALICE)), secret="not-the-secret")
+    assert forged.status == 401
+    assert fake_slack.posted() == [] and await mem.sessions.list_sessions() == []
+
+
+async def test_memory_tools_run_for_the_events_user_only(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    await socket_dispatch(app, event_callback(mention("please remember my birthday", user=ALICE)))
+    assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == ["birthday is 15 March"]
+    assert await mem.memories.list(TEAM, BOB) == []  # the id the model proposed was ignored
+    assert fake_slack.posted()[-1]["text"] == "Noted &lt;!channel&gt;."  # no @channel ping from a reply
+
+    await socket_dispatch(app, event_callback(direct_message("when is my birthday?", user=ALICE)))
+    assert fake_slack.posted()[-1]["text"] == "Your birthday: birthday is 15 March"
+    await socket_dispatch(app, event_callback(direct_message("when is my birthday?", user=BOB, channel="D0BOB")))
+    assert fake_slack.posted()[-1]["text"] == "Noted &lt;!channel&gt;."  # Bob has no memories to recall
+
+
+async def test_long_replies_are_split_on_paragraphs_in_the_thread(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    parent = new_ts()
+    await socket_dispatch(app, event_callback(mention("a long answer please", user=ALICE, thread_ts=parent)))
+    posts = fake_slack.posted()
+    assert len(posts) >= 3
+    assert all(len(p["text"]) <= 3_500 for p in posts)
+    assert all(p["thread_ts"] == parent for p in posts)
+    assert all(p["text"].startswith("Paragraph") for p in posts)  # cut on paragraph boundaries
+    assert "\n\n".join(p["text"] for p in posts).split() == LONG.split()  # nothing lost
+
+    small = _app(mem, fake_slack, split_at=1_000)
+    await socket_dispatch(small, event_callback(direct_message("long again", user=BOB, channel="D0BOB")))
+    assert all(len(p["text"]) <= 1_000 for p in fake_slack.posted()[len(posts) :])
+
+
+async def test_the_default_app_acknowledges_before_answering(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack, process_before_response=False)
+    response = await socket_dispatch(app, event_callback(mention("hello", user=ALICE)))
+    assert response.status == 200
+    await fake_slack.wait_for(lambda: len(fake_slack.posted()) == 1)
+    assert fake_slack.posted()[0]["text"] == "echo: hello (1 in prompt)"
+
+    response = await socket_dispatch(
+        app, slash_command("/memory", "add I like tea", user=ALICE, hook="h1", fake=fake_slack), kind="slash_commands"
+    )
+    assert response.status == 200
+    await fake_slack.wait_for(lambda: len(fake_slack.responses("h1")) == 1)
+
+
+async def test_memory_command_covers_only_the_invoking_users_memories(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+
+    async def memory(text: str, user: str, hook: str, *, http: bool = False) -> str:
+        payload = slash_command("/memory", text, user=user, hook=hook, fake=fake_slack)
+        if http:
+            response = await http_dispatch(app, payload, form=True)
+        else:
+            response = await socket_dispatch(app, payload, kind="slash_commands")
+        assert response.status == 200
+        [body] = fake_slack.responses(hook)
+        assert body["response_type"] == "ephemeral"
+        return str(body["text"])
+
+    assert await memory("list", ALICE, "l0") == "You have no memories here yet. Add one with `/memory add …`."
+    added = await memory("add I prefer &lt;green&gt; tea &amp; rice", ALICE, "a1")  # as Slack escapes it
+    assert added.startswith("Remembered as memory `#")
+    memory_id = added.split("`#")[1].split("`")[0]
+    assert (await memory("add 誕生日は3月15日", ALICE, "a2", http=True)).startswith("メモリ `#")
+    assert (await memory("add my own note", BOB, "a3")).startswith("Remembered")
+
+    listed = await memory("list", ALICE, "l1")
+    assert "I prefer &lt;green&gt; tea &amp; rice" in listed and "誕生日は3月15日" in listed
+    assert "my own note" not in listed
+    found = await memory("search tea", ALICE, "s1")
+    assert found.startswith(f"`#{memory_id}` I prefer")
+    bobs = await memory("search tea", BOB, "s2")
+    assert "my own note" in bobs and "I prefer" not in bobs
+
+    # Bob cannot delete Alice's memory: it is not found for him, and it stays
+    assert (
+        await memory(f"delete {memory_id}", BOB, "d1")
+        == f"You have no memory `#{memory_id}`. `/memory list` shows yours."
+    )
+    assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == [
+        "誕生日は3月15日",
+        "I prefer <green> tea & rice",
+    ]
+    assert await memory(f"delete #{memory_id}", ALICE, "d2") == f"Deleted memory `#{memory_id}`."
+    assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == ["誕生日は3月15日"]
+
+    assert "`/memory add" in await memory("", ALICE, "u1")  # usage (in OMOIDE_ANSWER_LANGUAGE)
+    assert await memory("delete twelve", ALICE, "u2") == "Memory ids are numbers, e.g. `/memory delete 12`."
+    assert await memory("list 3", ALICE, "u3") == "No memories on page 3."
+    assert [m for m in fake_slack.calls if m[0] == "chat.postMessage"] == []  # all ephemeral
+
+
+def _write_slack_export(root: Path) -> Path:
+    export = root / "acme-export"
+    (export / "general").mkdir(parents=True)
+    (export / "channels.json").write_text(json.dumps([{"id": "C0GENERAL", "name": "general"}]))
+    (export / "users.json").write_text(
+        json.dumps([{"id": ALICE, "name": "alice", "team_id": TEAM, "profile": {"display_name": "alice"}}])
+    )
+    messages = [
+        {"type": "message", "user": ALICE, "ts": "1762603200.000100", "text": "The v0.4.0 release moved to Friday."},
+        {
+            "type": "message",
+            "user": ALICE,
+            "ts": "1762603260.000200",
+            "text": "Reason: the login bug in the installer.",
+        },
+    ]
+    (export / "general" / "2025-11-08.json").write_text(json.dumps(messages))
+    return export
+
+
+async def test_ask_answers_with_citations_linked_to_slack_messages(mem: Memory, fake_slack: FakeSlack, tmp_path: Path):
+    await mem.import_export([_write_slack_export(tmp_path)], workspace=TEAM)
+    await mem.embed()
+    app = _app(mem, fake_slack)
+    payload = slash_command("/ask", "Why was v0.4.0 release moved?", user=BOB, hook="q1", fake=fake_slack)
+    assert (await socket_dispatch(app, payload, kind="slash_commands")).status == 200
+
+    [body] = fake_slack.responses("q1")
+    assert body["response_type"] == "ephemeral"
+    assert body["unfurl_links"] is False
+    lines = body["text"].split("\n")
+    assert lines[0] == "*Q:* Why was v0.4.0 release moved?"
+    assert "The release moved to *Friday* because of the login bug [#1]." in lines
+    assert "*Sources*" in lines
+    permalink = "https://acme.slack.com/archives/C0GENERAL/p1762603200000100"
+    assert lines[-1].startswith(f"[#1] <{permalink}|#general · 2025-11-08 12:00")
+    [lookup] = fake_slack.method_calls("chat.getPermalink")
+    assert (lookup["channel"], lookup["message_ts"]) == ("C0GENERAL", "1762603200.000100")
+
+    # without a permalink the citation keeps its label; a blank question gets the usage
+    fake_slack.missing_permalinks.add("C0GENERAL")
+    await socket_dispatch(
+        app, slash_command("/ask", "v0.4.0 release", user=BOB, hook="q2", fake=fake_slack), kind="slash_commands"
+    )
+    assert fake_slack.responses("q2")[0]["text"].split("\n")[-1].startswith("[#1] #general · 2025-11-08")
+    await socket_dispatch(app, slash_command("/ask", "  ", user=BOB, hook="q3", fake=fake_slack), kind="slash_commands")
+    assert "`/ask &lt;" in fake_slack.responses("q3")[0]["text"]  # usage, escaped
+
+
+async def test_a_model_failure_is_reported_without_details(sqlite_url: str, tmp_path: Path, fake_slack: FakeSlack):
+    from omoide.errors import ProviderUnavailable
+
+    failing = ScriptedChatModel([ProviderUnavailable("upstream 503 at http://10.0.0.7/v1", provider="openai")])
+    async with Memory.open(_settings(sqlite_url, tmp_path), chat_model=failing) as mem:
+        await socket_dispatch(_app(mem, fake_slack), event_callback(mention("hello", user=ALICE)))
+        [post] = fake_slack.posted()
+        assert post["text"] == (
+            ":warning: The language model failed (PROVIDER_UNAVAILABLE). Please try again in a moment."
+        )
+        key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+        assert [m.role for m in await mem.history(key)] == ["user"]  # what was said stays stored
+
+
+@pytest.mark.postgres
+async def test_conversation_and_retries_on_postgresql(pg_url: str, tmp_path: Path, fake_slack: FakeSlack):
+    async with Memory.open(_settings(pg_url, tmp_path), chat_model=ScriptedChatModel(reply)) as mem:
+        app = _app(mem, fake_slack)
+        parent = new_ts()
+        body = event_callback(mention("remember this", user=ALICE, thread_ts=parent))
+        await socket_dispatch(app, body)
+        await socket_dispatch(app, body, retry_attempt=1)
+        key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", thread=parent, policy="thread")
+        stored = await mem.history(key)
+        assert [m.role for m in stored].count("user") == 2  # the message and the tool result, once
+        assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == ["birthday is 15 March"]
+        assert len(fake_slack.posted()) == 1
+
+
+def test_tokens_come_from_the_environment_and_errors_name_the_variable():
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN is not set"):
+        slack_tokens({})
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN is not set"):
+        slack_tokens({"SLACK_BOT_TOKEN": "xoxb-1"})
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN must start with 'xapp-'"):
+        slack_tokens({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2"})
+    assert slack_tokens({"SLACK_BOT_TOKEN": " xoxb-1 ", "SLACK_APP_TOKEN": "xapp-2"}) == ("xoxb-1", "xapp-2")
+
+
+def test_mrkdwn_rendering_and_timestamps():
+    assert to_mrkdwn("# Plan\n**bold** ~~old~~ [docs](https://x.test/a?b=1&c=2) <!here>") == (
+        "*Plan*\n*bold* ~old~ <https://x.test/a?b=1&amp;c=2|docs> &lt;!here&gt;"
+    )
+    assert to_mrkdwn("> quoted\n```\n**not bold** <b>\n```") == "> quoted\n```\n**not bold** &lt;b&gt;\n```"
+    for ts in ("1762603200.000100", "1712345678.123456", "1700000000.999999"):
+        assert time_ts(ts_time(ts)) == ts
