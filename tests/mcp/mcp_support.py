@@ -12,9 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from mcp_types import CallToolResult, TextContent
+
 import omoide
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp_types import CallToolResult, TextContent
 
 GUILD = "1290478288896131072"  # the sample export's guild
 SAMPLE = Path(omoide.__file__).parent / "sample_data" / "discord"

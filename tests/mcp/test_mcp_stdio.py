@@ -16,25 +16,11 @@ async def sample_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return await make_sample_db(tmp_path_factory.mktemp("mcp-stdio") / "omoide.db")
 
 
-async def test_lists_the_tools_with_typed_schemas_and_no_scope_arguments(sample_url: str, tmp_path: Path) -> None:
-    async with stdio_session("--workspace", GUILD, "--user", "alice", "--db", sample_url, cwd=tmp_path) as session:
-        listed = await session.list_tools()
-    tools = {t.name: t for t in listed.tools}
-    assert set(tools) == TOOLS
-    for tool in tools.values():
-        assert tool.description and len(tool.description) > 30, tool.name
-        assert tool.output_schema is not None, tool.name
-        properties = tool.input_schema.get("properties", {})
-        assert not {"user", "user_id", "workspace", "workspace_id", "guild"} & set(properties), tool.name
-    assert tools["remember"].input_schema["required"] == ["content"]
-    assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
-    assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
-    assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
-
-
 async def test_remember_recall_list_forget(sample_url: str, tmp_path: Path) -> None:
     async with stdio_session("--workspace", GUILD, "--user", "alice", "--db", sample_url, cwd=tmp_path) as session:
-        done = ok(await session.call_tool("remember", {"content": "誕生日は3月15日", "category": "profile", "tags": ["p"]}))
+        done = ok(
+            await session.call_tool("remember", {"content": "誕生日は3月15日", "category": "profile", "tags": ["p"]})
+        )
         assert done["updated"] is False and done["memory"]["category"] == "profile"
         memory_id = done["memory"]["id"]
         again = ok(await session.call_tool("remember", {"content": "誕生日は3月15日"}))
@@ -76,7 +62,9 @@ async def test_search_ask_and_build_context_over_imported_history(sample_url: st
         assert in_channel["hits"] and {h["channel_id"] for h in in_channel["hits"]} == {"1290479547187331073"}
 
         ok(await session.call_tool("remember", {"content": "I prefer answers in English"}))
-        built = ok(await session.call_tool("build_context", {"query": "v0.4.0 はいつリリース？", "budget_tokens": 4000}))
+        built = ok(
+            await session.call_tool("build_context", {"query": "v0.4.0 はいつリリース？", "budget_tokens": 4000})
+        )
         assert built["session_key"] == f"mcp:{GUILD}:a=carol"
         kinds = {p["kind"] for p in built["parts"]}
         assert {"memory", "knowledge"} <= kinds, kinds
@@ -93,7 +81,9 @@ async def test_arguments_naming_another_user_or_workspace_have_no_effect(sample_
         assert hits and all(GUILD in h["jump_url"] for h in hits)  # still the server's workspace
 
     async with omoide.Memory.open(database_url=sample_url, embedder="hashing") as mem:
-        assert [h.memory.content for h in await mem.recall("合言葉", workspace=GUILD, user="dave")] == ["合言葉はうさぎ"]
+        assert [h.memory.content for h in await mem.recall("合言葉", workspace=GUILD, user="dave")] == [
+            "合言葉はうさぎ"
+        ]
         assert await mem.recall("合言葉", workspace=GUILD, user="mallory") == []
         assert await mem.recall("合言葉", workspace="other-guild", user="dave") == []
 
@@ -127,8 +117,22 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
 ]
 
 
-async def test_bad_input_is_a_tool_error_naming_the_problem(sample_url: str, tmp_path: Path) -> None:
+async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_problem(
+    sample_url: str, tmp_path: Path
+) -> None:
     async with stdio_session("--workspace", GUILD, "--user", "frank", "--db", sample_url, cwd=tmp_path) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 30, tool.name
+            assert tool.output_schema is not None, tool.name
+            properties = tool.input_schema.get("properties", {})
+            assert not {"user", "user_id", "workspace", "workspace_id", "guild"} & set(properties), tool.name
+        assert tools["remember"].input_schema["required"] == ["content"]
+        assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
+        assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
+        assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
+
         for tool, arguments, expected in BAD_CALLS:
             failed = await session.call_tool(tool, arguments)
             assert failed.is_error, (tool, arguments, text(failed))

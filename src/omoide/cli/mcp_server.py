@@ -24,15 +24,13 @@ def api_key_authenticator(mem: Memory) -> Authenticator:
     """Bearer token → the workspace of the active API key it is (``Memory.api_keys``), else ``None``.
 
     Raises:
-        ConfigError: this build has no API keys.
+        CapabilityNotSupported: the backend stores no API keys.
     """
-    keys: Any = getattr(mem, "api_keys", None)
-    if keys is None:
-        raise ConfigError("omoide mcp --http needs API keys (Memory.api_keys), which this build does not have")
+    keys = mem.api_keys
 
     async def authenticate(token: str) -> str | None:
         record = await keys.verify(token)
-        return None if record is None else str(record.workspace_id)
+        return None if record is None else record.workspace_id
 
     return authenticate
 
