@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -50,6 +50,10 @@ class FakeSlack:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     webhooks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     missing_permalinks: set[str] = field(default_factory=set)
+    outbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    """Envelopes the Socket Mode endpoint sends to the connected app."""
+    acks: list[dict[str, Any]] = field(default_factory=list)
+    """What the app sent back over the socket (acknowledgements)."""
 
     def posted(self) -> list[dict[str, Any]]:
         return [params for method, params in self.calls if method == "chat.postMessage"]
@@ -92,6 +96,8 @@ class FakeSlack:
                         "bot_id": BOT_ID,
                     }
                 )
+            if method == "apps.connections.open":
+                return web.json_response({"ok": True, "url": f"{self.base_url.replace('http', 'ws', 1)}/socket"})
             if method == "chat.postMessage":
                 return web.json_response({"ok": True, "channel": params["channel"], "ts": new_ts()})
             if method == "chat.getPermalink":
@@ -106,7 +112,27 @@ class FakeSlack:
             self.webhooks.append((request.match_info["name"], await request.json()))
             return web.Response(text="ok")
 
+        async def socket(request: web.Request) -> web.WebSocketResponse:
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            hello = {"type": "hello", "num_connections": 1, "connection_info": {"app_id": APP_ID}}
+            await ws.send_json({**hello, "debug_info": {"host": "applink-local", "approximate_connection_time": 3600}})
+
+            async def pump() -> None:
+                while True:
+                    await ws.send_json(await self.outbox.get())
+
+            sender = asyncio.create_task(pump())
+            try:
+                async for message in ws:
+                    if message.type == WSMsgType.TEXT:
+                        self.acks.append(json.loads(message.data))
+            finally:
+                sender.cancel()
+            return ws
+
         app = web.Application()
+        app.router.add_get("/socket", socket)
         app.router.add_post("/api/{method}", api)
         app.router.add_get("/api/{method}", api)
         app.router.add_post("/hooks/{name}", hook)

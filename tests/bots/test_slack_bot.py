@@ -7,6 +7,7 @@ scripted chat model and the hashing embedder.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from omoide import Memory
-from omoide.bots.slack_bot import build_app, slack_tokens, time_ts, to_mrkdwn, ts_time
+from omoide.bots.slack_bot import build_app, run_slack_bot, slack_tokens, time_ts, to_mrkdwn, ts_time
 from omoide.errors import ConfigError
 from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
@@ -371,3 +372,38 @@ def test_mrkdwn_rendering_and_timestamps():
     assert to_mrkdwn("> quoted\n```\n**not bold** <b>\n```") == "> quoted\n```\n**not bold** &lt;b&gt;\n```"
     for ts in ("1762603200.000100", "1712345678.123456", "1700000000.999999"):
         assert time_ts(ts_time(ts)) == ts
+
+
+async def test_the_bot_serves_over_socket_mode_with_the_workers(mem: Memory, fake_slack: FakeSlack):
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.base_url}/api/")
+    bot = asyncio.create_task(run_slack_bot(mem, bot_token="xoxb-test", app_token="xapp-test", client=client))
+    event = event_callback(mention("hello over the socket", user=ALICE))
+    envelope = {"envelope_id": "env-1", "type": "events_api", "accepts_response_payload": False, "payload": event}
+    fake_slack.outbox.put_nowait({**envelope, "retry_attempt": 0, "retry_reason": ""})
+    await fake_slack.wait_for(lambda: len(fake_slack.posted()) == 1)
+    assert fake_slack.posted()[0]["text"] == "echo: hello over the socket (1 in prompt)"
+    assert {"envelope_id": "env-1"} in fake_slack.acks
+    assert fake_slack.method_calls("apps.connections.open")
+
+    bot.cancel()  # Ctrl-C: the connection closes and the workers stop
+    with pytest.raises(asyncio.CancelledError):
+        await bot
+
+
+def test_the_cli_command_names_a_missing_token(monkeypatch: pytest.MonkeyPatch, sqlite_url: str):
+    from typer.testing import CliRunner
+
+    from omoide.cli import app
+
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+    runner = CliRunner()
+    result = runner.invoke(app, ["slack", "--db", sqlite_url])
+    assert result.exit_code == 1
+    assert "SLACK_BOT_TOKEN is not set" in result.output
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    result = runner.invoke(app, ["slack", "--db", sqlite_url])
+    assert result.exit_code == 1
+    assert "SLACK_APP_TOKEN is not set" in result.output
+    assert "--memory-command" in runner.invoke(app, ["slack", "--help"]).output

@@ -543,14 +543,28 @@ async def run_slack_bot(
     split_at: int = MESSAGE_LIMIT,
     ask_command: str = "/ask",
     memory_command: str = "/memory",
+    client: AsyncWebClient | None = None,
 ) -> None:
     """Connect over Socket Mode and serve until cancelled, with omoide's workers in this loop.
 
     On cancellation (Ctrl-C) the connection closes and the workers finish their work in hand.
+
+    Args:
+        mem: the memory engine.
+        bot_token / app_token: see :func:`slack_tokens`.
+        workers: run :meth:`Memory.workers` (archive, embed, expire, summarise) alongside.
+        client: a Web API client to use instead of one for ``bot_token`` (e.g. another ``base_url``).
     """
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-    app = build_app(mem, token=bot_token, split_at=split_at, ask_command=ask_command, memory_command=memory_command)
+    app = build_app(
+        mem,
+        token=bot_token,
+        client=client,
+        split_at=split_at,
+        ask_command=ask_command,
+        memory_command=memory_command,
+    )
     handler = AsyncSocketModeHandler(app, app_token)
     try:
         if workers:

@@ -1,4 +1,4 @@
-"""``omoide discord``: run a chat-platform bot on top of :class:`omoide.Memory`."""
+"""``omoide discord`` and ``omoide slack``: run a chat-platform bot on top of :class:`omoide.Memory`."""
 
 from __future__ import annotations
 
@@ -59,9 +59,48 @@ def discord_bot(
     run(main)
 
 
+def slack_bot(
+    workers: Annotated[
+        bool,
+        typer.Option("--workers/--no-workers", help="Run omoide's background workers in the bot's process."),
+    ] = True,
+    ask_command: Annotated[
+        str, typer.Option("--ask-command", help="The name of the /ask slash command as configured in the app.")
+    ] = "/ask",
+    memory_command: Annotated[
+        str, typer.Option("--memory-command", help="The name of the /memory slash command as configured in the app.")
+    ] = "/memory",
+    db: DbOption = None,
+) -> None:
+    """Run the Slack bot over Socket Mode: mentions, DMs, /ask and /memory. Tokens from SLACK_BOT_TOKEN and SLACK_APP_TOKEN.
+
+    Needs the slack extra: pip install 'omoide\\[slack]'. See docs/slack.md.
+    """
+
+    async def main() -> None:
+        try:
+            from omoide.bots.slack_bot import run_slack_bot, slack_tokens
+        except ImportError as exc:
+            raise ConfigError(f"the Slack bot needs slack-bolt: pip install 'omoide[slack]' ({exc})") from None
+        bot_token, app_token = slack_tokens()
+        async with open_memory(db) as mem:
+            console.print("Starting the Slack bot over Socket Mode (Ctrl-C stops it)…")
+            await run_slack_bot(
+                mem,
+                bot_token=bot_token,
+                app_token=app_token,
+                workers=workers,
+                ask_command=ask_command,
+                memory_command=memory_command,
+            )
+
+    run(main)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``omoide discord`` to the ``omoide`` command."""
+    """Add ``omoide discord`` and ``omoide slack`` to the ``omoide`` command."""
     app.command("discord", epilog="Example: DISCORD_TOKEN=… omoide discord --guild 1290478288896131072")(discord_bot)
+    app.command("slack", epilog="Example: SLACK_BOT_TOKEN=xoxb-… SLACK_APP_TOKEN=xapp-… omoide slack")(slack_bot)
 
 
 __all__ = ["register"]
