@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from omoide.context import ContextGuard, GuardResult, PromptBudget
-from omoide.context.compaction import Compaction, compact
-from omoide.context.guard import OnText
+from omoide.context.compaction import Compaction
+from omoide.context.guard import DEFAULT_TOOL_RESULT_LIMIT, OnText
 from omoide.context.turns import normalise_turns
 from omoide.models import Message, SessionKey, ToolResultBlock, ToolUseBlock, summary_turns
 from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
@@ -125,7 +125,12 @@ class ChatRunner:
         budget: the model's window and the answer reservation.
         system: the system prompt of every turn.
         summariser: the model that writes compaction summaries (default: ``model``).
-        tool_result_limit: characters a tool result keeps when the guard cuts it.
+        tool_result_limit: characters a tool result keeps when the guard cuts it
+            (``OMOIDE_TOOL_RESULT_LIMIT``).
+        summary_budget: the summariser's budget (see :class:`~omoide.context.guard.ContextGuard`).
+
+    Every model call of a turn — answers and compaction summaries — goes through
+    :func:`~omoide.context.calls.budgeted_complete`.
     """
 
     def __init__(
@@ -136,11 +141,19 @@ class ChatRunner:
         *,
         system: str | None = None,
         summariser: ChatModel | None = None,
-        tool_result_limit: int = 20_000,
+        tool_result_limit: int = DEFAULT_TOOL_RESULT_LIMIT,
+        summary_budget: PromptBudget | None = None,
     ) -> None:
         self.model = model
         self.system = system
-        self.guard = ContextGuard(model, counter, budget, summariser=summariser, tool_result_limit=tool_result_limit)
+        self.guard = ContextGuard(
+            model,
+            counter,
+            budget,
+            summariser=summariser,
+            tool_result_limit=tool_result_limit,
+            summary_budget=summary_budget,
+        )
 
     async def turn(
         self,
@@ -188,7 +201,7 @@ class ChatRunner:
     async def compact(self, conversation: Conversation) -> Compaction | None:
         """``/compact``: summarise the older half now and persist it; ``None`` if there is too little history."""
         turns = normalise_turns(await conversation.prompt_history())
-        done = await compact(turns, self.guard.summariser)
+        done = await self.guard.compact(turns)
         if done is None:
             return None
         _, compaction = done

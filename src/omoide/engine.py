@@ -160,7 +160,13 @@ class Memory:
         """A :class:`~omoide.chat.ChatRunner` for the configured model and its context window."""
         model = self.chat_model
         budget = prompt_budget(model.model_id, self.settings, max_tokens=max_tokens)
-        return ChatRunner(model, self.token_counter, budget, system=system or DEFAULT_SYSTEM_PROMPT)
+        return ChatRunner(
+            model,
+            self.token_counter,
+            budget,
+            system=system or DEFAULT_SYSTEM_PROMPT,
+            tool_result_limit=self.settings.tool_result_limit,
+        )
 
     async def chat(
         self,
@@ -440,6 +446,8 @@ class Memory:
             embedder=lambda: self.embedder,
             reranker=self.reranker,
             expander=expander,
+            counter=self.token_counter,
+            settings=self.settings,
         )
 
     @staticmethod
@@ -574,7 +582,9 @@ class Memory:
             top_p=self.settings.answer_top_p,
             max_tokens=self.settings.answer_max_tokens,
         )
-        answerer = Answerer(self.search_pipeline(), lambda: self.chat_model, config)
+        answerer = Answerer(
+            self.search_pipeline(), lambda: self.chat_model, config, counter=self.token_counter, settings=self.settings
+        )
         who = None if asker is None else str(asker)
         return await answerer.ask(question, filters, asker=who, k=k, mode=mode, language=language)
 
@@ -780,7 +790,9 @@ class Memory:
             raise CapabilityNotSupported(
                 f"the {type(self.store).__name__} backend does not store summaries; use SQLite or PostgreSQL"
             )
-        return SummaryGenerator(self.store, lambda: self.chat_model, self.settings, clock=clock or utcnow)
+        return SummaryGenerator(
+            self.store, lambda: self.chat_model, self.settings, clock=clock or utcnow, counter=self.token_counter
+        )
 
     async def summarise(self) -> SummaryReport:
         """One summariser pass: every channel, thread and user with recent messages (seed 003)."""

@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     context_windows: dict[str, int] = Field(
         default_factory=dict, description='Context window overrides by model id, e.g. {"my-model": 32768}.'
     )
+    tool_result_limit: int = Field(
+        20_000,
+        ge=100,
+        le=10_000_000,
+        description="Characters a tool result keeps (head + tail, with a marker) when a chat prompt "
+        "does not fit the context window (ContextGuard stage 1).",
+    )
 
     # ---- knowledge (long-term memory): pgvector HNSW index parameters
     hnsw_m: int = Field(16, ge=2, le=100, description="PostgreSQL HNSW index: max connections per layer (m).")

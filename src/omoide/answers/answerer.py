@@ -10,6 +10,12 @@ Outcomes:
   appended to the text so a reader sees it too.
 * **chat failure**: any provider error while generating becomes
   :class:`~omoide.errors.AnswerFailed` (code ``CHAT_FAILED``), the provider's error as its cause.
+* **too much evidence**: the prompt is counted before it is sent
+  (:func:`~omoide.context.calls.budgeted_complete`); when it does not fit the model's
+  context window (less the answer's ``max_tokens``), the lowest-ranked evidence passages
+  are left out one by one until it fits, the kept passages are numbered ``[#1]…[#n]`` as
+  sent (``hits``), and ``notes`` say how many were left out. A prompt that does not fit
+  even with one passage is never sent: ``AnswerFailed`` with ``cause_code`` ``CONTEXT_OVERFLOW``.
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ from typing import Any
 
 from omoide.answers.citations import cited_numbers
 from omoide.answers.messages import FALLBACK_NOTE, NO_DATA, NO_MATCH, Language, check_language
-from omoide.answers.prompt import build_prompt
-from omoide.errors import AnswerFailed, ProviderError
+from omoide.answers.prompt import AnswerPrompt, build_prompt
+from omoide.context.calls import Prompt, budgeted_complete
+from omoide.errors import AnswerFailed, ContextOverflow, ProviderError
 from omoide.models import Message
-from omoide.providers.base import ChatModel
+from omoide.providers.base import ChatModel, TokenCounter
 from omoide.search.filters import SearchFilters
 from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, check_query
+from omoide.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +111,33 @@ class Answerer:
         pipeline: finds the evidence.
         model: returns the chat model (built on first use).
         config: language and generation settings.
+        counter: counts the prompt (default: the shared tiktoken counter).
+        settings: where the model's context window is looked up (``OMOIDE_CONTEXT_WINDOWS``;
+            default: the built-in table).
     """
 
-    def __init__(self, pipeline: SearchPipeline, model: Callable[[], ChatModel], config: GenerationConfig) -> None:
+    def __init__(
+        self,
+        pipeline: SearchPipeline,
+        model: Callable[[], ChatModel],
+        config: GenerationConfig,
+        *,
+        counter: TokenCounter | None = None,
+        settings: Settings | None = None,
+    ) -> None:
         self.pipeline = pipeline
         self._model = model
         self.config = config
+        self._counter = counter
+        self.settings = settings
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            from omoide.providers.tokens import get_token_counter
+
+            self._counter = get_token_counter()
+        return self._counter
 
     async def ask(
         self,
@@ -136,15 +165,39 @@ class Answerer:
 
         prompt = build_prompt(text, found.hits, asker=asker, language=lang)
         model = self._model()
+        notes = list(found.notes)
+
+        def fewer_passages(_sent: Prompt, _tokens: int, _limit: int) -> Prompt | None:
+            """The trim strategy: leave out the lowest-ranked passage (keep at least one)."""
+            nonlocal prompt
+            if len(prompt.evidence) <= 1:
+                return None
+            prompt = build_prompt(text, prompt.evidence[:-1], asker=asker, language=lang)
+            return _as_call(prompt)
+
         started = time.perf_counter()
         try:
-            response = await model.complete(
-                [Message.user(prompt.user)],
+            call = await budgeted_complete(
+                model,
+                self.counter,
+                self.settings,
+                messages=_as_call(prompt).messages,
                 system=prompt.system,
                 max_tokens=self.config.max_tokens,
                 temperature=self.config.temperature,
                 top_p=self.config.top_p,
+                trim=fewer_passages,
+                what="the answer prompt (question and one evidence passage)",
+                hint="ask a shorter question or raise OMOIDE_CONTEXT_WINDOWS if the model allows more",
             )
+            response = call.response
+        except ContextOverflow as exc:
+            raise AnswerFailed(
+                f"the question does not fit the context window of {model.provider}:{model.model_id}: {exc.message}",
+                provider=model.provider,
+                status_code=exc.status_code,
+                cause_code=exc.code,
+            ) from exc
         except ProviderError as exc:
             raise AnswerFailed(
                 f"the chat model ({model.provider}:{model.model_id}) failed while generating the answer: {exc.message}",
@@ -153,6 +206,12 @@ class Answerer:
                 cause_code=exc.code,
             ) from exc
         timings["generate"] = round((time.perf_counter() - started) * 1000.0, 3)
+        left_out = len(found.hits) - len(prompt.evidence)
+        if left_out:
+            notes.append(
+                f"{left_out} lowest-ranked evidence passage(s) left out so the prompt fits the context window of "
+                f"{model.provider}:{model.model_id} ({call.prompt_tokens:,} of {call.limit:,} prompt tokens)"
+            )
 
         answer = response.text.strip()
         if found.fallback:
@@ -163,12 +222,16 @@ class Answerer:
             citations=citations,
             hits=prompt.evidence,
             timings=timings,
-            notes=found.notes,
+            notes=tuple(notes),
             no_data=False,
             fallback=found.fallback,
             model=response.model or model.model_id,
             language=lang,
         )
+
+
+def _as_call(prompt: AnswerPrompt) -> Prompt:
+    return Prompt([Message.user(prompt.user)], system=prompt.system)
 
 
 __all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig"]

@@ -307,7 +307,13 @@ def _runner(settings: Settings, system: str) -> ChatRunner:
     from omoide.providers.tokens import get_token_counter
 
     model = build_chat_model(settings)
-    return ChatRunner(model, get_token_counter(), prompt_budget(model.model_id, settings), system=system)
+    return ChatRunner(
+        model,
+        get_token_counter(),
+        prompt_budget(model.model_id, settings),
+        system=system,
+        tool_result_limit=settings.tool_result_limit,
+    )
 
 
 async def _loop(repl: Repl, settings: Settings) -> None:

@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from omoide.context.budget import PromptBudget
+from omoide.context.calls import budgeted_complete
 from omoide.context.turns import message_text_for_summary
 from omoide.errors import ContextOverflow
 from omoide.models import SUMMARY_ACK, SUMMARY_PREFIX, Message, ToolResultBlock, is_summary_turn, summary_turns
-from omoide.providers.base import ChatModel
+from omoide.providers.base import ChatModel, TokenCounter
 
 SUMMARISER_SYSTEM = (
     "You are a conversation summarizer. Be concise and factual. "
@@ -69,51 +71,90 @@ def split_index(turns: Sequence[Message]) -> int | None:
     return None
 
 
-async def _summarise_once(messages: Sequence[Message], model: ChatModel, *, max_tokens: int) -> str:
+def _counter(counter: TokenCounter | None) -> TokenCounter:
+    if counter is not None:
+        return counter
+    from omoide.providers.tokens import get_token_counter
+
+    return get_token_counter()
+
+
+async def _summarise_once(
+    messages: Sequence[Message],
+    model: ChatModel,
+    *,
+    max_tokens: int,
+    counter: TokenCounter | None,
+    budget: PromptBudget | None,
+) -> str:
     conversation = "\n\n".join(message_text_for_summary(m) for m in messages)
     if len(conversation) > MAX_SUMMARY_INPUT_CHARS:  # keep the newest part: the oldest is least relevant
         conversation = "…\n" + conversation[-MAX_SUMMARY_INPUT_CHARS:]
-    response = await model.complete(
-        [Message.user(SUMMARY_REQUEST.format(conversation=conversation))],
+    call = await budgeted_complete(
+        model,
+        _counter(counter),
+        budget,
+        messages=[Message.user(SUMMARY_REQUEST.format(conversation=conversation))],
         system=SUMMARISER_SYSTEM,
         max_tokens=max_tokens,
         temperature=0.0,
+        what="the compaction summary prompt",
     )
-    text = response.text.strip()
+    text = call.text.strip()
     if not text:
         raise ContextOverflow("the summariser returned an empty summary; cannot compact the history")
     return text
 
 
-async def summarise(messages: Sequence[Message], model: ChatModel, *, max_tokens: int = 2048, _depth: int = 0) -> str:
+async def summarise(
+    messages: Sequence[Message],
+    model: ChatModel,
+    *,
+    max_tokens: int = 2048,
+    counter: TokenCounter | None = None,
+    budget: PromptBudget | None = None,
+    _depth: int = 0,
+) -> str:
     """Ask ``model`` for a summary of ``messages`` (plain text in, plain text out).
 
-    When the messages are too long for the summariser itself, the first half is
-    summarised first and its summary is summarised again together with the second half.
+    The call is budgeted (:func:`~omoide.context.calls.budgeted_complete`): a request that
+    does not fit ``budget`` (default: ``model``'s window from the built-in table) is never
+    sent. When the messages are too long for the summariser, the first half is summarised
+    first and its summary is summarised again together with the second half.
 
     Raises:
         ContextOverflow: even a single message is too long to summarise.
     """
     try:
-        return await _summarise_once(messages, model, max_tokens=max_tokens)
+        return await _summarise_once(messages, model, max_tokens=max_tokens, counter=counter, budget=budget)
     except ContextOverflow:
         if len(messages) < 2 or _depth >= MAX_SUMMARY_DEPTH:
             raise
     middle = len(messages) // 2
-    first = await summarise(messages[:middle], model, max_tokens=max_tokens, _depth=_depth + 1)
+    first = await summarise(
+        messages[:middle], model, max_tokens=max_tokens, counter=counter, budget=budget, _depth=_depth + 1
+    )
     rest = [Message.user(SUMMARY_PREFIX + first), *messages[middle:]]
-    return await summarise(rest, model, max_tokens=max_tokens, _depth=_depth + 1)
+    return await summarise(rest, model, max_tokens=max_tokens, counter=counter, budget=budget, _depth=_depth + 1)
 
 
 async def compact(
-    turns: Sequence[Message], model: ChatModel, *, max_summary_tokens: int = 2048
+    turns: Sequence[Message],
+    model: ChatModel,
+    *,
+    max_summary_tokens: int = 2048,
+    counter: TokenCounter | None = None,
+    budget: PromptBudget | None = None,
 ) -> tuple[list[Message], Compaction] | None:
-    """Summarise the oldest part of ``turns``; ``None`` when there is nothing to compact."""
+    """Summarise the oldest part of ``turns``; ``None`` when there is nothing to compact.
+
+    ``counter`` and ``budget`` bound the summariser's own call (see :func:`summarise`).
+    """
     index = split_index(turns)
     if index is None:
         return None
     old, kept = list(turns[:index]), list(turns[index:])
-    summary = await summarise(old, model, max_tokens=max_summary_tokens)
+    summary = await summarise(old, model, max_tokens=max_summary_tokens, counter=counter, budget=budget)
     seqs = [m.seq for m in old if m.seq is not None]
     record = Compaction(summary=summary, replaced_turns=index, through_seq=max(seqs) if seqs else None)
     return [*summary_turns(summary), *kept], record

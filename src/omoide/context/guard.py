@@ -16,6 +16,10 @@ differs from ours), the guard lowers its own limit by the provider's figures and
 to the next stage, instead of retrying a prompt of the same size.
 3. :class:`~omoide.errors.ContextOverflow` with the counts.
 
+Every call goes through :func:`omoide.context.calls.budgeted_complete` (the one place
+prompts are counted and checked against the budget); stages 1 and 2 are its trim
+strategy, and each compaction summary is itself a budgeted call.
+
 Only a provider's typed ``ContextOverflow`` moves the guard to the next stage; every
 other error (a bad key, a 500, a rate limit) propagates unchanged. (Seed 002 treated any
 error whose text contained "context" or "token" as an overflow, so an invalid API token
@@ -24,23 +28,26 @@ triggered a compaction.)
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import structlog
 
 from omoide.context.budget import PromptBudget
+from omoide.context.calls import OnText, Prompt, budgeted_complete, count_prompt, resolve_budget
 from omoide.context.compaction import Compaction, compact
 from omoide.context.truncation import truncate_tool_results
 from omoide.context.turns import normalise_turns
-from omoide.errors import ContextOverflow, InvalidContent
+from omoide.errors import InvalidContent
 from omoide.models import Message
-from omoide.providers.base import ChatModel, ChatResponse, StreamDone, TextDelta, TokenCounter, ToolSpec
+from omoide.providers.base import ChatModel, ChatResponse, TokenCounter, ToolSpec
 
 log = structlog.get_logger(__name__)
 
-OnText = Callable[[str], Awaitable[None] | None]
+DEFAULT_TOOL_RESULT_LIMIT = 20_000
+"""Characters a tool result keeps in stage 1 unless ``OMOIDE_TOOL_RESULT_LIMIT`` says otherwise."""
+MAX_SUMMARY_TOKENS = 2_048
+"""The most tokens a compaction summary may use (capped by the call's answer reservation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,9 @@ class ContextGuard:
         budget: the model's window and the answer reservation.
         summariser: the model that writes compaction summaries (default: ``model``).
         tool_result_limit: characters a tool result may keep in stage 1.
+        summary_budget: the summariser's budget (default: ``budget``'s window with
+            room for a summary of up to 2,048 tokens when the summariser is ``model``, else
+            the summariser's window from the built-in table).
     """
 
     def __init__(
@@ -88,46 +98,34 @@ class ContextGuard:
         budget: PromptBudget,
         *,
         summariser: ChatModel | None = None,
-        tool_result_limit: int = 20_000,
+        tool_result_limit: int = DEFAULT_TOOL_RESULT_LIMIT,
+        summary_budget: PromptBudget | None = None,
     ) -> None:
         self.model = model
         self.counter = counter
         self.budget = budget
         self.summariser = summariser or model
         self.tool_result_limit = tool_result_limit
+        if summary_budget is None:
+            if summariser is None or summariser is model:
+                summary_budget = PromptBudget(budget.context_window, min(MAX_SUMMARY_TOKENS, budget.reserved_output))
+            else:
+                summary_budget = resolve_budget(summariser, None, max_tokens=MAX_SUMMARY_TOKENS)
+        self.summary_budget = summary_budget
 
     def count(self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()) -> int:
-        return self.counter.count_messages(messages, system=system, tools=tools)
+        """The counted size of a prompt (:func:`~omoide.context.calls.count_prompt`)."""
+        return count_prompt(self.counter, messages, system=system, tools=tools)
 
-    async def _call(
-        self,
-        messages: list[Message],
-        *,
-        system: str | None,
-        tools: Sequence[ToolSpec],
-        temperature: float | None,
-        top_p: float | None,
-        on_text: OnText | None,
-    ) -> ChatResponse:
-        max_tokens = self.budget.reserved_output
-        if on_text is None:
-            return await self.model.complete(
-                messages, system=system, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
-            )
-        final: ChatResponse | None = None
-        stream = self.model.stream(
-            messages, system=system, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
+    async def compact(self, turns: Sequence[Message]) -> tuple[list[Message], Compaction] | None:
+        """Stage 2 once: summarise the oldest part of ``turns`` (a budgeted summariser call)."""
+        return await compact(
+            turns,
+            self.summariser,
+            max_summary_tokens=self.summary_budget.reserved_output,
+            counter=self.counter,
+            budget=self.summary_budget,
         )
-        async for event in stream:
-            if isinstance(event, TextDelta):
-                shown = on_text(event.text)
-                if shown is not None:
-                    await shown
-            elif isinstance(event, StreamDone):
-                final = event.response
-        if final is None:
-            raise ContextOverflow("the model's stream ended without a final response")  # pragma: no cover
-        return final
 
     async def run(
         self,
@@ -145,80 +143,80 @@ class ContextGuard:
         Args:
             messages: the history, oldest first (normalised into alternating turns first).
             on_text: when given, the answer is streamed and each piece passed to it.
-            force_compact: compact before the first call (``/compact``).
+            force_compact: cut tool results and compact once before the first call (``/compact``).
 
         Raises:
             InvalidContent: the history has no user message.
             ContextOverflow: still too large after every stage (with ``prompt_tokens`` and ``limit``).
             ProviderError: any other provider failure, unchanged.
         """
-        limit = self.budget.prompt_limit
         current = normalise_turns(messages)
         if not current:
             raise InvalidContent("nothing to send: the history has no user message")
-        tokens = self.count(current, system=system, tools=tools)
-        call = functools.partial(
-            self._call, system=system, tools=tools, temperature=temperature, top_p=top_p, on_text=on_text
+        stages = _Stages(self)
+        if force_compact:
+            current, stages.truncated = truncate_tool_results(current, limit=self.tool_result_limit)
+            stages.truncation_tried = True
+            stages.stage = 1 if stages.truncated else 0
+            done = await self.compact(current)
+            if done is not None:
+                current, stages.compaction = done
+                stages.stage = 2
+        call = await budgeted_complete(
+            self.model,
+            self.counter,
+            self.budget,
+            messages=current,
+            system=system,
+            tools=tools,
+            temperature=temperature,
+            top_p=top_p,
+            on_text=on_text,
+            trim=stages,
+            hint=stages.hint,
         )
-
-        if not force_compact:
-            if tokens <= limit:
-                try:
-                    return GuardResult(await call(current), current, 0, tokens)
-                except ContextOverflow as exc:
-                    limit = _tighten(limit, tokens, exc, stage=0)
-            else:
-                log.info("context_over_budget", stage=0, counted=tokens, limit=limit)
-
-        current, cut = truncate_tool_results(current, limit=self.tool_result_limit)
-        if cut:
-            tokens = self.count(current, system=system, tools=tools)
-            if not force_compact and tokens <= limit:
-                try:
-                    return GuardResult(await call(current), current, 1, tokens, truncated=cut)
-                except ContextOverflow as exc:
-                    limit = _tighten(limit, tokens, exc, stage=1)
-
-        compaction: Compaction | None = None
-        while True:  # each round shortens the history, so this ends (split_index → None)
-            done = await compact(current, self.summariser)
-            if done is None:
-                break
-            current, compaction = done
-            tokens = self.count(current, system=system, tools=tools)
-            log.info("context_compacted", replaced_turns=compaction.replaced_turns, counted=tokens, limit=limit)
-            if tokens > limit:
-                continue
-            try:
-                result = await call(current)
-                return GuardResult(result, current, 2, tokens, truncated=cut, compaction=compaction)
-            except ContextOverflow as exc:
-                limit = _tighten(limit, tokens, exc, stage=2)
-        raise ContextOverflow(
-            f"the prompt is {tokens:,} tokens and the limit is {limit:,} for {self.model.model_id}, even after "
-            f"cutting {cut} tool result(s) and {'compacting' if compaction else 'finding nothing to compact in'} "
-            "the history; start a new session or raise OMOIDE_CONTEXT_WINDOWS if the model allows more",
-            provider=self.model.provider,
-            prompt_tokens=tokens,
-            limit=limit,
+        return GuardResult(
+            call.response,
+            list(call.prompt.messages),
+            stages.stage,
+            call.prompt_tokens,
+            truncated=stages.truncated,
+            compaction=stages.compaction,
         )
 
 
-def _tighten(limit: int, tokens: int, exc: ContextOverflow, *, stage: int) -> int:
-    """The provider said the prompt is too long although our count fit: lower our limit.
+@dataclass
+class _Stages:
+    """The guard's trim strategy: stage 1 once, then stage 2 while there is something to compact."""
 
-    When the provider says how long the prompt was and what its limit is, our count is
-    scaled by that ratio (tokenizers differ between providers); otherwise we aim 10% lower.
-    """
-    if exc.prompt_tokens and exc.limit and exc.prompt_tokens > exc.limit:
-        target = tokens * exc.limit // exc.prompt_tokens
-    else:
-        target = tokens * 9 // 10
-    new_limit = max(1, min(limit, target))
-    log.info(
-        "context_overflow", stage=stage, counted=tokens, limit=limit, new_limit=new_limit, provider_error=exc.message
-    )
-    return new_limit
+    guard: ContextGuard
+    stage: int = 0
+    truncated: int = 0
+    truncation_tried: bool = False
+    compaction: Compaction | None = None
+
+    async def __call__(self, prompt: Prompt, tokens: int, limit: int) -> Prompt | None:
+        messages = list(prompt.messages)
+        if not self.truncation_tried:
+            self.truncation_tried = True
+            cut_messages, cut = truncate_tool_results(messages, limit=self.guard.tool_result_limit)
+            if cut:
+                self.truncated, self.stage = cut, 1
+                return replace(prompt, messages=cut_messages)
+        done = await self.guard.compact(messages)
+        if done is None:
+            return None
+        messages, self.compaction = done
+        self.stage = 2
+        log.info("context_compacted", replaced_turns=self.compaction.replaced_turns, counted_before=tokens, limit=limit)
+        return replace(prompt, messages=messages)
+
+    def hint(self) -> str:
+        return (
+            f"even after cutting {self.truncated} tool result(s) and "
+            f"{'compacting' if self.compaction else 'finding nothing to compact in'} the history; "
+            "start a new session or raise OMOIDE_CONTEXT_WINDOWS if the model allows more"
+        )
 
 
-__all__ = ["ContextGuard", "GuardResult", "OnText"]
+__all__ = ["DEFAULT_TOOL_RESULT_LIMIT", "ContextGuard", "GuardResult", "OnText"]

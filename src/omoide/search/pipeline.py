@@ -3,7 +3,9 @@
 Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`:
 
 1. **expand** (optional, ``search_query_expansion`` > 0): the chat model proposes
-   alternative phrasings; every query is searched and all lists are fused.
+   alternative phrasings; every query is searched and all lists are fused. The call is
+   budgeted (:func:`~omoide.context.calls.budgeted_complete`): a prompt that does not fit
+   the model's window is not sent; the original query alone is searched, with a note.
 2. **embed**: each query is embedded with the configured embedder (vector and hybrid modes).
 3. **search**: per query, ``search_candidates`` (200) hits from the vector list
    (cosine similarity over the embedder's vectors) and from the lexical list (omoide's own
@@ -33,9 +35,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from omoide.errors import InvalidInput, OmoideError, ProviderError
+from omoide.context.calls import budgeted_complete
+from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderError
 from omoide.models import Message
-from omoide.providers.base import ChatModel, Embedder, Reranker
+from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.search.filters import MAX_K, SearchFilters, check_k
 from omoide.search.fusion import reciprocal_rank_fusion
 from omoide.search.types import ChunkHit
@@ -235,6 +238,8 @@ _EXPAND_SYSTEM = (
     "You rewrite search queries for a search over chat history. Reply with alternative queries only, "
     "one per line, in the language of the query, without numbering or explanations."
 )
+EXPANSION_MAX_TOKENS = 256
+"""The answer room reserved for the proposed queries."""
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•・]|\d+[.)．）]|\(\d+\))\s*")
 
 
@@ -284,6 +289,9 @@ class SearchPipeline:
             modes, so a lexical search never loads a model.
         reranker: orders the fused candidates, or ``None``.
         expander: proposes alternative queries when ``config.expansions`` > 0.
+        counter: counts the expansion prompt (default: the shared tiktoken counter).
+        settings: where the expander's context window is looked up (``OMOIDE_CONTEXT_WINDOWS``;
+            default: the built-in table).
     """
 
     def __init__(
@@ -294,12 +302,24 @@ class SearchPipeline:
         embedder: Callable[[], Embedder] | None = None,
         reranker: Reranker | None = None,
         expander: ChatModel | None = None,
+        counter: TokenCounter | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self._embedder = embedder
         self.reranker = reranker
         self.expander = expander
+        self._counter = counter
+        self.settings = settings
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            from omoide.providers.tokens import get_token_counter
+
+            self._counter = get_token_counter()
+        return self._counter
 
     async def search(
         self,
@@ -419,14 +439,29 @@ class SearchPipeline:
             return []
         prompt = f"Propose {n} alternative search queries for:\n\n{query}"
         try:
-            response = await model.complete(
-                [Message.user(prompt)], system=_EXPAND_SYSTEM, max_tokens=256, temperature=0.3
+            call = await budgeted_complete(
+                model,
+                self.counter,
+                self.settings,
+                messages=[Message.user(prompt)],
+                system=_EXPAND_SYSTEM,
+                max_tokens=EXPANSION_MAX_TOKENS,
+                temperature=0.3,
+                what="the query expansion prompt",
             )
+        except ContextOverflow as exc:
+            logger.info("query_expansion_skipped", extra={"prompt_tokens": exc.prompt_tokens, "limit": exc.limit})
+            notes.append(
+                f"query expansion skipped: the prompt ({exc.prompt_tokens or 0:,} tokens) does not fit the "
+                f"context window of {model.provider}:{model.model_id} (limit {exc.limit or 0:,}); "
+                "searched the original query only"
+            )
+            return []
         except ProviderError as exc:
             logger.warning("query_expansion_failed", extra={"provider": model.provider, "code": exc.code})
             notes.append(f"query expansion failed ({exc.code}): searched the original query only")
             return []
-        return parse_expansions(response.text, query, n)
+        return parse_expansions(call.text, query, n)
 
     async def _vector_lists(
         self,

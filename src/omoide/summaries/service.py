@@ -12,6 +12,13 @@ For a channel (and likewise a thread, or a user — what the bot knows about a p
 5. right after, merge it into the scope's long-term summary (always overwritten);
 6. for channels, then rebuild the workspace's long-term summary from every channel's.
 
+Every model call is budgeted (:func:`~omoide.context.calls.budgeted_complete`): the prompt
+is counted and never sent over the model's context window (less ``summary_max_tokens``).
+When the messages of a scope (or the channel summaries of a workspace) do not fit, they
+are summarised in parts, oldest first: the older half is summarised, then that summary
+together with the newer half, recursively (at most ``MAX_PART_DEPTH`` levels), so every
+message is still read and no prompt over the budget is sent.
+
 Deviation from seed 003: the workspace merge runs once per pass over a workspace's
 channels (after the last channel that changed), not once per channel — the result is the
 same, with one model call instead of one per channel. Set ``merge_each=True`` on
@@ -28,9 +35,10 @@ from typing import Any, Literal
 
 import structlog
 
-from omoide.errors import InvalidInput
+from omoide.context.calls import budgeted_complete
+from omoide.errors import ContextOverflow, InvalidInput
 from omoide.models import Message, utcnow
-from omoide.providers.base import ChatModel
+from omoide.providers.base import ChatModel, TokenCounter
 from omoide.settings import Settings
 from omoide.stores.base import SummaryStore
 from omoide.summaries.models import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
@@ -39,6 +47,8 @@ log = structlog.get_logger(__name__)
 
 Clock = Callable[[], datetime]
 Language = Literal["ja", "en"]
+MAX_PART_DEPTH = 8
+"""How deep summarising in parts may split an over-budget input."""
 
 _PROMPTS: dict[Language, dict[str, str]] = {
     "ja": {
@@ -53,6 +63,7 @@ _PROMPTS: dict[Language, dict[str, str]] = {
             "## これまでのワークスペース要約\n{existing}\n\n{body}"
         ),
         "none": "（なし）",
+        "earlier": "（これより前の部分の要約）",
     },
     "en": {
         "system": "You summarise chat logs. Keep facts, decisions, plans and people's preferences, briefly.",
@@ -67,6 +78,7 @@ _PROMPTS: dict[Language, dict[str, str]] = {
             "## Previous workspace summary\n{existing}\n\n{body}"
         ),
         "none": "(none)",
+        "earlier": "(summary of the earlier part)",
     },
 }
 
@@ -141,17 +153,33 @@ class SummaryGenerator:
     Args:
         store: the summary store.
         model: returns the chat model that summarises (offline: the extractive model).
-        settings: ``summary_*`` settings.
+        settings: ``summary_*`` settings (and ``context_windows``).
         clock: the current time (tests inject one).
+        counter: counts prompts (default: the shared tiktoken counter).
     """
 
     def __init__(
-        self, store: SummaryStore, model: Callable[[], ChatModel], settings: Settings, *, clock: Clock = utcnow
+        self,
+        store: SummaryStore,
+        model: Callable[[], ChatModel],
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        counter: TokenCounter | None = None,
     ) -> None:
         self.store = store
         self._model = model
         self.settings = settings
         self.clock = clock
+        self._counter = counter
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            from omoide.providers.tokens import get_token_counter
+
+            self._counter = get_token_counter()
+        return self._counter
 
     @property
     def config(self) -> ShortTermHistoryConfig:
@@ -162,18 +190,48 @@ class SummaryGenerator:
         return "en" if self.settings.answer_language == "en" else "ja"
 
     async def summarise(self, prompt: str) -> str:
-        """One model call: the prompt in, the summary text out."""
+        """One budgeted model call: the prompt in, the summary text out.
+
+        Raises:
+            ContextOverflow: the prompt does not fit the model's window (it was not sent).
+        """
         texts = _PROMPTS[self._language()]
-        response = await self._model().complete(
-            [Message.user(prompt)],
+        call = await budgeted_complete(
+            self._model(),
+            self.counter,
+            self.settings,
+            messages=[Message.user(prompt)],
             system=texts["system"],
             max_tokens=self.settings.summary_max_tokens,
             temperature=0.2,
+            what="the summary prompt",
         )
-        text = response.text.strip()
+        text = call.text.strip()
         if not text:
             raise InvalidInput("the chat model returned an empty summary")
         return text
+
+    async def summarise_parts(
+        self, render: Callable[[Sequence[str]], str], items: Sequence[str], *, _depth: int = 0
+    ) -> str:
+        """Summarise ``render(items)``; when it does not fit, in parts (see the module docstring).
+
+        The older half of ``items`` is summarised first; its summary then stands in for
+        that half, as the first item, next to the newer half.
+
+        Raises:
+            ContextOverflow: even one item is too long for the model's window.
+        """
+        try:
+            return await self.summarise(render(items))
+        except ContextOverflow:
+            if len(items) < 2 or _depth >= MAX_PART_DEPTH:
+                raise
+        middle = len(items) // 2
+        earlier = await self.summarise_parts(render, items[:middle], _depth=_depth + 1)
+        label = _PROMPTS[self._language()]["earlier"]
+        log.info("summary_in_parts", items=len(items), depth=_depth)
+        return await self.summarise_parts(render, [f"{label}\n{earlier}", *items[middle:]], _depth=_depth + 1)
 
     async def update_scope(
         self, workspace_id: str, scope: SummaryScope, scope_id: str, *, config: ShortTermHistoryConfig | None = None
@@ -194,8 +252,11 @@ class SummaryGenerator:
         if existing is not None and new_count == 0 and cfg.enabled:
             return None  # idle, but nothing new since the last summary: no new version of the same text
         texts = _PROMPTS[self._language()]
-        body = "\n".join(_line(m) for m in messages)
-        content = await self.summarise(texts["short"].format(scope=scope.value, name=scope_id, body=body))
+
+        def render(lines: Sequence[str]) -> str:
+            return texts["short"].format(scope=scope.value, name=scope_id, body="\n".join(lines))
+
+        content = await self.summarise_parts(render, [_line(m) for m in messages])
         draft = SummaryDraft(
             workspace_id,
             scope,
@@ -242,10 +303,12 @@ class SummaryGenerator:
         existing = await self.store.latest_summary(
             workspace_id, SummaryScope.WORKSPACE, workspace_id, SummaryKind.LONG_TERM
         )
-        body = "\n\n".join(f"## #{c.scope_id}\n{c.content}" for c in channels)
-        content = await self.summarise(
-            texts["workspace"].format(existing=existing.content if existing else texts["none"], body=body)
-        )
+        previous = existing.content if existing else texts["none"]
+
+        def render(blocks: Sequence[str]) -> str:
+            return texts["workspace"].format(existing=previous, body="\n\n".join(blocks))
+
+        content = await self.summarise_parts(render, [f"## #{c.scope_id}\n{c.content}" for c in channels])
         latest = [c.source_latest_message_at for c in channels if c.source_latest_message_at is not None]
         draft = SummaryDraft(
             workspace_id,
