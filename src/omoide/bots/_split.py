@@ -22,40 +22,45 @@ DISCORD_LIMIT = 2000
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
 _WORD_END = re.compile(r"(?<=\s)")
 _FENCE = re.compile(r"^\s*(```+|~~~+)")
+_OPENING = re.compile(r"^\s*(```+|~~~+)[\w+#.-]*\s*$")
 
 
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units (what Discord's limit counts)."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _hard_cut(text: str, limit: int, length: Callable[[str], int]) -> list[str]:
     out: list[str] = []
-    current = ""
+    current: list[str] = []
+    size = 0
     for char in text:
-        if current and length(current + char) > limit:
-            out.append(current)
-            current = ""
-        current += char
+        width = length(char)
+        if current and size + width > limit:
+            out.append("".join(current))
+            current, size = [], 0
+        current.append(char)
+        size += width
     if current:
-        out.append(current)
+        out.append("".join(current))
     return out
 
 
 def _pack(atoms: list[str], limit: int, length: Callable[[str], int], joiner: str = "") -> list[str]:
     """Greedily join atoms (each at most ``limit`` long) into pieces at most ``limit`` long."""
     out: list[str] = []
-    current: str | None = None
+    current: list[str] = []
+    size = 0
+    glue = length(joiner)
     for atom in atoms:
-        candidate = atom if current is None else current + joiner + atom
-        if length(candidate) <= limit:
-            current = candidate
-        else:
-            if current is not None:
-                out.append(current)
-            current = atom
-    if current is not None:
-        out.append(current)
+        width = length(atom)
+        if current and size + glue + width > limit:
+            out.append(joiner.join(current))
+            current, size = [], 0
+        size += width if not current else glue + width
+        current.append(atom)
+    if current:
+        out.append(joiner.join(current))
     return out
 
 
@@ -93,10 +98,18 @@ def _units(text: str) -> list[list[str]]:
 
 
 def _split_code(block: list[str], limit: int, length: Callable[[str], int]) -> list[str]:
-    opening = block[0].strip()
+    """A fenced block too long for one piece: split between its lines, each piece fenced again."""
+    first = _OPENING.match(block[0])
     fence = _FENCE.match(block[0])
     closing = fence.group(1) if fence else "```"
-    body = block[1:-1] if len(block) > 1 and block[-1].strip().startswith(closing) else block[1:]
+    if first is not None:  # "```lang": reopen each piece with the same language
+        opening, body = block[0].strip(), block[1:]
+    else:  # text after the fence on its line is content, not a language
+        opening, body = closing, [block[0].strip()[len(closing) :], *block[1:]]
+    if len(block) > 1 and body and body[-1].strip() == closing:
+        body = body[:-1]
+    elif len(block) > 1 and body and body[-1].strip().startswith(closing):
+        body[-1] = body[-1].strip()[len(closing) :]  # "```text": keep the text
     room = limit - length(opening) - length(closing) - 2
     if room < 1:  # a limit too small for fences: plain lines
         return [p for line in block for p in _split_line(line, limit, length)]
