@@ -123,6 +123,17 @@ async def test_a_missing_or_bad_key_is_401(mem: omoide.Memory) -> None:
         assert refused.group_contains(MCPError)
 
 
+async def test_a_session_opened_with_one_key_is_not_found_with_another(mem: omoide.Memory) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    async with serving(mem) as url, httpx2.AsyncClient(timeout=10) as http:
+        opened = await http.post(url, json=INITIALIZE, headers=headers | {"Authorization": "Bearer key-a"})
+        assert opened.status_code == 200
+        session_id = opened.headers["mcp-session-id"]
+        stolen = headers | {"Authorization": "Bearer key-b", "Mcp-Session-Id": session_id}
+        assert (await http.post(url, json=listing, headers=stolen)).status_code == 404
+
+
 async def test_a_key_cannot_reach_another_workspace(mem: omoide.Memory) -> None:
     async with serving(mem) as url:
         async with session_at(url, "key-a", user="u1") as a:
