@@ -111,8 +111,19 @@ async def test_forget_user_erases_memories_sessions_and_their_messages(store):
         await store.append_message(own.id, Message.user(f"mine {i}", author_id="u1"))
     await store.append_message(shared.id, Message.user("u1 in u2's session", author_id="u1"))
     await store.append_message(shared.id, Message.user("u2 speaks", author_id="u2"))
+    from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+
+    def about(user: str, text: str) -> SummaryDraft:
+        return SummaryDraft("g1", SummaryScope.USER, user, SummaryKind.LONG_TERM, text)
+
+    await store.save_summary(about("u1", "u1 likes ramen"), new_version=True)
+    await store.save_summary(about("u1", "u1 likes ramen and tea"), new_version=True)
+    await store.save_summary(about("u2", "u2 likes tea"), new_version=True)
     report = await store.forget_user("g1", "u1")
-    assert (report.memories, report.sessions, report.messages) == (1, 1, 4)
+    assert (report.memories, report.sessions, report.messages, report.summaries) == (1, 1, 4, 2)
+    assert report.describe() == "Erased 1 memory, 1 session, 4 messages and 2 summary versions."
+    assert await store.latest_summary("g1", SummaryScope.USER, "u1", SummaryKind.LONG_TERM) is None
+    assert (await store.latest_summary("g1", SummaryScope.USER, "u2", SummaryKind.LONG_TERM)).content == "u2 likes tea"
     assert await store.list_memories("g1", "u1") == []
     assert [m.content for m in await store.list_memories("g1", "u2")] == ["other"]
     assert await store.get_session_by_id(own.id) is None

@@ -50,7 +50,7 @@ def test_add_search_list_get_update_delete_forget(db_url):
     code, out = omoide("memory", "delete", str(first["id"]), *who)
     assert code == 0 and "Deleted" in out
     code, out = omoide("forget-user", *who, "--yes", "--json")
-    assert json.loads(out) == {"memories": 1, "sessions": 0, "messages": 0}
+    assert json.loads(out) == {"memories": 1, "sessions": 0, "messages": 0, "summaries": 0}
     code, out = omoide("memory", "list", *who)
     assert "No memories" in out
 

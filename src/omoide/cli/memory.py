@@ -185,9 +185,7 @@ def forget_user(
         if json_:
             print_json(report.as_dict())
         else:
-            console.print(
-                f"Erased {report.memories} memories, {report.sessions} sessions and {report.messages} messages."
-            )
+            console.print(report.describe())
 
     run(main, json_errors=json_)
 

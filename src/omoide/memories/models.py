@@ -116,9 +116,29 @@ class ForgetReport:
     memories: int
     sessions: int
     messages: int
+    summaries: int = 0  # versions of the user's summary ("what the bot knows about this person")
 
     def as_dict(self) -> dict[str, int]:
-        return {"memories": self.memories, "sessions": self.sessions, "messages": self.messages}
+        return {
+            "memories": self.memories,
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "summaries": self.summaries,
+        }
+
+    def describe(self) -> str:
+        """``Erased 3 memories, 1 session, 12 messages and 2 summary versions.``"""
+        parts = [
+            _count(self.memories, "memory", "memories"),
+            _count(self.sessions, "session", "sessions"),
+            _count(self.messages, "message", "messages"),
+            _count(self.summaries, "summary version", "summary versions"),
+        ]
+        return f"Erased {', '.join(parts[:-1])} and {parts[-1]}."
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 __all__ = [

@@ -279,7 +279,8 @@ class MemoryService:
         await self.store.delete_memory(_ident("workspace", workspace), _ident("user", user), memory_id)
 
     async def forget_user(self, workspace: str | int, user: str | int) -> ForgetReport:
-        """Erase everything stored about the user in the workspace: memories, sessions, messages."""
+        """Erase everything stored about the user in the workspace: memories, sessions, messages and
+        the user's summary (every version)."""
         report = await self.store.forget_user(_ident("workspace", workspace), _ident("user", user))
         log.info("user_forgotten", **report.as_dict())
         return report

@@ -273,7 +273,15 @@ async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str)
             workspace_id,
             user_id,
         )
-    return ForgetReport(memories=int(memories), sessions=int(sessions), messages=int(own) + int(written))
+        summaries = await conn.fetchval(
+            "WITH d AS (DELETE FROM summaries WHERE workspace_id = $1 AND scope = 'user' AND scope_id = $2 "
+            "RETURNING 1) SELECT count(*) FROM d",
+            workspace_id,
+            user_id,
+        )
+    return ForgetReport(
+        memories=int(memories), sessions=int(sessions), messages=int(own) + int(written), summaries=int(summaries)
+    )
 
 
 __all__ = [

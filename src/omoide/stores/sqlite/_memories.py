@@ -394,8 +394,14 @@ def forget_user(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> Fo
     written = conn.execute(
         "DELETE FROM session_messages WHERE workspace_id = ? AND author_id = ?", (workspace_id, user_id)
     ).rowcount
+    summaries = conn.execute(
+        "DELETE FROM summaries WHERE workspace_id = ? AND scope = 'user' AND scope_id = ?", (workspace_id, user_id)
+    ).rowcount
     return ForgetReport(
-        memories=max(memories, 0), sessions=max(sessions, 0), messages=int(own_messages) + max(written, 0)
+        memories=max(memories, 0),
+        sessions=max(sessions, 0),
+        messages=int(own_messages) + max(written, 0),
+        summaries=max(summaries, 0),
     )
 
 
