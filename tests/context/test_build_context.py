@@ -79,3 +79,31 @@ def test_context_command(tmp_path, monkeypatch):
     assert '"parts"' in result.stdout
     help_text = runner.invoke(app, ["context", "--help"]).stdout
     assert "Example:" in help_text
+
+
+async def test_summaries_written_by_the_summariser_are_in_the_context(mem: Memory):
+    """Seed 003's summaries reach the prompt: workspace and channel long-term, the channel's short-term."""
+    channel = mem.session_key(platform="discord", workspace="g1", channel="c1", user=None, policy="channel")
+    lines = [
+        ("u1", "来週の勉強会は渋谷の Hive で19時からです"),
+        ("u2", "了解、ノートパソコンを持っていきます"),
+        ("u1", "テーマは PostgreSQL の HNSW インデックスです"),
+        ("u3", "資料は前日までに共有します"),
+    ]
+    for i, (who, text) in enumerate(lines):
+        await mem.append(channel, Message.user(text, author_id=who, author_name=who, message_id=f"s{i}"))
+    report = await mem.summarise()
+    assert report.as_log()  # it ran
+    key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+    await mem.append(key, Message.user("勉強会のテーマは？", author_id="u1"))
+
+    built = await mem.build_context(key, budget_tokens=8000)
+    kinds = {p.kind.value: p for p in built.parts}
+    assert {"workspace_summary", "channel_summary", "short_term_summary"} <= kinds.keys()
+    for kind in ("workspace_summary", "channel_summary", "short_term_summary"):
+        part = kinds[kind]
+        assert part.ref["version"] >= 1 and part.ref["summary_id"]
+        assert part.text.strip() and part.text in built.system  # labelled in the prompt the model sees
+    assert "HNSW" in kinds["short_term_summary"].text or "勉強会" in kinds["short_term_summary"].text
+    stored = await mem.summary(workspace="g1", scope="channel", scope_id="c1", kind="short_term")
+    assert stored is not None and stored.content == kinds["short_term_summary"].text
