@@ -407,3 +407,16 @@ def test_the_cli_command_names_a_missing_token(monkeypatch: pytest.MonkeyPatch, 
     assert result.exit_code == 1
     assert "SLACK_APP_TOKEN is not set" in result.output
     assert "--memory-command" in runner.invoke(app, ["slack", "--help"]).output
+
+
+async def test_ask_links_archived_bot_conversations_to_their_first_message(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    event = mention("The offsite is in Hakone on 12 December; Carol books the ryokan for the v0.4.0 team.", user=ALICE)
+    await socket_dispatch(app, event_callback(event))
+    await mem.archive(now=True)
+    await mem.embed()
+    payload = slash_command("/ask", "Where is the offsite?", user=BOB, hook="q1", fake=fake_slack)
+    await socket_dispatch(app, payload, kind="slash_commands")
+    [lookup] = fake_slack.method_calls("chat.getPermalink")
+    assert (lookup["channel"], lookup["message_ts"]) == ("C0GENERAL", event["ts"])
+    assert f"p{event['ts'].replace('.', '')}|" in fake_slack.responses("q1")[0]["text"]
