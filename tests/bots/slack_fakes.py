@@ -2,7 +2,8 @@
 
 The bot runs as a real slack-bolt ``AsyncApp`` whose ``AsyncWebClient`` points at an aiohttp
 server on 127.0.0.1 that answers the few methods the bot uses (``auth.test``,
-``chat.postMessage``, ``chat.getPermalink``) and records every call, plus the
+``chat.postMessage``, ``chat.getPermalink``, ``users.info``, ``apps.connections.open`` and
+the Socket Mode WebSocket) and records every call, plus the
 ``response_url`` webhooks of slash commands. Payloads are dispatched the way
 slack-bolt's Socket Mode adapter does it (``run_async_bolt_app`` with a
 ``SocketModeRequest``), or as signed HTTP-mode requests.
@@ -34,6 +35,11 @@ BOT_USER = "U0BOT"
 BOT_ID = "B0BOT"
 APP_ID = "A0OMOIDE"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+USERS = {
+    "U0ALICE": {"display_name": "alice", "real_name": "Alice Liddell"},
+    "U0BOB": {"display_name": "", "real_name": "Bob Builder"},
+}
+"""What ``users.info`` knows (profiles); any other user is ``user_not_found``."""
 _ts = itertools.count(1)
 
 
@@ -98,6 +104,11 @@ class FakeSlack:
                 )
             if method == "apps.connections.open":
                 return web.json_response({"ok": True, "url": f"{self.base_url.replace('http', 'ws', 1)}/socket"})
+            if method == "users.info":
+                profile = USERS.get(str(params.get("user")))
+                if profile is None:
+                    return web.json_response({"ok": False, "error": "user_not_found"})
+                return web.json_response({"ok": True, "user": {"id": params["user"], "profile": profile}})
             if method == "chat.postMessage":
                 return web.json_response({"ok": True, "channel": params["channel"], "ts": new_ts()})
             if method == "chat.getPermalink":

@@ -98,20 +98,22 @@ def _app(mem: Memory, fake: FakeSlack, **kwargs: Any) -> Any:
 
 async def test_a_mention_is_a_turn_in_the_users_channel_session(mem: Memory, fake_slack: FakeSlack):
     app = _app(mem, fake_slack)
-    event = mention("what is <https://example.com|the plan> & who is <@U0CAROL>?", user=ALICE)
+    event = mention("what is <https://example.com|the plan> &amp; who is <@U0CAROL>? cc <@U0BOB>", user=ALICE)
     response = await socket_dispatch(app, event_callback(event))
     assert response.status == 200
 
     [post] = fake_slack.posted()
     assert post["channel"] == "C0GENERAL"
     assert "thread_ts" not in post  # a top-level mention is answered in the channel
-    assert post["text"] == "echo: what is the plan (https://example.com) &amp; who is @U0CAROL? (1 in prompt)"
+    said = "what is the plan (https://example.com) & who is @U0CAROL? cc @Bob Builder"  # names from users.info
+    assert post["text"] == f"echo: {said.replace('&', '&amp;')} (1 in prompt)"
 
     key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
     assert key.value == f"slack:{TEAM}:c=C0GENERAL:u={ALICE}"
     user_turn, answer = await mem.history(key)
-    assert user_turn.text == "what is the plan (https://example.com) & who is @U0CAROL?"  # no bot mention
-    assert (user_turn.author_id, user_turn.message_id) == (ALICE, f"C0GENERAL:{event['ts']}")
+    assert user_turn.text == said  # without the bot's mention
+    assert (user_turn.author_id, user_turn.author_name) == (ALICE, "alice")
+    assert user_turn.message_id == f"C0GENERAL:{event['ts']}"
     assert user_turn.created_at == ts_time(event["ts"])
     assert answer.role == "assistant"
 
@@ -119,6 +121,8 @@ async def test_a_mention_is_a_turn_in_the_users_channel_session(mem: Memory, fak
     await socket_dispatch(app, event_callback(mention("again", user=ALICE)))
     await socket_dispatch(app, event_callback(mention("hi", user=BOB)))
     assert [p["text"] for p in fake_slack.posted()[1:]] == ["echo: again (3 in prompt)", "echo: hi (1 in prompt)"]
+    looked_up = [c["user"] for c in fake_slack.method_calls("users.info")]
+    assert sorted(looked_up) == [ALICE, BOB, "U0CAROL"]  # once per user, failures included
 
 
 async def test_a_thread_keeps_one_thread_session_and_replies_go_into_the_thread(mem: Memory, fake_slack: FakeSlack):

@@ -31,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import structlog
@@ -48,12 +49,21 @@ from omoide.importers._slack_text import slack_text
 from omoide.models import KeyPolicy, Message, SessionKey
 from omoide.text import is_japanese
 
+if TYPE_CHECKING:
+    from omoide.answers import AnswerResult
+    from omoide.memories.models import MemoryRecord
+    from omoide.search.types import ChunkHit
+
 MESSAGE_LIMIT = 3_500
 """Characters per posted message: long replies are split on paragraphs below this."""
 HARD_LIMIT = 40_000
 """Slack truncates a message's ``text`` beyond this many characters."""
 RECENT_MESSAGES = 100
 """How far back in a session a re-delivered message is looked for."""
+NAME_CACHE_SIZE = 4096
+"""Display names kept per process (``users.info`` is asked once per user)."""
+MENTIONS_RESOLVED = 5
+"""At most this many user mentions per message are looked up to show a name."""
 ACCEPTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 """Message subtypes that are a person talking (edits, joins and bot posts are not)."""
 
@@ -62,6 +72,7 @@ log = structlog.get_logger(__name__)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SLACK_TS = re.compile(r"^\d{9,}\.\d{1,6}$")
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,}$")
+_USER_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 TEXTS: dict[Lang, dict[str, str]] = {
     "en": {
@@ -258,6 +269,7 @@ class SlackBot:
         self.ask_command = ask_command
         self.memory_command = memory_command
         self._answering: set[str] = set()
+        self._names: OrderedDict[str, str | None] = OrderedDict()
 
     def register(self, app: AsyncApp) -> None:
         """Add the listeners to ``app``."""
@@ -310,20 +322,48 @@ class SlackBot:
         for part in split_reply(text, self.split_at):
             await respond(text=part, response_type="ephemeral", unfurl_links=False, unfurl_media=False)
 
+    async def user_name(self, client: AsyncWebClient, user_id: str) -> str | None:
+        """A user's display name (``users.info``, needs ``users:read``), cached; ``None`` when unknown."""
+        if user_id in self._names:
+            self._names.move_to_end(user_id)
+            return self._names[user_id]
+        name: str | None = None
+        try:
+            found = await client.users_info(user=user_id)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack_user_lookup_failed", user=user_id, error=str(exc)[:200])
+        else:
+            info = found.get("user") or {}
+            profile = info.get("profile") or {}
+            for candidate in (profile.get("display_name"), profile.get("real_name"), info.get("real_name")):
+                if isinstance(candidate, str) and candidate.strip():
+                    name = candidate.strip()
+                    break
+        self._names[user_id] = name  # a failure is remembered too: one lookup per user, not per message
+        while len(self._names) > NAME_CACHE_SIZE:
+            self._names.popitem(last=False)
+        return name
+
+    async def user_names(self, client: AsyncWebClient, user_ids: Iterable[str]) -> dict[str, str]:
+        """Display names of the users that have one."""
+        ids = list(dict.fromkeys(user_ids))
+        names = await asyncio.gather(*(self.user_name(client, u) for u in ids))
+        return {u: n for u, n in zip(ids, names, strict=True) if n}
+
     @staticmethod
-    def message_text(event: Mapping[str, Any], bot_user_id: str | None) -> str:
-        """The readable text of a message event: the bot's own mention removed, mentions and
-        links resolved, one ``[attachment: name]`` line per file."""
+    def message_text(event: Mapping[str, Any], bot_user_id: str | None, users: Mapping[str, str] | None = None) -> str:
+        """The readable text of a message event: the bot's own mention removed, mentions
+        (``users``: id → name) and links resolved, one ``[attachment: name]`` line per file."""
         text = str(event.get("text") or "")
         if bot_user_id:
             text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
-        lines = [slack_text(text, {}, {}).strip()]
+        lines = [slack_text(text, users or {}, {}).strip()]
         for f in event.get("files") or ():
             if isinstance(f, Mapping) and (f.get("name") or f.get("title")):
                 lines.append(f"[attachment: {f.get('name') or f.get('title')}]")
         return "\n".join(line for line in lines if line).strip()
 
-    async def permalink(self, client: AsyncWebClient, chunk: Any, fallback: str | None) -> str | None:
+    async def permalink(self, client: AsyncWebClient, chunk: ChunkHit, fallback: str | None) -> str | None:
         """A link to the first message of a cited chunk (``chat.getPermalink``), else ``fallback``."""
         if not str(chunk.source_type).startswith("slack") or not chunk.channel_id:
             return fallback
@@ -374,7 +414,9 @@ class SlackBot:
             log.warning("slack_event_ignored", reason="missing user, channel, ts or team", event_type=event.get("type"))
             return
         thread = event.get("thread_ts") or None
-        text = self.message_text(event, context.bot_user_id)
+        mentioned = [u for u in _USER_MENTION.findall(str(event.get("text") or "")) if u != context.bot_user_id]
+        names = await self.user_names(client, [user, *mentioned[:MENTIONS_RESOLVED]])
+        text = self.message_text(event, context.bot_user_id, names)
         lang = self._lang(text)
         if not text:
             await self.post(client, channel, TEXTS[lang]["empty_mention"], thread_ts=thread)
@@ -389,7 +431,9 @@ class SlackBot:
             if await self._already_stored(key, message_id):
                 log.info("slack_event_redelivered", message_id=message_id, state="stored")
                 return
-            message = Message.user(text, author_id=user, message_id=message_id, created_at=ts_time(ts))
+            message = Message.user(
+                text, author_id=user, author_name=names.get(user), message_id=message_id, created_at=ts_time(ts)
+            )
             try:
                 reply = await self.mem.chat(key, message, tools=True)
                 answer = to_mrkdwn(reply.text) if reply.text.strip() else TEXTS[lang]["no_answer"]
@@ -428,7 +472,7 @@ class SlackBot:
         urls = await asyncio.gather(*(self.permalink(client, c.hit.chunk, c.hit.jump_url) for c in result.citations))
         await self.respond(respond, self.render_answer(question, result, urls, lang))
 
-    def render_answer(self, question: str, result: Any, urls: Sequence[str | None], lang: Lang) -> str:
+    def render_answer(self, question: str, result: AnswerResult, urls: Sequence[str | None], lang: Lang) -> str:
         """The question, the answer in ``mrkdwn``, then one linked line per citation."""
         from omoide.answers.prompt import time_range
 
@@ -492,7 +536,7 @@ class SlackBot:
         return t["memory_usage"].format(cmd=cmd)
 
 
-def _memory_line(memory: Any) -> str:
+def _memory_line(memory: MemoryRecord) -> str:
     tags = f" · {', '.join(memory.tags)}" if memory.tags else ""
     return f"`#{memory.id}` {escape(memory.content)} _({escape(memory.category)}{escape(tags)} · {memory.updated_at:%Y-%m-%d})_"
 
