@@ -48,3 +48,22 @@ async def test_expansion_off_by_default(mem: Memory):
     mem._chat_model = model
     result = await mem.search("天気", workspace="g1")
     assert result.queries == ("天気",) and model.calls == [] and "expand" not in result.timings
+
+
+async def test_expansion_over_the_budget_is_skipped_with_a_note(mem: Memory):
+    from omoide.providers.tokens import get_token_counter
+
+    await seed(mem)
+    counter = get_token_counter()
+    model = ScriptedChatModel(["1. ラーメン"], counter=counter, overflow_above=100)
+    small = tuned(mem.settings, search_query_expansion=2, context_windows={"scripted": 256 + 100})
+    long_query = "天気 " + "とても長い検索語 " * 60
+    async with Memory.open(small, chat_model=model, token_counter=counter) as m:
+        result = await m.search(long_query, workspace="g1")
+        assert model.calls == []  # never sent over the budget
+        assert result.queries == (long_query.strip(),) and result.hits
+        note = next(n for n in result.notes if n.startswith("query expansion skipped"))
+        assert "does not fit the context window of scripted:scripted (limit 100)" in note
+        short = await m.search("天気", workspace="g1")  # a query that fits is still expanded
+    assert short.queries == ("天気", "ラーメン")
+    assert [c.prompt_tokens <= 100 for c in model.calls] == [True]

@@ -1,0 +1,151 @@
+"""budgeted_complete: every chat-model call is counted first and never sent over the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from omoide import Memory
+from omoide.cli.chat import _runner
+from omoide.context import Prompt, PromptBudget, budgeted_complete, count_prompt
+from omoide.context.truncation import MARKER
+from omoide.errors import ContextOverflow, ProviderUnavailable
+from omoide.models import Message, ToolResultBlock, ToolUseBlock
+from omoide.providers.base import ToolSpec
+from omoide.providers.scripted import ScriptedChatModel
+from omoide.providers.tokens import get_token_counter
+from omoide.settings import Settings
+
+counter = get_token_counter()
+
+
+def words(n: int, tag: str = "w") -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+async def test_a_prompt_that_fits_is_sent_once_with_the_answer_room():
+    model = ScriptedChatModel(["hi"], counter=counter)
+    tools = (ToolSpec("lookup", "find a thing", {"type": "object", "properties": {"q": {"type": "string"}}}),)
+    call = await budgeted_complete(
+        model, counter, PromptBudget(10_000, 500), messages=[Message.user("hello")], system="s", tools=tools
+    )
+    assert call.text == "hi" and call.trims == 0
+    assert call.prompt_tokens == count_prompt(counter, [Message.user("hello")], system="s", tools=tools)
+    assert call.prompt_tokens == model.calls[0].prompt_tokens  # system + tools + messages, as the model sees them
+    assert model.calls[0].max_tokens == 500  # the reserved answer room
+    assert call.limit == 9_500
+
+
+async def test_max_tokens_is_capped_by_the_reservation():
+    model = ScriptedChatModel(["hi"], counter=counter)
+    await budgeted_complete(model, counter, PromptBudget(10_000, 500), messages=[Message.user("x")], max_tokens=9_000)
+    assert model.calls[0].max_tokens == 500
+    await budgeted_complete(model.__class__(["ok"]), counter, None, messages=[Message.user("x")], max_tokens=100)
+
+
+async def test_over_budget_without_a_trim_strategy_is_never_sent():
+    model = ScriptedChatModel(["never"], counter=counter)
+    with pytest.raises(ContextOverflow) as info:
+        await budgeted_complete(
+            model, counter, PromptBudget(300, 100), messages=[Message.user(words(400))], what="the test prompt"
+        )
+    assert model.calls == []
+    assert info.value.limit == 200
+    assert info.value.prompt_tokens and info.value.prompt_tokens > 200
+    assert info.value.message.startswith("the test prompt is ")
+
+
+async def test_a_trim_strategy_shrinks_the_prompt_until_it_fits():
+    model = ScriptedChatModel(["ok"], counter=counter, overflow_above=200)
+    seen: list[tuple[int, int]] = []
+
+    def drop_oldest(prompt: Prompt, tokens: int, limit: int) -> Prompt | None:
+        seen.append((tokens, limit))
+        return Prompt(prompt.messages[1:], prompt.system) if len(prompt.messages) > 1 else None
+
+    history = [Message.user(words(20, f"m{i}_")) for i in range(6)]
+    call = await budgeted_complete(model, counter, PromptBudget(300, 100), messages=history, trim=drop_oldest)
+    assert call.trims == len(seen) > 0
+    assert call.prompt_tokens <= 200
+    assert all(tokens > limit for tokens, limit in seen)
+    assert len(model.calls) == 1 and model.calls[0].prompt_tokens <= 200
+
+
+async def test_a_provider_overflow_lowers_the_limit_and_trims():
+    # the provider's tokenizer counts more than ours: it overflows below our limit
+    model = ScriptedChatModel(["ok"], counter=counter, overflow_above=150)
+    history = [Message.user(words(12, f"m{i}_")) for i in range(6)]
+
+    def drop_oldest(prompt: Prompt, tokens: int, limit: int) -> Prompt | None:
+        return Prompt(prompt.messages[1:], prompt.system) if len(prompt.messages) > 1 else None
+
+    call = await budgeted_complete(model, counter, PromptBudget(10_000, 100), messages=history, trim=drop_oldest)
+    assert call.limit <= 150
+    assert [c.prompt_tokens > 150 for c in model.calls] == [True, False]  # one refused round trip, then a fit
+    with pytest.raises(ContextOverflow) as info:  # without a trim strategy: raised with our counts
+        await budgeted_complete(model, counter, PromptBudget(10_000, 100), messages=history)
+    assert info.value.prompt_tokens == count_prompt(counter, history)
+    assert info.value.limit is not None and info.value.limit <= 150
+
+
+async def test_other_errors_propagate_unchanged():
+    error = ProviderUnavailable("500 from upstream", provider="scripted", status_code=500)
+    model = ScriptedChatModel([error], counter=counter)
+    trims: list[int] = []
+    with pytest.raises(ProviderUnavailable) as info:
+        await budgeted_complete(
+            model,
+            counter,
+            PromptBudget(10_000, 100),
+            messages=[Message.user("x")],
+            trim=lambda p, t, lim: trims.append(t),  # type: ignore[arg-type, func-returns-value]
+        )
+    assert info.value is error and trims == []
+
+
+async def test_the_window_override_in_settings_is_used():
+    model = ScriptedChatModel(["ok"], counter=counter)
+    small = Settings(context_windows={"scripted": 400})
+    with pytest.raises(ContextOverflow) as info:
+        await budgeted_complete(model, counter, small, messages=[Message.user(words(500))], max_tokens=100)
+    assert info.value.limit == 300 and model.calls == []
+
+
+# ------------------------------------------------------------------ OMOIDE_TOOL_RESULT_LIMIT
+
+
+def tool_history(size: int) -> list[Message]:
+    return [
+        Message.user("read the log"),
+        Message("assistant", (ToolUseBlock("t1", "read_file", {"path": "app.log"}),)),
+        Message("user", (ToolResultBlock("t1", "HEAD" + "x" * size + "TAIL"),)),
+    ]
+
+
+def test_tool_result_limit_setting(monkeypatch):
+    assert Settings().tool_result_limit == 20_000
+    monkeypatch.setenv("OMOIDE_TOOL_RESULT_LIMIT", "1234")
+    from omoide.settings import load_settings
+
+    assert load_settings().tool_result_limit == 1234
+    assert "tool result" in Settings.model_fields["tool_result_limit"].description  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("limit", [300, 3_000])
+async def test_the_setting_changes_the_cut(settings: Any, limit: int):
+    model = ScriptedChatModel(["done"] * 4, counter=counter, overflow_above=2_000)
+    tuned = settings.model_copy(update={"tool_result_limit": limit})
+    async with Memory.open(tuned, chat_model=model, token_counter=counter) as mem:
+        runner = mem.chat_runner()
+        assert runner.guard.tool_result_limit == limit
+        result = await runner.guard.run(tool_history(40_000))
+    assert result.stage == 1
+    cut = result.messages[-1].content[0]
+    assert isinstance(cut, ToolResultBlock)
+    assert cut.content.startswith("HEAD") and cut.content.endswith("TAIL")
+    kept = len(cut.content) - len(MARKER.format(omitted=40_008 - limit))
+    assert kept == limit
+    # the REPL's runner follows the same setting
+    cli_runner = _runner(tuned.model_copy(update={"llm": None}), "system")
+    assert cli_runner.guard.tool_result_limit == limit
