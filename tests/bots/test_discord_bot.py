@@ -93,6 +93,7 @@ class FakeDiscord:
     """Discord's REST API as far as the bot uses it; records every call."""
 
     calls: list[Call] = field(default_factory=list)
+    reject_token: bool = False
     history: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(snowflake(T0 + dt.timedelta(days=30))))
@@ -108,7 +109,15 @@ class FakeDiscord:
         r.add_post("/api/v10/channels/{cid}/messages", self.create_message)
         r.add_post("/api/v10/channels/{cid}/typing", self.typing)
         r.add_get("/api/v10/channels/{cid}/messages", self.channel_history)
+        r.add_put("/api/v10/applications/{app}/guilds/{guild}/commands", self.put_commands)
+        r.add_put("/api/v10/applications/{app}/commands", self.put_commands)
         return app
+
+    async def put_commands(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.calls.append(Call(request.method, request.path, {"commands": body}, {}))
+        ids = itertools.count(1)
+        return api_json([{**c, "id": str(next(ids)), "application_id": str(APP_ID), "version": "1"} for c in body])
 
     async def record(self, request: web.Request) -> dict[str, Any]:
         if request.content_type == "multipart/form-data":
@@ -146,6 +155,10 @@ class FakeDiscord:
         return data
 
     async def me(self, _: web.Request) -> web.Response:
+        if self.reject_token:
+            return web.Response(
+                status=401, body=b'{"message": "401: Unauthorized", "code": 0}', content_type="application/json"
+            )
         return api_json(BOT)
 
     async def application(self, _: web.Request) -> web.Response:
@@ -309,6 +322,7 @@ def command(
     user: dict[str, Any] = ALICE,
     permissions: int = 0,
     channel_id: int = GENERAL,
+    channel: dict[str, Any] | None = None,
     guild: bool = True,
 ) -> dict[str, Any]:
     """An INTERACTION_CREATE payload for a chat-input (slash) command."""
@@ -321,7 +335,7 @@ def command(
         "version": 1,
         "locale": "ja",
         "channel_id": str(channel_id),
-        "channel": channel_payload(channel_id, "general" if channel_id == GENERAL else "other"),
+        "channel": channel or channel_payload(channel_id, "general" if channel_id == GENERAL else "other"),
         "app_permissions": str(discord.Permissions.all().value),
         "entitlements": [],
         "attachment_size_limit": 10 * 1024 * 1024,
@@ -445,6 +459,10 @@ class Harness:
     fake: FakeDiscord
     mem: Memory
     model: ScriptedChatModel
+    port: int
+
+    def connector(self) -> aiohttp.TCPConnector:
+        return aiohttp.TCPConnector(resolver=Loopback(self.port), ssl=False)
 
     async def deliver(self, event: str, payload: dict[str, Any]) -> None:
         """Hand a gateway event to discord.py's ConnectionState, then wait for the handlers it started."""
@@ -503,7 +521,7 @@ async def harness(tmp_path: Path, tls_files: tuple[Path, Path]) -> AsyncIterator
         bot = OmoideBot(mem, config=DiscordBotConfig(sync_commands=False, sync_batch=40), connector=connector)
         await bot.login("test-token")
         try:
-            yield Harness(bot, fake, mem, model)
+            yield Harness(bot, fake, mem, model, port)
         finally:
             await bot.close()
     await runner.cleanup()
@@ -772,3 +790,88 @@ async def test_errors_are_shown_as_replies(harness: Harness):
     # commands need a server
     sent = await harness.run(command("memory", sub("list"), guild=False))
     assert len(sent) == 1 and sent[0].ephemeral and "server" in (sent[0].content or "")
+
+
+THREAD = 1290478288896131999
+
+
+def thread_payload() -> dict[str, Any]:
+    return {
+        "id": str(THREAD),
+        "type": 11,
+        "guild_id": str(GUILD),
+        "parent_id": str(GENERAL),
+        "owner_id": ALICE["id"],
+        "name": "v0.4.0 の相談",
+        "message_count": 3,
+        "member_count": 2,
+        "flags": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": T0.isoformat(),
+            "locked": False,
+        },
+    }
+
+
+async def test_sync_in_a_thread_keeps_its_own_cursor(harness: Harness):
+    await harness.deliver("guild_create", guild_create())  # the gateway's guild cache knows the parent's name
+    seed_history(harness.fake, 3)  # in the parent channel
+    in_thread = seed_history(harness.fake, 4, start=10, channel_id=THREAD)
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD, channel_id=THREAD, channel=thread_payload()))
+    assert "Synced #v0.4.0 の相談: 4 new messages" in (sent[-1].content or "")
+    assert [c.path for c in harness.fake.calls if c.method == "GET"] == [f"/api/v10/channels/{THREAD}/messages"]
+    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL, thread=THREAD)
+    assert cursor is not None and cursor.message_id == in_thread[-1]["id"]
+    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+    source = (await harness.mem.sources(workspace=GUILD))[0]
+    assert source.title == "#general › v0.4.0 の相談"
+
+
+async def test_commands_are_registered_with_their_permissions(harness: Harness):
+    config = DiscordBotConfig(command_guild=GUILD)
+    bot = OmoideBot(harness.mem, config=config, connector=harness.connector())
+    try:
+        await bot.login("test-token")
+    finally:
+        await bot.close()
+    put = next(c for c in harness.fake.calls if c.method == "PUT")
+    assert put.path == f"/api/v10/applications/{APP_ID}/guilds/{GUILD}/commands"  # instant, one server
+    commands = {c["name"]: c for c in put.body["commands"]}
+    assert set(commands) == {"ask", "chat", "memory", "sync", "forget-me"}
+    assert {o["name"] for o in commands["memory"]["options"]} == {"add", "search", "list", "delete"}
+    assert int(commands["sync"]["default_member_permissions"]) == MANAGE_GUILD  # hidden from members by default
+    assert all(c.get("default_member_permissions") is None for n, c in commands.items() if n != "sync")
+    assert all(c["contexts"] == [0] for c in commands.values())  # servers only
+    assert commands["ask"]["options"][0] == {
+        "name": "question",
+        "description": "What you want to say or ask",
+        "type": 3,
+        "required": True,
+        "min_length": 1,
+        "max_length": 4000,
+    }
+
+
+async def test_a_rejected_token_is_a_config_error_and_the_workers_stop(harness: Harness):
+    from omoide.bots.discord_bot import run_discord_bot
+    from omoide.errors import ConfigError
+
+    harness.fake.reject_token = True
+    with pytest.raises(ConfigError, match="rejected DISCORD_TOKEN"):
+        await run_discord_bot(harness.mem, "bad-token", config=DiscordBotConfig(), connector=harness.connector())
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "omoide-workers" and not t.done()]
+    with pytest.raises(ConfigError, match="set DISCORD_TOKEN"):
+        await run_discord_bot(harness.mem, " ")
+
+
+def test_cli_without_a_token_says_what_to_set(monkeypatch: pytest.MonkeyPatch):
+    from typer.testing import CliRunner
+
+    from omoide.cli import app
+
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    result = CliRunner().invoke(app, ["discord"])
+    assert result.exit_code == 1
+    assert "set DISCORD_TOKEN" in result.output

@@ -386,7 +386,12 @@ def _register(bot: OmoideBot) -> None:
         result = await mem.ask(question, workspace=guild_id, asker=interaction.user.id)
         await send_pieces(interaction, render_answer(result))
 
-    group = app_commands.Group(name="memory", description="What omoide remembers about you", guild_only=True)
+    group = app_commands.Group(
+        name="memory",
+        description="What omoide remembers about you",
+        guild_only=True,
+        allowed_contexts=app_commands.AppCommandContext(guild=True),
+    )
 
     @group.command(name="add", description="Remember something about you")
     @app_commands.describe(content="What to remember", category="A short label", tags="Comma-separated tags")
@@ -480,15 +485,23 @@ async def run_discord_bot(
     *,
     config: DiscordBotConfig | None = None,
     workers: bool = True,
+    **options: Any,
 ) -> None:
     """Run the bot until it is stopped, with omoide's workers in the same event loop.
 
+    Args:
+        mem: the open memory.
+        token: the bot token.
+        config: the bot's behaviour.
+        workers: run omoide's workers (archive, embed, expire, summarise) alongside.
+        **options: passed to :class:`discord.Client` (e.g. ``proxy``, ``connector``).
+
     Raises:
-        ConfigError: the token was rejected, or the Message Content intent is not enabled.
+        ConfigError: no token, the token was rejected, or the Message Content intent is not enabled.
     """
     if not token.strip():
         raise ConfigError("set DISCORD_TOKEN to your bot's token (Developer Portal → your application → Bot)")
-    bot = OmoideBot(mem, config=config)
+    bot = OmoideBot(mem, config=config, **options)
     try:
         async with bot:
             if workers:
