@@ -13,7 +13,7 @@ Thin by design — each handler parses the event, calls :class:`omoide.Memory` a
   ``"{channel}:{ts}"``; an event whose message is already in its session (Slack retries
   an event it thinks was not acknowledged, with ``X-Slack-Retry-Num``) or is being
   answered right now is acknowledged and ignored.
-* **``/ask &lt;question&gt;``** answers from the workspace's long-term memory with citations
+* **``/ask <question>``** answers from the workspace's long-term memory with citations
   (``Memory.ask``), each linked to its Slack message (``chat.getPermalink``); the answer
   is ephemeral, since the evidence may come from channels the channel's members cannot see.
 * **``/memory add|search|list|delete …``** edits the invoking user's own memories;
@@ -454,7 +454,7 @@ class SlackBot:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        """``/ask &lt;question&gt;``: a cited answer from the workspace's long-term memory, ephemeral."""
+        """``/ask <question>``: a cited answer from the workspace's long-term memory, ephemeral."""
         await ack()
         raw = str(command.get("text") or "").strip()
         question = slack_text(raw, {}, {}).strip()
