@@ -42,7 +42,8 @@ async def test_remember_recall_list_forget(sample_url: str, tmp_path: Path) -> N
 
 
 async def test_search_ask_and_build_context_over_imported_history(sample_url: str, tmp_path: Path) -> None:
-    async with stdio_session("--workspace", GUILD, "--user", "carol", "--db", sample_url, cwd=tmp_path) as session:
+    env = server_env(OMOIDE_MCP_USER="carol")  # the user from the environment, the workspace from the option
+    async with stdio_session("--workspace", GUILD, "--db", sample_url, env=env, cwd=tmp_path) as session:
         found = await session.call_tool("search", {"query": "v0.4.0 リリース 延期", "k": 3})
         hits = ok(found)["hits"]
         assert 1 <= len(hits) <= 3
@@ -87,14 +88,10 @@ async def test_arguments_naming_another_user_or_workspace_have_no_effect(sample_
         assert await mem.recall("合言葉", workspace=GUILD, user="mallory") == []
         assert await mem.recall("合言葉", workspace="other-guild", user="dave") == []
 
-    # another user of the same workspace, configured through the environment, cannot see dave's memory
-    env = server_env(OMOIDE_MCP_WORKSPACE=GUILD, OMOIDE_MCP_USER="erin", OMOIDE_DATABASE_URL=sample_url)
+    # a server for another workspace (configured through the environment) finds none of the sample's
+    # history; without a user, the memory tools refuse
+    env = server_env(OMOIDE_MCP_WORKSPACE="other-guild", OMOIDE_DATABASE_URL=sample_url)
     async with stdio_session(env=env, cwd=tmp_path) as session:
-        assert ok(await session.call_tool("recall", {"query": "合言葉", "user": "dave"}))["memories"] == []
-        assert ok(await session.call_tool("list_memories", {"user": "dave"}))["memories"] == []
-
-    # a server for another workspace finds none of the sample's history; without a user, memory tools refuse
-    async with stdio_session("--workspace", "other-guild", "--db", sample_url, cwd=tmp_path) as session:
         assert ok(await session.call_tool("search", {"query": "リリース", "workspace": GUILD}))["hits"] == []
         refused = await session.call_tool("recall", {"query": "合言葉", "user": "dave"})
         assert refused.is_error and "NO_USER" in text(refused) and "--user" in text(refused)

@@ -93,9 +93,12 @@ def _ids(value: str | list[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else value
 
 
-IdFilter = Annotated[
-    str | list[str] | None,
-    Field(description="Only these ids (one id or a list); omit for all."),
+ChannelFilter = Annotated[
+    str | list[str] | None, Field(description="Only these channels: one channel id or a list; omit for all.")
+]
+ThreadFilter = Annotated[str | list[str] | None, Field(description="Only these threads: one thread id or a list.")]
+AuthorFilter = Annotated[
+    str | list[str] | None, Field(description="Only passages with these authors: one user id or a list.")
 ]
 Since = Annotated[
     datetime | None,
@@ -227,9 +230,9 @@ def build_server(
     async def search(
         query: Annotated[str, Field(description="What to look for, in any language (Japanese is first-class).")],
         ctx: Context[Any, Any],
-        channel: IdFilter = None,
-        thread: IdFilter = None,
-        author: IdFilter = None,
+        channel: ChannelFilter = None,
+        thread: ThreadFilter = None,
+        author: AuthorFilter = None,
         since: Since = None,
         until: Until = None,
         k: TopK = None,
@@ -260,9 +263,9 @@ def build_server(
     async def ask(
         question: Annotated[str, Field(description="The question, in any language.")],
         ctx: Context[Any, Any],
-        channel: IdFilter = None,
-        thread: IdFilter = None,
-        author: IdFilter = None,
+        channel: ChannelFilter = None,
+        thread: ThreadFilter = None,
+        author: AuthorFilter = None,
         since: Since = None,
         until: Until = None,
         k: Annotated[int | None, Field(ge=1, le=MAX_K, description="Evidence passages (default 5).")] = None,
