@@ -198,6 +198,44 @@ async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem:
         assert report.index_created
 
 
+async def test_search_serves_the_old_model_during_and_after_a_reindex(settings):
+    async with Memory.open(tuned(settings, embedder="hashing", embed_batch_size=4)) as mem:
+        await _reindex_while_searching(mem, settings)
+
+
+async def _reindex_while_searching(mem: Memory, settings) -> None:
+    from omoide.providers.registry import build
+
+    await archived_memory(mem, sessions=3, messages=20)
+    await mem.embed()
+    old = mem.embedder.model_id
+    query = "message 7"
+    baseline = await mem.search(query, workspace="111", mode="vector", k=5)
+    assert baseline.hits and not baseline.fallback
+
+    # interrupt the reindex after its first batch: half the chunks have a new vector
+    new_embedder = build("embedder", "hashing@64", mem.settings)
+    stop = asyncio.Event()
+    partial = await mem.embedding_processor(new_embedder).backfill(
+        stop=stop, on_chunks=lambda n: stop.set(), create_index=False
+    )
+    status = await mem.knowledge_status()
+    assert 0 < partial.chunks < status.chunks
+    during = await mem.search(query, workspace="111", mode="vector", k=5)
+    assert [h.chunk.chunk_id for h in during.hits] == [h.chunk.chunk_id for h in baseline.hits]
+    assert not during.fallback and not during.notes
+
+    await mem.reindex(new_embedder)  # resumes where it stopped
+    after = await mem.search(query, workspace="111", mode="vector", k=5)
+    assert [h.chunk.chunk_id for h in after.hits] == [h.chunk.chunk_id for h in baseline.hits]
+    assert (await mem.knowledge_status()).embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
+
+    # switching OMOIDE_EMBEDDER serves the new vectors at once
+    async with Memory.open(tuned(settings, embedder="hashing@64")) as switched:
+        result = await switched.search(query, workspace="111", mode="vector", k=5)
+        assert result.hits and not result.fallback and not result.notes
+
+
 async def test_backfill_skips_chunks_the_provider_refuses(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 4)

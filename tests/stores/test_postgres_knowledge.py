@@ -217,6 +217,18 @@ async def test_vector_index_per_model_serves_cosine_order(store: PostgresStore, 
         assert await admin.fetchval(query, HalfVector(vectors[42])) == chunk_ids[42]
 
 
+async def test_an_invalid_index_left_by_an_interrupted_build_is_rebuilt(
+    store: PostgresStore, admin: asyncpg.Connection
+) -> None:
+    assert await store.ensure_vector_index(model="m8", dimensions=8) is True
+    name = vector_index_name("m8", 8)
+    # what a CREATE INDEX CONCURRENTLY killed half-way leaves behind
+    await admin.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass", name)
+    assert await store.ensure_vector_index(model="m8", dimensions=8) is True  # dropped and built again
+    assert await admin.fetchval("SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass", name) is True
+    assert await store.ensure_vector_index(model="m8", dimensions=8) is False
+
+
 async def test_vector_index_quotes_any_model_id_and_uses_settings(pg_url: str) -> None:
     model = "o'brien\"; DROP TABLE sessions; --"
     settings = Settings(hnsw_m=8, hnsw_ef_construction=32)

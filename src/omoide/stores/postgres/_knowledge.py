@@ -377,22 +377,30 @@ async def ensure_vector_index(
 ) -> bool:
     """Create the partial HNSW index of ``model`` unless it exists; ``True`` if created now.
 
-    A transaction-scoped advisory lock on the index name serialises concurrent callers
-    (two ``CREATE INDEX IF NOT EXISTS`` racing can otherwise fail on the catalog).
+    The index is built with ``CREATE INDEX CONCURRENTLY``: embedders keep inserting vectors
+    and searches keep running while it builds (a plain ``CREATE INDEX`` would block every
+    insert into ``chunk_embeddings`` for as long as the build takes, about a minute per
+    100k vectors). A session-level advisory lock on the index name serialises concurrent
+    callers; an invalid index left by an interrupted build is dropped and built again.
     """
     name = vector_index_name(model, dimensions)
     key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
     ddl = (
-        f"CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunk_embeddings "
         f"USING hnsw ((embedding::{vector_type(schema)}({int(dimensions)})) {vector_type(schema, 'halfvec_cosine_ops')}) "
         f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
         f"WHERE model = {sql_literal(model)}"
     )
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
-        if await conn.fetchval("SELECT to_regclass($1)", name) is not None:
+    await conn.execute("SELECT pg_advisory_lock($1)", key)
+    try:
+        valid = await conn.fetchval("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)", name)
+        if valid:
             return False
+        if valid is False:  # an interrupted concurrent build leaves an invalid index behind
+            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
         await conn.execute(ddl)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", key)
     return True
 
 
