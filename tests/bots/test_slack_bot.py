@@ -374,6 +374,7 @@ def test_mrkdwn_rendering_and_timestamps():
         "*Plan*\n*bold* ~old~ <https://x.test/a?b=1&amp;c=2|docs> &lt;!here&gt;"
     )
     assert to_mrkdwn("> quoted\n```\n**not bold** <b>\n```") == "> quoted\n```\n**not bold** &lt;b&gt;\n```"
+    assert to_mrkdwn("* one\n  - two **b**\n-3 stays") == "• one\n  • two *b*\n-3 stays"
     for ts in ("1762603200.000100", "1712345678.123456", "1700000000.999999"):
         assert time_ts(ts_time(ts)) == ts
 

@@ -179,14 +179,19 @@ _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _QUOTE = re.compile(r"^&gt;(?=[ \t]|$)", re.MULTILINE)
+_BULLET = re.compile(r"^([ \t]*)[*+-][ \t]+", re.MULTILINE)
 
 
 def to_mrkdwn(text: str) -> str:
-    """Model Markdown → Slack ``mrkdwn``, escaped: ``**b**`` → ``*b*``, ``[t](url)`` → ``<url|t>``,
-    headings → bold lines, ``~~s~~`` → ``~s~``; code blocks are only escaped; ``> quotes`` stay quotes."""
+    """Model Markdown → Slack ``mrkdwn``, escaped.
+
+    ``**b**`` → ``*b*``, ``[t](url)`` → ``<url|t>``, headings → bold lines, ``~~s~~`` →
+    ``~s~``, ``*``/``-`` bullets → ``•``; code blocks are only escaped; ``> quotes`` stay quotes.
+    """
     pieces = escape(text).split("```")
     for i in range(0, len(pieces), 2):  # outside code blocks
         piece = _HEADING.sub(lambda m: f"*{m.group(1)}*", pieces[i])
+        piece = _BULLET.sub(r"\1• ", piece)
         piece = _BOLD.sub(r"*\1*", piece)
         piece = _STRIKE.sub(r"~\1~", piece)
         piece = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1).replace('|', '/')}>", piece)
