@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from omoide.cli import app
@@ -18,30 +17,7 @@ def omoide(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        [],
-        ["migrate"],
-        ["demo"],
-        ["sessions", "list"],
-        ["sessions", "show"],
-        ["sessions", "append"],
-        ["sessions", "reset"],
-        ["sessions", "delete"],
-        ["sessions", "expire"],
-        ["sessions", "export"],
-        ["sessions", "import"],
-        ["chat"],
-        ["providers"],
-    ],
-)
-def test_every_command_has_help_with_an_example(command):
-    code, out, _ = omoide(*command, "--help")
-    assert code == 0
-    if command and command != ["sessions"]:
-        assert "Example:" in out
-        assert "omoide " in out.split("Example:")[1]
+# `--help` with an example for every command: tests/cli/test_cli_help.py walks the whole app.
 
 
 def test_migrate_then_append_list_show(db_url):
@@ -175,6 +151,59 @@ def test_export_import_round_trip(db_url, tmp_path):
     # importing again adds nothing
     code, out, _ = omoide("sessions", "import", str(path), "--key", target, "--db", db_url)
     assert "Imported 0 new" in out
+
+
+def test_import_json_reports_what_it_stored(sqlite_url, tmp_path):
+    for i, text in enumerate(["一つ目", "二つ目", "三つ目"]):
+        omoide("sessions", "append", KEY, "--text", text, "--message-id", f"m{i}", "--db", sqlite_url)
+    code, out, _ = omoide("sessions", "export", KEY, "--db", sqlite_url)
+    path = tmp_path / "notes.jsonl"
+    path.write_text(out, encoding="utf-8")
+
+    code, out, _ = omoide("sessions", "import", str(path), "--db", sqlite_url, "--json")
+    assert code == 0, out
+    first = json.loads(out)  # the whole of stdout is JSON: no progress bar, no prose
+    assert first == {
+        "key": "agent:default:a=notes",
+        "session_id": first["session_id"],
+        "messages": 3,
+        "imported": 3,
+        "already_stored": 0,
+        "last_seq": 3,
+    }
+    assert isinstance(first["session_id"], int)
+    code, out, _ = omoide("sessions", "import", str(path), "--db", sqlite_url, "--json")
+    again = json.loads(out)
+    assert (again["session_id"], again["imported"], again["already_stored"], again["last_seq"]) == (
+        first["session_id"],
+        0,
+        3,
+        3,
+    )
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    code, out, _ = omoide("sessions", "import", str(empty), "--db", sqlite_url, "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "key": "agent:default:a=empty",
+        "session_id": None,
+        "messages": 0,
+        "imported": 0,
+        "already_stored": 0,
+        "last_seq": None,
+    }
+
+
+def test_import_json_errors_are_json(sqlite_url, tmp_path):
+    path = tmp_path / "broken.jsonl"
+    good = '{"type": "user", "message": {"role": "user", "content": "ok"}}\n'
+    path.write_text(good + "{not json\n" + good, encoding="utf-8")  # a bad line that is not the (torn) last one
+    code, out, _ = omoide("sessions", "import", str(path), "--db", sqlite_url, "--json")
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error["code"] == "CORRUPT_TRANSCRIPT"
+    assert "broken.jsonl" in error["message"] and "line" in error["message"]
 
 
 def test_providers_lists_roles_and_says_what_is_missing(monkeypatch):

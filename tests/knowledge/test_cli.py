@@ -20,11 +20,7 @@ def omoide(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("command", ["archive", "embed", "worker", "status", "sources", "reindex"])
-def test_every_command_has_help_with_an_example(command):
-    code, out, _ = omoide(command, "--help")
-    assert code == 0
-    assert "Example: " in out and "omoide" in out
+# `--help` with an example for every command: tests/cli/test_cli_help.py walks the whole app.
 
 
 @pytest.mark.parametrize(

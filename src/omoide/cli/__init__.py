@@ -19,6 +19,7 @@ from omoide.errors import OmoideError
 app = typer.Typer(
     name="omoide",
     help="omoide (思い出): memory for chat bots and agents — sessions, knowledge, memories, summaries, cited answers.",
+    epilog='Example: omoide demo   (then: omoide ask "v0.4.0 のリリースが延期された理由は？" --guild 1290478288896131072)',
     no_args_is_help=True,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},

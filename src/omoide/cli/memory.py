@@ -12,7 +12,11 @@ from omoide.cli._common import DbOption, JsonOption, console, open_memory, print
 if TYPE_CHECKING:
     from omoide.memories.models import MemoryRecord
 
-app = typer.Typer(help="A user's explicit memories (what they asked the bot to remember).", no_args_is_help=True)
+app = typer.Typer(
+    help="A user's explicit memories (what they asked the bot to remember).",
+    epilog='Example: omoide memory add "誕生日は3月15日" --workspace 123 --user 456',
+    no_args_is_help=True,
+)
 
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "--guild", "-w", help="Workspace (guild / Slack team) id.")]
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user whose memories these are.")]

@@ -11,7 +11,11 @@ from rich.table import Table
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.models import Message, Role, Session, SessionStatus
 
-app = typer.Typer(help="Inspect and edit sessions (short-term memory).", no_args_is_help=True)
+app = typer.Typer(
+    help="Inspect and edit sessions (short-term memory).",
+    epilog="Example: omoide sessions show 'discord:123:c=456:u=789' --json",
+    no_args_is_help=True,
+)
 
 KeyArg = Annotated[str, typer.Argument(help="Session key, e.g. discord:123:c=456:u=789 (see `omoide sessions list`).")]
 
@@ -208,15 +212,19 @@ def export(
     run(main)
 
 
-@app.command("import", epilog="Example: omoide sessions import chat.jsonl --key 'agent:default:a=chat'")
+@app.command("import", epilog="Example: omoide sessions import chat.jsonl --key 'agent:default:a=chat' --json")
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="A JSONL transcript.")],
     key: Annotated[
         str | None, typer.Option(help="Session key to import into (default: agent:default:a=<file name>).")
     ] = None,
     db: DbOption = None,
+    json_: JsonOption = False,
 ) -> None:
-    """Import a JSONL transcript into a session (platform message ids already stored are skipped)."""
+    """Import a JSONL transcript into a session (platform message ids already stored are skipped).
+
+    With --json: {"key", "session_id", "messages", "imported", "already_stored", "last_seq"}.
+    """
     from rich.progress import Progress
 
     from omoide.keys import session_key
@@ -228,15 +236,28 @@ def import_(
         messages = messages_from_records(read_records(file))
         created = 0
         async with open_memory(db) as mem:
-            with Progress(console=console, transient=True) as progress:
+            with Progress(console=console, transient=True, disable=json_) as progress:
                 task = progress.add_task(f"Importing {file.name}", total=len(messages))
                 for message in messages:
                     _, new = await mem.sessions.append_checked(target, message)
                     created += new
                     progress.advance(task)
+            session = await mem.sessions.get(target) if messages else None
+        if json_:
+            print_json(
+                {
+                    "key": target,
+                    "session_id": session.id if session else None,
+                    "messages": len(messages),
+                    "imported": created,
+                    "already_stored": len(messages) - created,
+                    "last_seq": session.last_seq if session else None,
+                }
+            )
+            return
         console.print(
             f"Imported {created} new message(s) into {target} ({len(messages) - created} already stored).",
             highlight=False,
         )
 
-    run(main)
+    run(main, json_errors=json_)

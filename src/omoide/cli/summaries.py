@@ -10,7 +10,11 @@ from rich.panel import Panel
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 from omoide.summaries.models import SummaryKind, SummaryScope
 
-app = typer.Typer(help="Rolling short-term and long-term summaries (seed 003).", no_args_is_help=True)
+app = typer.Typer(
+    help="Rolling short-term and long-term summaries (seed 003).",
+    epilog="Example: omoide summaries show 1290479547187331073 --workspace 1290478288896131072",
+    no_args_is_help=True,
+)
 
 
 @app.command(
