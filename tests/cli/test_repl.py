@@ -7,18 +7,23 @@ import json
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pexpect
 import pytest
 
 from omoide.cli.chat import _cancellable, usage_line
+from providers.servers import Reply, ScriptedServer, openai_api
 
 OMOIDE = str(Path(sys.executable).with_name("omoide"))
 
 
-def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
+def spawn(tmp_path: Path, *args: str, **extra_env: str) -> pexpect.spawn:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMOIDE_")}
+    env.update(extra_env)
     env.update(
         OMOIDE_TRANSCRIPTS_DIR=str(tmp_path / "transcripts"),
         OMOIDE_DATABASE_URL=f"sqlite:///{tmp_path / 'omoide.db'}",
@@ -161,3 +166,80 @@ async def test_ctrl_c_cancels_the_answer_not_the_repl():
     assert finished is False
     # the handler is gone again: the next answer runs normally
     assert await _cancellable(asyncio.sleep(0)) is True
+
+
+# ------------------------------------------------------------------ Ctrl-C while an answer streams
+
+
+@contextmanager
+def streaming_server(*replies: Reply) -> Iterator[ScriptedServer]:
+    """An OpenAI-compatible server on 127.0.0.1 in its own thread (pexpect blocks this one)."""
+    loop = asyncio.new_event_loop()
+    server = ScriptedServer()
+    ready = threading.Event()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        async with server:
+            server.script("/v1/chat/completions", *replies)
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    assert ready.wait(10), "the scripted server did not start"
+    try:
+        yield server
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX terminals")
+def test_ctrl_c_cancels_a_streaming_answer_as_a_user_hits_it(tmp_path):
+    slow = openai_api.stream([f"slow{i} " for i in range(40)], event_delay=0.25)  # ~10 s if not cancelled
+    quick = openai_api.stream(["second ", "answer ", "done"])
+    with streaming_server(slow, quick) as server:
+        child = spawn(
+            tmp_path,
+            OMOIDE_LLM="openai-compatible:slow-model",
+            OMOIDE_LLM_BASE_URL=f"{server.url}/v1",
+            OMOIDE_CONTEXT_WINDOWS='{"slow-model": 32768}',
+            OMOIDE_PROVIDER_MAX_RETRIES="0",
+        )
+        child.expect(r"model openai-compatible:slow-model")
+        say(child, "/new cancel-me")
+        child.expect(r"Started session [0-9a-f]{12} \(cancel-me\)")
+        say(child, "tell me a long story")
+        child.expect("Assistant > ")
+        child.expect("slow2 ")  # the answer is streaming
+        child.send("\x03")  # Ctrl-C, typed: the terminal turns it into SIGINT
+        child.expect(r"\[answer cancelled\]")
+        assert "slow39" not in child.before
+        say(child, "are you still there?")  # the prompt is back and the next turn works
+        child.expect("Assistant > ")
+        child.expect("second answer done")
+        say(child, "/exit")
+        child.expect("Bye.")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        requests = server.requests_to("/v1/chat/completions")
+    assert len(requests) == 2
+    # the cancelled question was kept and is part of the next prompt
+    assert "tell me a long story" in requests[1].body.decode()
+
+    session = next(r for r in records(tmp_path).values() if r)
+
+    # what is stored: the user's message is kept; the cancelled answer is not stored at all
+    # (no half assistant message); the next exchange is complete
+    def text(record: dict) -> str:
+        content = record.get("content")
+        return content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+
+    assert [(r["type"], text(r)) for r in session] == [
+        ("user", "tell me a long story"),
+        ("user", "are you still there?"),
+        ("assistant", "second answer done"),
+    ]
