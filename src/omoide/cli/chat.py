@@ -3,6 +3,12 @@
 Sessions are JSONL agent transcripts under ``OMOIDE_TRANSCRIPTS_DIR`` by default; the
 REPL keeps no state of its own, so every command is a call on the library
 (:class:`~omoide.chat.ChatRunner` and the transcript store).
+
+Ctrl-C while an answer is streaming cancels that answer, not the session: the request to
+the provider is closed, ``[answer cancelled]`` is printed and the prompt comes back. The
+user's message stays stored (it was said); nothing of the cancelled answer is stored (no
+half assistant message), so the next turn's prompt holds the unanswered question followed
+by the new one, merged into one user turn. Ctrl-C at the prompt clears the line.
 """
 
 from __future__ import annotations
