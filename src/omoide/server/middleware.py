@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import structlog
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from omoide.server.problems import RequestTooLarge
@@ -63,7 +64,8 @@ class RequestContextMiddleware:
                 if message["type"] == "http.request":
                     received += len(message.get("body", b""))
                     if received > limit:
-                        raise RequestTooLarge(f"the request body is over {limit:,} bytes", limit=limit)
+                        # an HTTPException: FastAPI re-raises it from body parsing (anything else becomes a 400)
+                        raise HTTPException(413, f"the request body is over {limit:,} bytes")
                 return message
 
             await self.app(scope, limited_receive, send_with_id)

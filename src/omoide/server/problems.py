@@ -152,9 +152,12 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
-        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 401: "AUTHENTICATION_FAILED"}.get(
-            exc.status_code, "HTTP_ERROR"
-        )
+        code = {
+            401: "AUTHENTICATION_FAILED",
+            404: "NOT_FOUND",
+            405: "METHOD_NOT_ALLOWED",
+            413: RequestTooLarge.code,
+        }.get(exc.status_code, "HTTP_ERROR")
         return problem(
             exc.status_code, str(exc.detail), code=code, request=request, headers=dict(exc.headers or {}) or None
         )
