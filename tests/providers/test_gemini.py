@@ -166,6 +166,27 @@ async def test_429_with_retry_info_is_honoured() -> None:
     assert second.at - first.at >= 0.19
 
 
+async def test_429_with_a_plain_retry_after_header_is_honoured() -> None:
+    async with ScriptedServer() as server:
+        server.script(GENERATE, api.rate_limited_retry_after("0.2"), api.generate())
+        async with chat(server) as llm:
+            reply = await llm.complete([Message.user("hi")])
+    assert reply.text == "Hello!"
+    first, second = server.requests
+    # FAST_RETRY's own backoff is at most 5 ms: a 0.2 s gap can only come from the header
+    assert 0.19 <= second.at - first.at < 2.0
+
+
+async def test_a_long_plain_retry_after_header_is_raised_at_once() -> None:
+    async with ScriptedServer() as server:
+        server.script(GENERATE, api.rate_limited_retry_after("37"))
+        async with chat(server) as llm:
+            with pytest.raises(RateLimited) as caught:
+                await llm.complete([Message.user("hi")])
+    assert caught.value.retry_after == 37
+    assert len(server.requests) == 1
+
+
 async def test_a_long_retry_delay_is_raised_at_once() -> None:
     async with ScriptedServer() as server:
         server.script(GENERATE, api.rate_limited("37s"))

@@ -202,6 +202,38 @@ async def test_429_with_retry_after_ms_is_honoured() -> None:
     assert second.at - first.at >= 0.19
 
 
+async def test_429_with_a_plain_retry_after_is_honoured() -> None:
+    """Only the standard header (seconds, fractional): no retry-after-ms beside it."""
+    async with ScriptedServer() as server:
+        server.script(api.CHAT_PATH, api.rate_limited(retry_after="0.2"), api.completion())
+        async with chat(server) as llm:
+            reply = await llm.complete([Message.user("hi")])
+    assert reply.text == "Hello!"
+    first, second = server.requests
+    # FAST_RETRY's own backoff is at most 5 ms: a 0.2 s gap can only come from the hint
+    assert 0.19 <= second.at - first.at < 2.0
+
+
+async def test_429_with_a_plain_retry_after_is_honoured_by_embeddings() -> None:
+    async with ScriptedServer() as server:
+        server.script(api.EMBEDDINGS_PATH, api.rate_limited(retry_after="0.2"), api.embeddings([[0, 1, 0, 0]]))
+        async with embedder(server) as emb:
+            vector = await emb.embed_query("q")
+    np.testing.assert_allclose(vector, [0, 1, 0, 0])
+    first, second = server.requests
+    assert 0.19 <= second.at - first.at < 2.0
+
+
+async def test_a_long_plain_retry_after_is_raised_at_once() -> None:
+    async with ScriptedServer() as server:
+        server.script(api.CHAT_PATH, api.rate_limited(retry_after="37"))
+        async with chat(server) as llm:
+            with pytest.raises(RateLimited) as caught:
+                await llm.complete([Message.user("hi")])
+    assert caught.value.retry_after == 37
+    assert len(server.requests) == 1
+
+
 async def test_429_without_a_hint_backs_off_and_gives_up_as_rate_limited() -> None:
     async with ScriptedServer() as server:
         server.script(api.CHAT_PATH, *[api.rate_limited()] * 4)

@@ -65,11 +65,18 @@ def embeddings(vectors: Sequence[Sequence[float]]) -> Reply:
     return Reply(body={"embeddings": [{"values": list(v)} for v in vectors]})
 
 
-def error(status: int, grpc_status: str, message: str, *, details: Sequence[Mapping[str, Any]] = ()) -> Reply:
+def error(
+    status: int,
+    grpc_status: str,
+    message: str,
+    *,
+    details: Sequence[Mapping[str, Any]] = (),
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
     body: dict[str, Any] = {"error": {"code": status, "message": message, "status": grpc_status}}
     if details:
         body["error"]["details"] = [dict(d) for d in details]
-    return Reply(status=status, body=body)
+    return Reply(status=status, body=body, headers=dict(headers or {}))
 
 
 INPUT_TOO_LONG = error(
@@ -126,6 +133,17 @@ def rate_limited(retry_delay: str) -> Reply:
             },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay},
         ],
+    )
+
+
+def rate_limited_retry_after(retry_after: str) -> Reply:
+    """A 429 whose only hint is the HTTP ``Retry-After`` header (no ``RetryInfo`` detail),
+    as a proxy or gateway in front of the API may send it."""
+    return error(
+        429,
+        "RESOURCE_EXHAUSTED",
+        "Resource has been exhausted (e.g. check quota).",
+        headers={"retry-after": retry_after},
     )
 
 
