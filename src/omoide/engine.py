@@ -832,6 +832,7 @@ class Memory:
         system: str | None = None,
         user: str | int | None = None,
         language: Literal["ja", "en"] | None = None,
+        channels: Sequence[str | int] | None = None,
     ) -> AssembledContext:
         """What a bot should send for the next turn of session ``key``, within ``budget_tokens``.
 
@@ -849,6 +850,9 @@ class Memory:
             system: the system prompt (default: omoide's).
             user: whose memories (default: the session's user; none for channel sessions).
             language: headings' language (default ``OMOIDE_ANSWER_LANGUAGE``).
+            channels: take long-term knowledge only from these channels (a bot passes the ones
+                the user may read; empty: none); the workspace summary, which draws on every
+                channel, is then left out.
 
         Raises:
             InvalidInput: a bad budget.
@@ -873,9 +877,9 @@ class Memory:
             return await self.recall(text, workspace=session.workspace_id, user=owner)
 
         async def knowledge() -> SearchResult | None:
-            if not text.strip() or not isinstance(self.store, SearchStore):
+            if not text.strip() or not isinstance(self.store, SearchStore) or (channels is not None and not channels):
                 return None
-            return await self.search(text, workspace=session.workspace_id)
+            return await self.search(text, workspace=session.workspace_id, channel=channels)
 
         async def summaries() -> list[ContextPart]:
             from omoide.stores.base import SummaryStore
@@ -884,9 +888,11 @@ class Memory:
             if not isinstance(self.store, SummaryStore):
                 return []
             ws = session.workspace_id
-            wanted = [
-                (PartKind.WORKSPACE_SUMMARY, "s:workspace", SummaryScope.WORKSPACE, ws, SummaryKind.LONG_TERM),
-            ]
+            wanted = []
+            if channels is None:  # the workspace summary draws on every channel
+                wanted.append(
+                    (PartKind.WORKSPACE_SUMMARY, "s:workspace", SummaryScope.WORKSPACE, ws, SummaryKind.LONG_TERM)
+                )
             if session.channel_id:
                 wanted.append(
                     (

@@ -177,3 +177,18 @@ async def test_the_cursor_continues_after_an_export_import(mem: Memory):
     assert (done.new_messages, done.known_messages) == (2, 3)
     after = await mem.ingest_cursor(platform="discord", workspace=guild, channel=channel)
     assert after is not None and after.message_id == fresh[-1].message_id
+
+
+async def test_build_context_takes_knowledge_only_from_the_given_channels(mem: Memory):
+    await mem.ingest_messages(live(5, channel="open") + live(5, channel="private"), workspace=GUILD)
+    key = mem.session_key(platform="discord", workspace=GUILD, channel="open", user="u1")
+
+    def knowledge_channels(built: Any) -> set[str]:
+        return {p.ref["jump_url"].split("/")[-2] for p in built.parts if p.kind.value == "knowledge"}
+
+    everything = await mem.build_context(key, "勉強会の資料", budget_tokens=4000)
+    assert knowledge_channels(everything) == {"open", "private"}
+    scoped = await mem.build_context(key, "勉強会の資料", budget_tokens=4000, channels=["open"])
+    assert knowledge_channels(scoped) == {"open"}
+    none = await mem.build_context(key, "勉強会の資料", budget_tokens=4000, channels=[])
+    assert knowledge_channels(none) == set()

@@ -8,6 +8,7 @@ Thin by design: each handler reads the interaction or message, calls one or two
   user's recalled memories, the channel's and server's summaries and long-term knowledge
   (``Memory.build_context``), and the model may call the memory tools (``Memory.chat(tools=True)``).
 * ``/chat``: a cited answer from the server's history (seed 004, ``Memory.ask``), with jump links.
+  Answers (here and in conversations) draw only on channels the asking member can read.
 * ``/memory add|search|list|delete``: the invoking user's own memories, ephemeral replies.
   The user id always comes from the interaction, never from an argument.
 * ``/sync`` (Manage Server or Administrator): this channel's (or thread's) history since
@@ -95,6 +96,22 @@ def is_admin(interaction: Interaction) -> bool:
     if interaction.guild_id is None or not (perms.administrator or perms.manage_guild):
         raise NotAdmin("You need the Manage Server permission to use this command.")
     return True
+
+
+def readable_channels(guild: discord.Guild | None, user: discord.abc.User, here: int | None) -> list[int]:
+    """The channels whose history ``user`` may read: where their answers may draw knowledge from.
+
+    From the gateway's guild cache (channels, roles and overwrites, with ``Intents.guilds``);
+    when the guild or the member is not cached, only the channel the question was asked in.
+    Knowledge from a thread carries its parent channel's id, so the parent decides.
+    """
+    if guild is not None and isinstance(user, discord.Member) and guild.channels:
+        return [
+            c.id
+            for c in guild.channels
+            if not isinstance(c, discord.CategoryChannel) and c.permissions_for(user).read_message_history
+        ]
+    return [here] if here else []
 
 
 def guild_id_of(interaction: Interaction) -> int:
@@ -194,12 +211,21 @@ class OmoideBot(discord.Client):
         user: discord.abc.User,
         text: str,
         message_id: int,
+        readable: Sequence[int],
     ) -> str:
-        """One conversation turn for ``user`` in ``channel_id``: long-term context + session + memory tools."""
+        """One conversation turn for ``user`` in ``channel_id``: long-term context + session + memory tools.
+
+        Knowledge comes only from the ``readable`` channels (see :func:`readable_channels`).
+        """
         mem = self.mem
         key = mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user.id)
         built = await mem.build_context(
-            key, text, budget_tokens=self.config.context_budget, system=SYSTEM_PROMPT, user=user.id
+            key,
+            text,
+            budget_tokens=self.config.context_budget,
+            system=SYSTEM_PROMPT,
+            user=user.id,
+            channels=readable,
         )
         message = Message.user(text, author_id=str(user.id), author_name=user.display_name, message_id=str(message_id))
         reply = await mem.chat(key, message, system=built.system, tools=True)
@@ -228,6 +254,7 @@ class OmoideBot(discord.Client):
                         user=message.author,
                         text=text,
                         message_id=message.id,
+                        readable=readable_channels(message.guild, message.author, message.channel.id),
                     )
         except OmoideError as exc:
             answer = f"⚠️ {exc.message}"
@@ -374,6 +401,7 @@ def _register(bot: OmoideBot) -> None:
             user=interaction.user,
             text=question,
             message_id=interaction.id,
+            readable=readable_channels(interaction.guild, interaction.user, interaction.channel_id),
         )
         await send_pieces(interaction, answer)
 
@@ -383,7 +411,8 @@ def _register(bot: OmoideBot) -> None:
     async def chat(interaction: Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
         guild_id = guild_id_of(interaction)
         await interaction.response.defer(thinking=True)
-        result = await mem.ask(question, workspace=guild_id, asker=interaction.user.id)
+        readable = readable_channels(interaction.guild, interaction.user, interaction.channel_id)
+        result = await mem.ask(question, workspace=guild_id, asker=interaction.user.id, channel=readable or [0])
         await send_pieces(interaction, render_answer(result))
 
     group = app_commands.Group(
@@ -525,6 +554,7 @@ __all__ = [
     "OmoideBot",
     "default_intents",
     "is_admin",
+    "readable_channels",
     "render_answer",
     "run_discord_bot",
     "send_pieces",
