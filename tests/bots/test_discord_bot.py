@@ -94,6 +94,7 @@ class FakeDiscord:
 
     calls: list[Call] = field(default_factory=list)
     reject_token: bool = False
+    forbidden: set[int] = field(default_factory=set)
     history: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(snowflake(T0 + dt.timedelta(days=30))))
@@ -210,6 +211,10 @@ class FakeDiscord:
     async def channel_history(self, request: web.Request) -> web.Response:
         """GET /channels/{id}/messages: ``after`` → the oldest ``limit`` newer messages; newest first, as Discord."""
         self.calls.append(Call(request.method, request.path, {}, dict(request.query)))
+        if int(request.match_info["cid"]) in self.forbidden:
+            return web.Response(
+                status=403, body=b'{"message": "Missing Access", "code": 50001}', content_type="application/json"
+            )
         stored = sorted(self.history.get(int(request.match_info["cid"]), []), key=lambda m: int(m["id"]))
         limit = int(request.query.get("limit", 50))
         if "after" in request.query:
@@ -940,3 +945,39 @@ def test_cli_without_a_token_says_what_to_set(monkeypatch: pytest.MonkeyPatch):
     result = CliRunner().invoke(app, ["discord"])
     assert result.exit_code == 1
     assert "set DISCORD_TOKEN" in result.output
+
+
+async def test_sync_stops_at_its_time_limit_and_the_next_one_continues(harness: Harness):
+    messages = seed_history(harness.fake, 100)
+    harness.bot.config = DiscordBotConfig(sync_commands=False, sync_batch=40, sync_time_limit=0)
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    assert "Synced part of #general: 40 new messages" in (sent[-1].content or "")
+    assert "Run `/sync` again" in (sent[-1].content or "")
+    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    assert cursor is not None and cursor.message_id == messages[39]["id"]  # whole batches only
+
+    harness.bot.config = DiscordBotConfig(sync_commands=False, sync_batch=40)
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    assert "Synced #general: 60 new messages" in (sent[-1].content or "")
+
+
+async def test_sync_without_read_history_permission_says_so(harness: Harness):
+    harness.fake.forbidden.add(GENERAL)
+    sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
+    assert "Read Message History" in (sent[-1].content or "")
+    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+
+
+async def test_forget_me_times_out_without_erasing(harness: Harness):
+    harness.bot.config = DiscordBotConfig(sync_commands=False, confirm_timeout=0.05)
+    await harness.mem.remember("誕生日は3月15日", workspace=GUILD, user=ALICE["id"])
+    await harness.run(command("forget-me"))
+    before = len(harness.fake.calls)
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if harness.fake.sent(since=before):
+            break
+    timed_out = harness.fake.sent(since=before)
+    assert [c.content for c in timed_out] == ["Timed out: nothing was erased."]
+    assert timed_out[0].method == "PATCH" and timed_out[0].body.get("components") == []  # buttons removed
+    assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1

@@ -23,6 +23,7 @@ Long replies are split at Discord's 2,000-character limit (:mod:`omoide.bots._sp
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +70,9 @@ class DiscordBotConfig:
             added to a conversation turn.
         sync_batch: messages fetched per ingest and progress update in ``/sync``.
         sync_max_messages: the most messages one ``/sync`` reads (``None``: all).
+        sync_time_limit: seconds after which ``/sync`` stops (after a whole batch) and says
+            to run it again; keeps it inside the 15 minutes an interaction can be edited.
+        confirm_timeout: seconds the ``/forget-me`` buttons wait.
     """
 
     command_guild: int | None = None
@@ -77,6 +81,8 @@ class DiscordBotConfig:
     context_budget: int = 4000
     sync_batch: int = 500
     sync_max_messages: int | None = None
+    sync_time_limit: float = 600.0
+    confirm_timeout: float = 120.0
 
 
 def default_intents(*, mentions: bool = True) -> discord.Intents:
@@ -168,6 +174,16 @@ async def send_pieces(interaction: Interaction, text: str, *, ephemeral: bool = 
         await interaction.response.send_message(first, ephemeral=ephemeral)
     for piece in rest:
         await interaction.followup.send(piece, ephemeral=ephemeral)
+
+
+async def _show(interaction: Interaction, text: str, *, fallback: discord.abc.Messageable | None = None) -> None:
+    """Edit the deferred response (best effort: its token lasts 15 minutes); else post to ``fallback``."""
+    try:
+        await interaction.edit_original_response(content=text)
+    except discord.HTTPException:
+        logger.warning("discord_progress_edit_failed", exc_info=True)
+        if fallback is not None:
+            await fallback.send(text)
 
 
 # ---------------------------------------------------------------- the bot
@@ -297,19 +313,22 @@ class OmoideBot(discord.Client):
         cursor = await mem.ingest_cursor(platform="discord", workspace=guild_id, channel=parent, thread=thread)
         after = discord.Object(id=int(cursor.message_id)) if cursor is not None else None
         since = "since the last sync" if cursor is not None else "from the beginning"
-        await interaction.edit_original_response(content=f"Reading {name} {since}…")
+        await _show(interaction, f"Reading {name} {since}…")
         me = self.user.id if self.user is not None else None
+        deadline = asyncio.get_running_loop().time() + self.config.sync_time_limit
         read = new = chunks = 0
         batch: list[discord.Message] = []
+        stopped = False
 
         async def flush() -> None:
             nonlocal new, chunks
-            done = await mem.ingest_messages(
-                [from_discord_message(m) for m in batch], workspace=guild_id, origin=SYNC_ORIGIN
-            )
-            new += done.new_messages
-            chunks += done.chunks
-            batch.clear()
+            if batch:
+                done = await mem.ingest_messages(
+                    [from_discord_message(m) for m in batch], workspace=guild_id, origin=SYNC_ORIGIN
+                )
+                new += done.new_messages
+                chunks += done.chunks
+                batch.clear()
 
         try:
             async for msg in channel.history(limit=self.config.sync_max_messages, after=after, oldest_first=True):
@@ -318,32 +337,43 @@ class OmoideBot(discord.Client):
                     batch.append(msg)
                 if read % self.config.sync_batch == 0:
                     await flush()
-                    await interaction.edit_original_response(
-                        content=f"Syncing {name}: {read} messages read, {new} new stored…"
-                    )
-            if batch:
-                await flush()
+                    if asyncio.get_running_loop().time() >= deadline:
+                        stopped = True
+                        break
+                    await _show(interaction, f"Syncing {name}: {read} messages read, {new} new stored…")
+            await flush()
         except discord.Forbidden:
-            await interaction.edit_original_response(
-                content=f"I can't read the history of {name}: give me the Read Message History permission there. "
-                f"{new} new messages were stored before that."
+            await flush()
+            await _show(
+                interaction,
+                f"I can't read the history of {name}: give me the Read Message History permission there. "
+                f"{new} new messages were stored before that.",
+                fallback=channel,
             )
             return
-        if new == 0:
+        if stopped:
+            text = (
+                f"Synced part of {name}: {new} new messages stored ({chunks} chunks, {read} messages read) "
+                "before the time limit. Run `/sync` again to continue from there."
+            )
+        elif new == 0:
             text = f"Nothing new in {name} {since} ({read} messages read)."
         else:
             text = (
                 f"Synced {name}: {new} new messages stored in long-term memory ({chunks} chunks, "
                 f"{read} messages read). `/chat` can answer from them now."
             )
-        await interaction.edit_original_response(content=text)
+        await _show(interaction, text, fallback=channel)
 
     # ---- /forget-me
 
     async def forget_me(self, interaction: Interaction) -> None:
         """``/forget-me``: ask for confirmation (ephemeral buttons), then erase the user's data here."""
         guild_id = guild_id_of(interaction)
-        view = ForgetConfirmation(self.mem, guild_id=guild_id, user_id=interaction.user.id)
+        view = ForgetConfirmation(
+            self.mem, guild_id=guild_id, user_id=interaction.user.id, timeout=self.config.confirm_timeout
+        )
+        view.origin = interaction
         await interaction.response.send_message(
             "This erases **your memories, your conversation sessions and their messages** in this server "
             "and cannot be undone. (Channel history synced into the server's knowledge stays.) Continue?",
@@ -360,6 +390,14 @@ class ForgetConfirmation(discord.ui.View):
         self.mem = mem
         self.guild_id = guild_id
         self.user_id = user_id
+        self.origin: Interaction | None = None
+
+    async def on_timeout(self) -> None:
+        if self.origin is not None:
+            try:
+                await self.origin.edit_original_response(content="Timed out: nothing was erased.", view=None)
+            except discord.HTTPException:
+                logger.warning("discord_confirmation_timeout_edit_failed", exc_info=True)
 
     async def interaction_check(self, interaction: Interaction) -> bool:  # type: ignore[override]
         if interaction.user.id != self.user_id:
