@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from omoide import Memory
 from omoide.cli.chat import _runner
@@ -149,3 +152,55 @@ async def test_the_setting_changes_the_cut(settings: Any, limit: int):
     # the REPL's runner follows the same setting
     cli_runner = _runner(tuned.model_copy(update={"llm": None}), "system")
     assert cli_runner.guard.tool_result_limit == limit
+
+
+# ------------------------------------------------------------------ the cheap upper bound
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=300), min_size=1, max_size=6),
+    system=st.one_of(st.none(), st.text(max_size=100)),
+    tool_text=st.text(max_size=200),
+)
+def test_the_upper_bound_is_never_below_the_exact_count(texts: list[str], system: str | None, tool_text: str):
+    messages = [Message.user(t) if i % 2 == 0 else Message.assistant(t) for i, t in enumerate(texts) if t]
+    messages += [
+        Message("assistant", (ToolUseBlock("t1", "lookup", {"q": tool_text}),)),
+        Message("user", (ToolResultBlock("t1", tool_text),)),
+    ]
+    tools = (ToolSpec("lookup", tool_text, {"type": "object"}),)
+    exact = counter.count_messages(messages, system=system, tools=tools)
+    assert counter.upper_bound(messages, system=system, tools=tools) >= exact
+
+
+class CountingCounter:
+    """The real counter, recording how many exact counts were asked for."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.exact = 0
+
+    def count(self, text: str) -> int:
+        return counter.count(text)
+
+    def count_messages(self, messages: Any, *, system: str | None = None, tools: Any = ()) -> int:
+        self.exact += 1
+        return counter.count_messages(messages, system=system, tools=tools)
+
+    def upper_bound(self, messages: Any, *, system: str | None = None, tools: Any = ()) -> int:
+        return counter.upper_bound(messages, system=system, tools=tools)
+
+
+async def test_a_prompt_that_surely_fits_is_counted_only_when_asked():
+    spy = CountingCounter()
+    history = [Message.user(words(50, f"m{i}_")) for i in range(5)]
+    call = await budgeted_complete(ScriptedChatModel(["ok"]), spy, PromptBudget(200_000, 4_096), messages=history)
+    assert spy.exact == 0  # the bound proved it fits: nothing encoded before sending
+    assert call.prompt_tokens == counter.count_messages(history) and spy.exact == 1
+    assert call.prompt_tokens == call.prompt_tokens and spy.exact == 1  # counted once
+    # near the limit the bound is not enough: the prompt is counted exactly before sending
+    tight = PromptBudget(counter.count_messages(history) + 10, 5)
+    await budgeted_complete(ScriptedChatModel(["ok"]), spy, tight, messages=history)
+    assert spy.exact == 2

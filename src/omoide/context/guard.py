@@ -29,12 +29,12 @@ triggered a compaction.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import structlog
 
 from omoide.context.budget import PromptBudget
-from omoide.context.calls import OnText, Prompt, budgeted_complete, count_prompt, resolve_budget
+from omoide.context.calls import BudgetedResponse, OnText, Prompt, budgeted_complete, count_prompt, resolve_budget
 from omoide.context.compaction import Compaction, compact
 from omoide.context.truncation import truncate_tool_results
 from omoide.context.turns import normalise_turns
@@ -50,7 +50,7 @@ MAX_SUMMARY_TOKENS = 2_048
 """The most tokens a compaction summary may use (capped by the call's answer reservation)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class GuardResult:
     """A guarded call's outcome.
 
@@ -58,18 +58,24 @@ class GuardResult:
         response: the model's answer.
         messages: the prompt turns actually sent (after truncation / compaction).
         stage: 0 (as given), 1 (tool results cut) or 2 (compacted).
-        prompt_tokens: the counted prompt size that was sent.
         truncated: how many tool results were cut.
         compaction: the last compaction, when stage 2 ran (persist it: see
             :class:`~omoide.context.compaction.Compaction`).
+        call: the budgeted call (its prompt, limit and count).
     """
 
     response: ChatResponse
     messages: list[Message]
     stage: int
-    prompt_tokens: int
     truncated: int = 0
     compaction: Compaction | None = None
+    call: BudgetedResponse | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The counted size of the prompt that was sent (counted on first access when its
+        upper bound already proved it fit)."""
+        return self.call.prompt_tokens if self.call is not None else 0
 
     @property
     def text(self) -> str:
@@ -179,9 +185,9 @@ class ContextGuard:
             call.response,
             list(call.prompt.messages),
             stages.stage,
-            call.prompt_tokens,
             truncated=stages.truncated,
             compaction=stages.compaction,
+            call=call,
         )
 
 

@@ -118,6 +118,37 @@ class TiktokenCounter:
         total += sum(self.count_tool(t) for t in tools)
         return total
 
+    def upper_bound(
+        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """A cheap bound that is never below :meth:`count_messages` (no encoding, no memo).
+
+        cl100k is a byte-level BPE: every token stands for at least one byte, so a text
+        never has more tokens than UTF-8 bytes. A prompt whose bound is within the budget
+        surely fits, and the exact count can wait until someone asks for it.
+        """
+        total = TOKENS_PER_REPLY
+        if system:
+            total += TOKENS_PER_MESSAGE + _utf8_len(system)
+        for message in messages:
+            total += TOKENS_PER_MESSAGE
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    total += _utf8_len(block.text)
+                elif isinstance(block, ToolUseBlock):
+                    payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+                    total += _utf8_len(block.name) + _utf8_len(payload) + _utf8_len(block.id)
+                elif isinstance(block, ToolResultBlock):
+                    total += _utf8_len(block.content) + _utf8_len(block.tool_use_id)
+        for tool in tools:
+            schema = json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+            total += TOKENS_PER_TOOL + _utf8_len(tool.name) + _utf8_len(tool.description) + _utf8_len(schema)
+        return total
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
 
 @functools.cache
 def get_token_counter() -> TiktokenCounter:
