@@ -579,6 +579,10 @@ async def test_ask_converses_with_session_memory_and_splits_long_answers(harness
     assert all(t.splitlines()[0][:3].isdigit() or t.startswith("```") for t in texts)  # cut between lines
     assert len(await harness.mem.history(key)) == 4  # same session: the conversation continues
 
+    # replies never ping: the model's or the user's "@everyone" stays text
+    await harness.run(command("ask", [opt("question", "@everyone 集合！")]))
+    assert all(c.body.get("allowed_mentions") == {"parse": []} for c in harness.fake.sent())
+
     # another user in the same channel has another session
     await harness.run(command("ask", [opt("question", "hi")], user=BOB))
     bob = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=BOB["id"])
@@ -615,6 +619,7 @@ async def test_mentions_converse_like_ask(harness: Harness):
     await harness.deliver("message_create", chat_message(f"{bot_mention} long one", mentions=[BOT], at=T0, n=7))
     texts = [c.content or "" for c in harness.fake.sent(since=before)]
     assert len(texts) == 3 and all(len(t) <= DISCORD_LIMIT for t in texts)
+    assert all(c.body.get("allowed_mentions", {}).get("parse") == [] for c in harness.fake.sent(since=before))
 
 
 # ------------------------------------------------------------------ /chat

@@ -195,12 +195,15 @@ class OmoideBot(discord.Client):
     Args:
         mem: the open :class:`~omoide.Memory`.
         config: behaviour (see :class:`DiscordBotConfig`).
-        **options: passed to :class:`discord.Client` (``intents`` default: :func:`default_intents`).
+        **options: passed to :class:`discord.Client` (``intents`` default: :func:`default_intents`;
+            ``allowed_mentions`` default: none, so no reply pings anyone).
     """
 
     def __init__(self, mem: Memory, *, config: DiscordBotConfig | None = None, **options: Any) -> None:
         self.config = config or DiscordBotConfig()
         options.setdefault("intents", default_intents(mentions=self.config.mentions))
+        # answers quote users and models: never let them ping @everyone, roles or people
+        options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(**options)
         self.mem = mem
         self.tree: app_commands.CommandTree[OmoideBot] = app_commands.CommandTree(self)
