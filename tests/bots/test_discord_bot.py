@@ -34,6 +34,7 @@ from omoide.bots._split import DISCORD_LIMIT
 from omoide.bots.discord_bot import DiscordBotConfig, OmoideBot
 from omoide.errors import ProviderError
 from omoide.importers import read_export
+from omoide.models import ContentBlock, ToolResultBlock, ToolUseBlock
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
 from omoide.sample_data import discord_export_paths
 from omoide.settings import Settings
@@ -512,9 +513,20 @@ class Harness:
         return self.fake.sent(since=before)
 
 
-def answer_from(request: ChatRequest) -> str | ProviderError:
+def answer_from(request: ChatRequest) -> str | list[ContentBlock] | ProviderError:
     """The scripted model: echo the question; a question with "long" gets a 4,500-character answer."""
-    question = request.messages[-1].text
+    last = request.messages[-1]
+    result = next((b for b in last.content if isinstance(b, ToolResultBlock)), None)
+    if result is not None:  # seed 001: the tool ran; answer from its result
+        data = json.loads(result.content)
+        if isinstance(data, list):
+            return f"{data[0]['content']}ですね。" if data else "覚えていません。"
+        return "覚えました。"
+    question = last.text
+    if "覚えておいて" in question:  # an injected user id must be ignored: the memory is the asker's
+        return [ToolUseBlock("t1", "remember", {"content": "誕生日は3月15日", "user_id": BOB["id"]})]
+    if "誕生日はいつ" in question:
+        return [ToolUseBlock("t2", "recall", {"query": "誕生日", "user_id": BOB["id"]})]
     if "fail" in question:
         return ProviderError("upstream is down", provider="scripted", status_code=503)
     if "long" in question:
@@ -587,6 +599,18 @@ async def test_ask_converses_with_session_memory_and_splits_long_answers(harness
     await harness.run(command("ask", [opt("question", "hi")], user=BOB))
     bob = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=BOB["id"])
     assert [m.text for m in await harness.mem.history(bob)] == ["hi", "echo: hi"]
+
+
+async def test_ask_remembers_and_recalls_with_the_memory_tools_for_the_asker(harness: Harness):
+    sent = await harness.run(command("ask", [opt("question", "私の誕生日は3月15日です。覚えておいて")]))
+    assert [c.content for c in sent] == ["覚えました。"]
+    assert [m.content for m in await harness.mem.memories.list(GUILD, ALICE["id"])] == ["誕生日は3月15日"]
+    assert await harness.mem.memories.list(GUILD, BOB["id"]) == []  # the id in the tool call was ignored
+
+    sent = await harness.run(command("ask", [opt("question", "私の誕生日はいつ？")]))
+    assert [c.content for c in sent] == ["誕生日は3月15日ですね。"]
+    sent = await harness.run(command("ask", [opt("question", "私の誕生日はいつ？")], user=BOB))
+    assert [c.content for c in sent] == ["覚えていません。"]  # Bob's recall finds nothing of Alice's
 
 
 async def test_mentions_converse_like_ask(harness: Harness):
