@@ -13,7 +13,7 @@ Outcomes:
 * **too much evidence**: the prompt is counted before it is sent
   (:func:`~omoide.context.calls.budgeted_complete`); when it does not fit the model's
   context window (less the answer's ``max_tokens``), the lowest-ranked evidence passages
-  are left out one by one until it fits, the kept passages are numbered ``[#1]…[#n]`` as
+  are left out (as many as the excess needs, by their own counts, checked again) until it fits, the kept passages are numbered ``[#1]…[#n]`` as
   sent (``hits``), and ``notes`` say how many were left out. A prompt that does not fit
   even with one passage is never sent: ``AnswerFailed`` with ``cause_code`` ``CONTEXT_OVERFLOW``.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 from omoide.answers.citations import cited_numbers
 from omoide.answers.messages import FALLBACK_NOTE, NO_DATA, NO_MATCH, Language, check_language
-from omoide.answers.prompt import AnswerPrompt, build_prompt
+from omoide.answers.prompt import AnswerPrompt, build_prompt, evidence_block
 from omoide.context.calls import Prompt, budgeted_complete
 from omoide.errors import AnswerFailed, ContextOverflow, ProviderError
 from omoide.models import Message
@@ -167,12 +167,22 @@ class Answerer:
         model = self._model()
         notes = list(found.notes)
 
-        def fewer_passages(_sent: Prompt, _tokens: int, _limit: int) -> Prompt | None:
-            """The trim strategy: leave out the lowest-ranked passage (keep at least one)."""
+        def fewer_passages(_sent: Prompt, tokens: int, limit: int) -> Prompt | None:
+            """The trim strategy: leave out the lowest-ranked passages (at least one; keep at least one).
+
+            As many as the excess needs, by the passages' own counts; the call counts the
+            result again, so an estimate that falls short only costs one more round.
+            """
             nonlocal prompt
-            if len(prompt.evidence) <= 1:
+            evidence = prompt.evidence
+            if len(evidence) <= 1:
                 return None
-            prompt = build_prompt(text, prompt.evidence[:-1], asker=asker, language=lang)
+            keep = len(evidence) - 1
+            freed = self.counter.count(evidence_block(keep + 1, evidence[keep], lang))
+            while keep > 1 and freed < tokens - limit:
+                keep -= 1
+                freed += self.counter.count(evidence_block(keep + 1, evidence[keep], lang))
+            prompt = build_prompt(text, evidence[:keep], asker=asker, language=lang)
             return _as_call(prompt)
 
         started = time.perf_counter()
