@@ -204,3 +204,26 @@ async def test_a_prompt_that_surely_fits_is_counted_only_when_asked():
     tight = PromptBudget(counter.count_messages(history) + 10, 5)
     await budgeted_complete(ScriptedChatModel(["ok"]), spy, tight, messages=history)
     assert spy.exact == 2
+
+
+async def test_compaction_summaries_are_budgeted_too():
+    """One scripted model answers and summarises; the oldest half alone is over its window,
+    so the compaction summary is written in parts — and no call is ever over the budget."""
+    from omoide.chat import ChatRunner
+    from omoide.context.compaction import SUMMARISER_SYSTEM
+    from omoide.providers.scripted import ChatRequest
+
+    def reply(request: ChatRequest) -> str:
+        return "short summary" if request.system == SUMMARISER_SYSTEM else "ok"
+
+    window, reserve = 1_200, 100
+    model = ScriptedChatModel(reply, counter=counter, overflow_above=window - reserve)
+    runner = ChatRunner(model, counter, PromptBudget(window, reserve))
+    history = [(Message.user if i % 2 == 0 else Message.assistant)(words(40, f"t{i}_"), seq=i + 1) for i in range(40)]
+    assert counter.count_messages(history[:20]) > window  # the oldest half does not fit one summary prompt
+    result = await runner.guard.run(history)
+    assert result.stage == 2
+    summaries = [c for c in model.calls if c.system == SUMMARISER_SYSTEM]
+    assert len(summaries) > 1  # summarised in parts
+    assert all(c.prompt_tokens <= window - reserve for c in model.calls)
+    assert all(c.max_tokens <= reserve for c in summaries)
