@@ -92,6 +92,25 @@ async def test_vector_search_ranks_by_cosine_similarity(store):
         assert hit.score == pytest.approx(float(vectors[i] @ vectors[3]), abs=5e-3)
 
 
+async def test_rankings_are_the_searches_without_the_rows(store):
+    """vector_ranking / lexical_ranking: the same ids, order and scores as the full searches."""
+    docs = [Doc(f"release note {i} " + "plan " * (i % 3), vector=_vec(i), channel=f"c{i % 2}") for i in range(8)]
+    await _add(store, docs)
+    await _add(store, [Doc("release plan elsewhere", vector=_vec(1))], workspace="g2")
+    for filters in (SearchFilters("g1"), SearchFilters("g1", channel_ids=("c1",))):
+        full = await store.vector_search(model=MODEL, query=_vec(2), filters=filters, k=5)
+        ranked = await store.vector_ranking(model=MODEL, query=_vec(2), filters=filters, k=5)
+        assert [r.chunk_id for r in ranked] == _ids(full)
+        assert [r.score for r in ranked] == pytest.approx([h.score for h in full])
+        full_lex = await store.lexical_search(tokens=_tokens("release plan"), filters=filters, k=5)
+        ranked_lex = await store.lexical_ranking(tokens=_tokens("release plan"), filters=filters, k=5)
+        assert [r.chunk_id for r in ranked_lex] == _ids(full_lex)
+        assert [r.score for r in ranked_lex] == pytest.approx([h.score for h in full_lex])
+    assert await store.lexical_ranking(tokens=[], filters=SearchFilters("g1"), k=5) == []
+    with pytest.raises(InvalidInput):
+        await store.vector_ranking(model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=0)
+
+
 async def test_vector_search_k_limits_and_other_models_are_ignored(store):
     await _add(store, [Doc(f"doc {i}", vector=_vec(i)) for i in range(5)])
     hits = await store.vector_search(model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=2)

@@ -37,11 +37,12 @@ from typing import Any, Literal, get_args
 
 from omoide.context.calls import budgeted_complete
 from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderError
+from omoide.knowledge.models import ChunkId
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.search.filters import MAX_K, SearchFilters, check_k
 from omoide.search.fusion import reciprocal_rank_fusion
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores.base import SearchStore
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
@@ -268,9 +269,9 @@ def parse_expansions(text: str, query: str, limit: int) -> list[str]:
 @dataclass
 class _Lists:
     names: list[str] = field(default_factory=list)
-    hits: list[list[ChunkHit]] = field(default_factory=list)
+    hits: list[list[RankedChunk]] = field(default_factory=list)
 
-    def add(self, name: str, hits: list[ChunkHit]) -> None:
+    def add(self, name: str, hits: list[RankedChunk]) -> None:
         self.names.append(name)
         self.hits.append(hits)
 
@@ -403,7 +404,7 @@ class SearchPipeline:
                     await lexical_task
 
         started = time.perf_counter()
-        candidates = self._fuse(lists, fused_n, explain)
+        candidates = await self._fuse(lists, fused_n, explain)
         timings["fetch"] = _ms(started)
 
         reranked = False
@@ -470,7 +471,7 @@ class SearchPipeline:
         per_list: int,
         timings: dict[str, float],
         notes: list[str],
-    ) -> list[list[ChunkHit]] | None:
+    ) -> list[list[RankedChunk]] | None:
         """One vector list per query, or ``None`` (with a note) when the vector side failed."""
         if self._embedder is None:
             notes.append("vector search unavailable (no embedder): lexical results only")
@@ -492,7 +493,7 @@ class SearchPipeline:
             lists = list(
                 await asyncio.gather(
                     *(
-                        self.store.vector_search(model=embedder.model_id, query=v, filters=filters, k=per_list)
+                        self.store.vector_ranking(model=embedder.model_id, query=v, filters=filters, k=per_list)
                         for v in vectors
                     )
                 )
@@ -507,12 +508,12 @@ class SearchPipeline:
 
     async def _lexical_lists(
         self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str]
-    ) -> list[list[ChunkHit]]:
+    ) -> list[list[RankedChunk]]:
         tokenizer = await self._query_tokenizer(notes)
         token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
         return list(
             await asyncio.gather(
-                *(self.store.lexical_search(tokens=t, filters=filters, k=per_list) for t in token_lists)
+                *(self.store.lexical_ranking(tokens=t, filters=filters, k=per_list) for t in token_lists)
             )
         )
 
@@ -542,28 +543,32 @@ class SearchPipeline:
             )
         return current
 
-    def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
-        chunks: dict[int, ChunkHit] = {}
+    async def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
+        """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only."""
         best: dict[str, dict[int, float]] = {"vector": {}, "lexical": {}}
-        for name, hits in zip(lists.names, lists.hits, strict=True):
+        for name, ranking in zip(lists.names, lists.hits, strict=True):
             kind = name.split("#", 1)[0]
-            for h in hits:
-                cid = int(h.chunk_id)
-                chunks.setdefault(cid, h)
+            for r in ranking:
+                cid = int(r.chunk_id)
                 previous = best[kind].get(cid)
-                if previous is None or h.score > previous:
-                    best[kind][cid] = h.score
+                if previous is None or r.score > previous:
+                    best[kind][cid] = r.score
         fused = reciprocal_rank_fusion(
-            [[int(h.chunk_id) for h in hits] for hits in lists.hits], k=self.config.rrf_k, limit=limit
+            [[int(r.chunk_id) for r in ranking] for ranking in lists.hits], k=self.config.rrf_k, limit=limit
         )
+        chunks = {int(c.chunk_id): c for c in await self.store.fetch_chunks([ChunkId(f.key) for f in fused])}
         out: list[SearchHit] = []
-        for position, f in enumerate(fused, start=1):
+        for f in fused:
+            chunk = chunks.get(f.key)
+            if chunk is None:  # deleted since it was ranked
+                continue
+            position = len(out) + 1
             ranks: dict[str, int] | None = None
             if explain:
                 ranks = {n: r for n, r in zip(lists.names, f.ranks, strict=True) if r is not None}
                 ranks["fused"] = position
             scores = StageScores(vector=best["vector"].get(f.key), lexical=best["lexical"].get(f.key), fused=f.score)
-            out.append(SearchHit(chunks[f.key], position, f.score, scores, ranks))
+            out.append(SearchHit(chunk, position, f.score, scores, ranks))
         return out
 
     async def _rerank(

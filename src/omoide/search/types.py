@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from omoide.knowledge.models import ChunkId, SourceId
 
@@ -47,4 +47,15 @@ class ChunkHit:
     source_uri: str | None
 
 
-__all__ = ["ChunkHit"]
+class RankedChunk(NamedTuple):
+    """One entry of a ranked list: a chunk id and its score in that list (higher is better).
+
+    What :meth:`~omoide.stores.base.SearchStore.vector_ranking` and ``lexical_ranking``
+    return: the pipeline fuses lists by rank and then fetches only the chunks it shows.
+    """
+
+    chunk_id: ChunkId
+    score: float
+
+
+__all__ = ["ChunkHit", "RankedChunk"]

@@ -51,7 +51,7 @@ from omoide.knowledge.models import (
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
@@ -374,6 +374,15 @@ class SearchStore(Lifecycle, Protocol):
         Raises:
             InvalidInput: bad ``k``/filters, or ``tokens`` is not a sequence of strings.
         """
+
+    async def vector_ranking(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        """:meth:`vector_search` as ids and scores only, best first (no rows are read):
+        the search pipeline fuses these lists and fetches only the chunks it returns."""
+
+    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        """:meth:`lexical_search` as ids and scores only, best first."""
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id in the order given (duplicates once, unknown ids skipped), with

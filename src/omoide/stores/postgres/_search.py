@@ -43,7 +43,7 @@ from omoide.errors import InvalidInput
 from omoide.knowledge.models import ChunkId, SourceId
 from omoide.models import ensure_utc
 from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._knowledge_common import sql_literal
 
 EXACT_LIMIT = 5000
@@ -112,12 +112,19 @@ def hit_from_row(row: Mapping[str, Any], *, score: float, rank: int) -> ChunkHit
 
 
 def vector_sql(
-    model: str, dimensions: int, filters: SearchFilters, schema: str | None, *, exact: bool = False
+    model: str,
+    dimensions: int,
+    filters: SearchFilters,
+    schema: str | None,
+    *,
+    exact: bool = False,
+    ids_only: bool = False,
 ) -> tuple[str, list[Any]]:
     """The vector query (``$1`` is the query vector; the model is a literal) and its other parameters.
 
     ``exact=True`` orders by an expression the HNSW index cannot serve (``(… <=> $1) + 0``), so the
     planner reaches the rows through the filter's B-tree indexes and ranks them exactly.
+    ``ids_only=True`` returns ``id`` and ``distance`` only (no chunk rows are joined).
     """
     args: list[Any] = [None]
     where = filter_sql(filters, args, workspace_column="e.workspace_id")
@@ -132,12 +139,16 @@ def vector_sql(
         f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id{sources} "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
         f"ORDER BY {order} LIMIT ${len(args)}) "
-        f"SELECT {HIT_COLUMNS}, n.distance FROM nearest n JOIN {_FROM_CHUNKS} ON c.id = n.chunk_id"
+        + (
+            "SELECT n.chunk_id AS id, n.distance FROM nearest n"
+            if ids_only
+            else f"SELECT {HIT_COLUMNS}, n.distance FROM nearest n JOIN {_FROM_CHUNKS} ON c.id = n.chunk_id"
+        )
     )
     return sql, args
 
 
-async def vector_search(
+async def _vector_rows(
     conn: asyncpg.Connection,
     model: str,
     query: npt.NDArray[np.float32],
@@ -146,8 +157,9 @@ async def vector_search(
     *,
     ef_search: int,
     schema: str | None,
-    exact_limit: int = EXACT_LIMIT,
-) -> list[ChunkHit]:
+    exact_limit: int,
+    ids_only: bool,
+) -> list[asyncpg.Record]:
     """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see the module docstring).
 
     With filters beyond the workspace, the matching chunks are counted first (up to
@@ -164,7 +176,7 @@ async def vector_search(
             *count_args,
         )
         exact = int(matching) <= exact_limit
-    sql, args = vector_sql(model, int(query.shape[0]), filters, schema, exact=exact)
+    sql, args = vector_sql(model, int(query.shape[0]), filters, schema, exact=exact, ids_only=ids_only)
     args[0] = HalfVector(query)
     args[-1] = k
     async with conn.transaction(readonly=True):
@@ -186,8 +198,43 @@ async def vector_search(
                 f"the query vector has {query.shape[0]} dimensions but model {model!r} stores "
                 f"{int(stored)}-dimensional vectors: embed the query with the same model"
             )
-    ordered = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
-    return [hit_from_row(r, score=1.0 - float(r["distance"]), rank=i) for i, r in enumerate(ordered, start=1)]
+    return sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
+
+
+async def vector_search(
+    conn: asyncpg.Connection,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+    *,
+    ef_search: int,
+    schema: str | None,
+    exact_limit: int = EXACT_LIMIT,
+) -> list[ChunkHit]:
+    """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see :func:`_vector_rows`)."""
+    rows = await _vector_rows(
+        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit, ids_only=False
+    )
+    return [hit_from_row(r, score=1.0 - float(r["distance"]), rank=i) for i, r in enumerate(rows, start=1)]
+
+
+async def vector_ranking(
+    conn: asyncpg.Connection,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+    *,
+    ef_search: int,
+    schema: str | None,
+    exact_limit: int = EXACT_LIMIT,
+) -> list[RankedChunk]:
+    """:func:`vector_search` as ids and cosine similarities only."""
+    rows = await _vector_rows(
+        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit, ids_only=True
+    )
+    return [RankedChunk(ChunkId(int(r["id"])), 1.0 - float(r["distance"])) for r in rows]
 
 
 def tsquery_text(tokens: Sequence[str]) -> str:
@@ -195,21 +242,35 @@ def tsquery_text(tokens: Sequence[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens)
 
 
-async def lexical_search(
-    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
-) -> list[ChunkHit]:
-    """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens`` among the chunks passing ``filters``."""
+def _lexical_sql(filters: SearchFilters, tokens: Sequence[str], k: int, columns: str) -> tuple[str, list[Any]]:
     args: list[Any] = [tsquery_text(tokens)]
     where = filter_sql(filters, args)
     args.append(k)
     sql = (
-        f"SELECT {HIT_COLUMNS}, ts_rank_cd(c.lexical_tsv, q) AS score "
+        f"SELECT {columns}, ts_rank_cd(c.lexical_tsv, q) AS score "
         f"FROM {_FROM_CHUNKS}, to_tsquery('simple', $1) AS q "
         f"WHERE c.lexical_tsv @@ q AND {where} "
         f"ORDER BY score DESC, c.id LIMIT ${len(args)}"
     )
+    return sql, args
+
+
+async def lexical_search(
+    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[ChunkHit]:
+    """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens`` among the chunks passing ``filters``."""
+    sql, args = _lexical_sql(filters, tokens, k, HIT_COLUMNS)
     rows = await conn.fetch(sql, *args)
     return [hit_from_row(r, score=float(r["score"]), rank=i) for i, r in enumerate(rows, start=1)]
+
+
+async def lexical_ranking(
+    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[RankedChunk]:
+    """:func:`lexical_search` as ids and ``ts_rank_cd`` scores only."""
+    sql, args = _lexical_sql(filters, tokens, k, "c.id")
+    rows = await conn.fetch(sql, *args)
+    return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
 
 
 async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[ChunkHit]:
@@ -262,12 +323,14 @@ __all__ = [
     "fetch_chunks",
     "filter_sql",
     "lexical_batch",
+    "lexical_ranking",
     "lexical_search",
     "lexical_tokenizer",
     "record_tokenizer",
     "rewrite_lexical",
     "set_lexical_tokenizer",
     "tsquery_text",
+    "vector_ranking",
     "vector_search",
     "vector_sql",
 ]

@@ -72,7 +72,7 @@ from omoide.knowledge.models import (
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
@@ -779,6 +779,30 @@ class PostgresStore:
             return []
         async with self._acquire() as conn:
             return await sops.lexical_search(conn, terms, wanted, limit)
+
+    async def vector_ranking(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        """:meth:`vector_search` as ids and cosine similarities only (no chunk rows joined), best first."""
+        check_model(model)
+        vector = check_query_vector(query)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        ef_search = self._settings.hnsw_ef_search
+        async with self._acquire() as conn:
+            return await sops.vector_ranking(
+                conn, model, vector, wanted, limit, ef_search=ef_search, schema=self._vector_schema
+            )
+
+    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        """:meth:`lexical_search` as ids and ``ts_rank_cd`` scores only, best first."""
+        terms = clean_tokens(tokens)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        if not terms:
+            return []
+        async with self._acquire() as conn:
+            return await sops.lexical_ranking(conn, terms, wanted, limit)
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""

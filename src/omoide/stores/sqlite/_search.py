@@ -35,7 +35,7 @@ import numpy.typing as npt
 from omoide.errors import InvalidInput
 from omoide.knowledge.models import ChunkId, SourceId
 from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 TOKENIZER_KEY = "lexical_tokenizer"
@@ -225,15 +225,16 @@ def matching_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArra
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
 
-def vector_search(
+def vector_ranking(
     conn: sqlite3.Connection,
     cache: VectorCache,
     model: str,
     query: npt.NDArray[np.float32],
     filters: SearchFilters,
     k: int,
-) -> list[ChunkHit]:
-    """The ``k`` chunks most cosine-similar to ``query`` among those passing ``filters``.
+) -> list[RankedChunk]:
+    """Ids and cosine similarities of the ``k`` chunks most similar to ``query`` among those
+    passing ``filters``, best first (ties by lower id); no chunk row is read.
 
     Raises:
         InvalidInput: the query's size differs from the stored vectors of ``model``.
@@ -262,14 +263,34 @@ def vector_search(
     take = min(k, scores.shape[0])
     top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((ids[top], -scores[top]))]  # best first; ties by lower id
-    chosen = [int(ids[i]) for i in order]
-    found = _rows_by_id(conn, chosen)
+    return [RankedChunk(ChunkId(int(ids[i])), float(scores[i])) for i in order]
+
+
+def hits_for(conn: sqlite3.Connection, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:
+    """The full hits of a ranking, ranked 1, 2, … (chunks deleted since the ranking are skipped)."""
+    found = _rows_by_id(conn, [int(r.chunk_id) for r in ranking])
     hits: list[ChunkHit] = []
-    for i in order:
-        row = found.get(int(ids[i]))
-        if row is not None:  # deleted between the scan and this read
-            hits.append(hit_from_row(row, score=float(scores[i]), rank=len(hits) + 1))
+    for r in ranking:
+        row = found.get(int(r.chunk_id))
+        if row is not None:
+            hits.append(hit_from_row(row, score=r.score, rank=len(hits) + 1))
     return hits
+
+
+def vector_search(
+    conn: sqlite3.Connection,
+    cache: VectorCache,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+) -> list[ChunkHit]:
+    """The ``k`` chunks most cosine-similar to ``query`` among those passing ``filters``.
+
+    Raises:
+        InvalidInput: the query's size differs from the stored vectors of ``model``.
+    """
+    return hits_for(conn, vector_ranking(conn, cache, model, query, filters, k))
 
 
 # ----------------------------------------------------------------------------- lexical
@@ -280,16 +301,24 @@ def fts_query(tokens: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
 
 
-def lexical_search(conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-    """The ``k`` best BM25 matches of any of ``tokens`` among the chunks passing ``filters``."""
+def lexical_ranking(
+    conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[RankedChunk]:
+    """Ids and ``-bm25`` scores of the ``k`` best matches of any of ``tokens`` among the
+    chunks passing ``filters``, best first (ties by lower id)."""
     where, params = filter_sql(filters)
     rows = conn.execute(
-        f"SELECT {HIT_COLUMNS}, bm25(knowledge_chunks_fts) AS rank_ FROM knowledge_chunks_fts "
+        "SELECT c.id, bm25(knowledge_chunks_fts) AS rank_ FROM knowledge_chunks_fts "
         "JOIN knowledge_chunks c ON c.id = knowledge_chunks_fts.rowid JOIN knowledge_sources s ON s.id = c.source_id "
         f"WHERE knowledge_chunks_fts MATCH ? AND {where} ORDER BY rank_, c.id LIMIT ?",
         [fts_query(tokens), *params, k],
     ).fetchall()
-    return [hit_from_row(r, score=-float(r[12]), rank=i) for i, r in enumerate(rows, start=1)]
+    return [RankedChunk(ChunkId(int(r[0])), -float(r[1])) for r in rows]
+
+
+def lexical_search(conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
+    """The ``k`` best BM25 matches of any of ``tokens`` among the chunks passing ``filters``."""
+    return hits_for(conn, lexical_ranking(conn, tokens, filters, k))
 
 
 # ------------------------------------------------------------------------- store_meta
@@ -332,12 +361,15 @@ __all__ = [
     "fetch_chunks",
     "filter_sql",
     "fts_query",
+    "hits_for",
     "lexical_batch",
+    "lexical_ranking",
     "lexical_search",
     "lexical_tokenizer",
     "matching_ids",
     "record_tokenizer",
     "rewrite_lexical",
     "set_lexical_tokenizer",
+    "vector_ranking",
     "vector_search",
 ]

@@ -54,7 +54,7 @@ from omoide.knowledge.models import (
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
-from omoide.search.types import ChunkHit
+from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
@@ -563,6 +563,27 @@ class SqliteStore:
         if not terms:
             return []
         return await self._read("lexical_search", sops.lexical_search, terms, wanted, limit)
+
+    async def vector_ranking(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        """:meth:`vector_search` as ids and cosine similarities only (no rows read), best first."""
+        check_model(model)
+        vector = check_query_vector(query)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        return await self._read(
+            "vector_ranking", sops.vector_ranking, self._vector_cache(), model, vector, wanted, limit
+        )
+
+    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        """:meth:`lexical_search` as ids and ``-bm25`` scores only, best first."""
+        terms = clean_tokens(tokens)
+        wanted = check_filters(filters)
+        limit = check_k(k)
+        if not terms:
+            return []
+        return await self._read("lexical_ranking", sops.lexical_ranking, terms, wanted, limit)
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
