@@ -142,9 +142,32 @@ class Memory:
             policy=policy,
         )
 
-    async def append(self, key: KeyLike, message: Message) -> Message:
-        """Store one message of a conversation (idempotent on the platform message id)."""
+    async def append(
+        self,
+        key: KeyLike,
+        message: Message,
+        *,
+        private: bool | None = None,
+        members: Sequence[str | int] = (),
+    ) -> Message:
+        """Store one message of a conversation (idempotent on the platform message id).
+
+        ``private=True`` marks the conversation private (a DM with the bot, a group DM, a
+        private channel): its archived knowledge is then visible only to ``members``, the
+        key's user and every participant (see :meth:`set_visibility`); ``None`` leaves the
+        session as it is (new sessions are public).
+        """
+        if private is not None:
+            await self.sessions.set_visibility(key, private=private, members=members)
         return await self.sessions.append(key, message)
+
+    async def set_visibility(self, key: KeyLike, *, private: bool, members: Sequence[str | int] = ()) -> None:
+        """Mark conversation ``key`` private to ``members`` (plus its user and participants) or public.
+
+        Archives made after this call inherit it; knowledge archived before keeps its own
+        visibility. Cheap to call before every turn (remembered per key in this process).
+        """
+        await self.sessions.set_visibility(key, private=private, members=members)
 
     async def history(self, key: KeyLike, *, window: int | None = None) -> list[Message]:
         """The conversation window a model should see, oldest first."""
@@ -460,6 +483,8 @@ class Memory:
         source_type: str | Sequence[str] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        viewer: str | int | None = None,
+        public_only: bool = False,
     ) -> SearchFilters:
         """Search filters from ``Memory.search``'s keyword arguments (ids may be ints or lists).
 
@@ -483,6 +508,8 @@ class Memory:
             source_types=ids(source_type),
             since=since,
             until=until,
+            viewer=None if viewer is None else str(viewer),
+            public_only=public_only,
         )
 
     async def search(
@@ -500,6 +527,8 @@ class Memory:
         mode: SearchMode | None = None,
         explain: bool = False,
         expand: bool | None = None,
+        viewer: str | int | None = None,
+        public_only: bool = False,
     ) -> SearchResult:
         """Search long-term memory (seed 004's pipeline; see :mod:`omoide.search.pipeline`).
 
@@ -512,6 +541,11 @@ class Memory:
             mode: ``hybrid`` (default), ``vector`` or ``lexical``.
             explain: record each hit's rank in every list.
             expand: ask the chat model for alternative queries (default: ``OMOIDE_SEARCH_QUERY_EXPANSION`` > 0).
+            viewer: the person the results are for: private knowledge (DMs, group DMs,
+                private channels) is returned only if they are one of its members. ``None``
+                (the default) returns **all** of the workspace's knowledge, private included:
+                only for trusted callers (library code, the admin CLI), never on behalf of a user.
+            public_only: public knowledge only (for an audience of no one user in particular).
 
         Returns:
             The hits (text, source, time range, jump URL, per-stage scores), timings and notes.
@@ -528,6 +562,8 @@ class Memory:
             source_type=source_type,
             since=since,
             until=until,
+            viewer=viewer,
+            public_only=public_only,
         )
         return await self.search_pipeline().search(query, filters, k=k, mode=mode, explain=explain, expand=expand)
 
@@ -546,6 +582,8 @@ class Memory:
         k: int | None = None,
         mode: SearchMode | None = None,
         language: Language | None = None,
+        viewer: str | int | None = None,
+        public_only: bool = False,
     ) -> AnswerResult:
         """Answer a question with citations from long-term memory (seed 004).
 
@@ -556,6 +594,8 @@ class Memory:
             k: evidence passages given to the model (default ``OMOIDE_SEARCH_TOP_K``, 5).
             mode: search mode (default ``hybrid``).
             language: ``ja`` (default ``OMOIDE_ANSWER_LANGUAGE``) or ``en``.
+            viewer / public_only: whose private knowledge may be used, as in :meth:`search`
+                (``None``: everything in the workspace). A bot passes the asking user.
 
         Returns:
             The answer, the citations it uses, all evidence, timings per phase and notes.
@@ -575,6 +615,8 @@ class Memory:
             source_type=source_type,
             since=since,
             until=until,
+            viewer=viewer,
+            public_only=public_only,
         )
         config = GenerationConfig(
             language=self.settings.answer_language,
@@ -642,6 +684,8 @@ class Memory:
         include_system: bool = False,
         origin: str = "live",
         on_source: Callable[[int, int], None] | None = None,
+        private: bool = False,
+        members: Sequence[str | int] = (),
     ) -> ImportSummary:
         """Write live platform messages (a bot's channel history) into long-term memory, as an import would.
 
@@ -658,6 +702,10 @@ class Memory:
             include_system: keep platform notifications.
             origin: recorded in each new source's metadata (``files``), e.g. ``discord:sync``.
             on_source: progress: ``(conversations done, total)``.
+            private / members: the messages come from a private conversation (a DM, group DM,
+                private channel or private thread): the new knowledge is visible only to
+                ``members`` and the messages' authors (see ``docs/search.md``, "Visibility").
+                Default public to the workspace. Sync private and public channels in separate calls.
 
         Raises:
             InvalidInput: a message belongs to another workspace (nothing is written).
@@ -675,7 +723,14 @@ class Memory:
             self._ingest_lock = asyncio.Lock()
         async with self._ingest_lock:
             return await ingest_messages(
-                self.store, self.settings, batch, include_system=include_system, origin=origin, on_source=on_source
+                self.store,
+                self.settings,
+                batch,
+                include_system=include_system,
+                origin=origin,
+                on_source=on_source,
+                private=private,
+                members=[str(m) for m in members],
             )
 
     async def ingest_cursor(
@@ -854,6 +909,11 @@ class Memory:
                 the user may read; empty: none); the workspace summary, which draws on every
                 channel, is then left out.
 
+        Private knowledge: a private session with a user (``append(..., private=True)``, e.g.
+        a DM with the bot) draws on public knowledge plus the private knowledge that user is a
+        member of; every other session (a public channel, or a session without a user) on
+        public knowledge only, since everyone there reads the reply.
+
         Raises:
             InvalidInput: a bad budget.
             ContextOverflow: the system prompt and the latest exchange alone exceed the budget.
@@ -876,10 +936,17 @@ class Memory:
                 return []
             return await self.recall(text, workspace=session.workspace_id, user=owner)
 
+        # Whose private knowledge the reply may draw on: the reply is read by the session's
+        # audience, so a private session with a user (a DM with the bot) sees that user's
+        # private knowledge; any other session (a public channel, or one without a user) public only.
+        viewer = session.user_id if session.private and session.user_id else None
+
         async def knowledge() -> SearchResult | None:
             if not text.strip() or not isinstance(self.store, SearchStore) or (channels is not None and not channels):
                 return None
-            return await self.search(text, workspace=session.workspace_id, channel=channels)
+            return await self.search(
+                text, workspace=session.workspace_id, channel=channels, viewer=viewer, public_only=viewer is None
+            )
 
         async def summaries() -> list[ContextPart]:
             from omoide.stores.base import SummaryStore

@@ -295,6 +295,9 @@ class Session:
             (seed 002): a summary that stands for the messages with ``seq <= context_summary_seq``
             in the prompt, so the next turn does not summarise them again. The messages
             themselves stay stored.
+        private / members: a private conversation (a DM with the bot, a group DM, a private
+            channel): its archived knowledge is visible only to ``members`` (user ids; the
+            archiver adds every participant). Set by ``Memory.append(..., private=True)``.
     """
 
     id: SessionId
@@ -315,6 +318,8 @@ class Session:
     created_at: datetime
     context_summary: str | None = None
     context_summary_seq: int = 0
+    private: bool = False
+    members: tuple[str, ...] = ()
 
     @property
     def unarchived_count(self) -> int:

@@ -12,6 +12,7 @@ them into long-term memory (:meth:`Sessions.unarchived` lists what it still has 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from omoide.concurrency import with_optimistic_retry
@@ -55,6 +56,7 @@ class Sessions:
         # key -> session id: ids never change, so an append needs no lookup round trip.
         # A session deleted elsewhere shows up as SessionNotFound on append and is re-created.
         self._ids: OrderedDict[str, SessionId] = OrderedDict()
+        self._visibility: dict[str, tuple[bool, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ keys
 
@@ -165,8 +167,36 @@ class Sessions:
             return await self.store.append_message(session_id, message)
         except SessionNotFound:  # deleted meanwhile (here or by another process): create it again, once
             self._ids.pop(parsed.value, None)
+            known = self._visibility.pop(parsed.value, None)
             session_id = (await self.get_or_create(parsed)).id
+            if known is not None and known[0]:  # the re-created session is private again
+                await self.store.set_session_visibility(session_id, private=True, members=known[1])
+                self._visibility[parsed.value] = known
             return await self.store.append_message(session_id, message)
+
+    async def set_visibility(self, key: KeyLike, *, private: bool, members: Iterable[str | int] = ()) -> Session | None:
+        """Mark the conversation private to ``members`` (or public); later archives of it inherit this.
+
+        A private session's members always include the key's user (a DM's user); the archiver
+        adds every participant. Members are replaced, not merged. The last setting per key is
+        remembered in this process, so calling this before every message costs nothing
+        while it does not change. Returns the session when it was read or written.
+        """
+        parsed = self._key(key)
+        who: tuple[str, ...] = ()
+        if private:
+            named = [parsed.user] if parsed.user else []
+            who = tuple(dict.fromkeys([*named, *(str(m) for m in members)]))
+        wanted = (bool(private), who)
+        if self._visibility.get(parsed.value) == wanted:
+            return None
+        session = await self.get_or_create(parsed)
+        if (session.private, session.members) != wanted:
+            session = await self.store.set_session_visibility(session.id, private=wanted[0], members=who)
+        self._visibility[parsed.value] = wanted
+        while len(self._visibility) > SESSION_ID_CACHE_SIZE:
+            self._visibility.pop(next(iter(self._visibility)))
+        return session
 
     def _remember(self, session: Session) -> Session:
         self._ids[session.key] = session.id

@@ -101,6 +101,10 @@ class ImportedChannel:
             …; Slack ``channel``, ``group``, ``mpim``, ``dm``; ``session`` for transcripts).
         is_direct: a direct or group-direct conversation (Discord DMs, Slack DMs / MPIMs).
         is_private: a private channel or thread (Slack ``groups.json``, Discord private threads).
+            Imported knowledge of a direct or private conversation is private to its members.
+        members: the member user ids the export lists (Slack ``members`` of DMs, MPIMs and
+            private groups); empty when unknown (Discord exports list none): the
+            participants are members anyway.
         source: the file or folder it was read from.
     """
 
@@ -116,6 +120,7 @@ class ImportedChannel:
     is_direct: bool = False
     is_private: bool = False
     source: str = ""
+    members: tuple[str, ...] = ()
 
     @property
     def conversation(self) -> ConversationKey:

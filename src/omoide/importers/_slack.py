@@ -215,8 +215,9 @@ class _Meta:
                 kind=kind,
                 topic=optional_str(topic.get("value")) or optional_str(purpose.get("value")),
                 is_direct=kind in ("dm", "mpim"),
-                is_private=kind != "channel",
+                is_private=kind != "channel" or entry.get("is_private") is True,
                 source=f"{source}/{folder}",
+                members=tuple(dict.fromkeys(m for m in entry.get("members") or () if isinstance(m, str) and m)),
             )
             out.setdefault(folder, _Conversation(info))
         return out

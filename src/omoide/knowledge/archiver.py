@@ -384,12 +384,18 @@ class SessionArchiver:
             metadata["user_id"] = session.user_id
         if session.agent_id is not None:
             metadata["agent_id"] = session.agent_id
+        members: tuple[str, ...] = ()
+        if session.private:  # a private conversation: its members, its user and everyone who spoke
+            named = [session.user_id] if session.user_id else []
+            members = tuple(dict.fromkeys([*session.members, *named, *participants]))
         source = SourceDraft(
             workspace_id=session.workspace_id,
             type=source_type(session.platform),
             title=_title(session, messages, channel_name),
             uri=source_uri(session, messages[0].message_id),
             metadata=metadata,
+            private=session.private,
+            members=members,
         )
         return ArchivePlan(session.id, session.version, session.last_seq, source, tuple(chunks), keep, status), None
 

@@ -25,7 +25,7 @@ channel or thread stopped, so the next sync fetches only what came after.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import Any
 from omoide.errors import InvalidInput
 from omoide.importers import (
     ConversationKey,
+    ImportedChannel,
     ImportedMessage,
     ImportProblem,
     ImportReport,
@@ -136,10 +137,34 @@ def _title(window: MessageWindow) -> str:
     return title
 
 
-def source_for(windows: Sequence[MessageWindow], files: Sequence[str]) -> SourceDraft:
-    """The source of one conversation's new windows."""
+def channel_info(
+    channels: Mapping[ConversationKey, ImportedChannel], conversation: ConversationKey
+) -> ImportedChannel | None:
+    """What the export says about a conversation: its own entry, else its parent channel's (a thread)."""
+    found = channels.get(conversation)
+    if found is None and conversation[3] is not None:
+        found = channels.get((conversation[0], conversation[1], conversation[2], None))
+    return found
+
+
+def source_for(
+    windows: Sequence[MessageWindow],
+    files: Sequence[str],
+    *,
+    channel: ImportedChannel | None = None,
+    private: bool = False,
+    members: Sequence[str] = (),
+) -> SourceDraft:
+    """The source of one conversation's new windows.
+
+    It is private (visible only to its members) when ``private`` or when the export marks
+    its channel private (a DM, group DM, private channel or private thread); its members
+    are the channel's members from the export, ``members``, and every participant.
+    """
     first = windows[0]
     participants = list(dict.fromkeys(p.author_id for w in windows for p in w.participants))
+    is_private = private or (channel is not None and (channel.is_private or channel.is_direct))
+    who = tuple(dict.fromkeys([*(channel.members if channel is not None else ()), *members, *participants]))
     metadata: dict[str, Any] = {
         CONVERSATION_KEY: conversation_key(first.conversation),
         "platform": first.platform,
@@ -154,11 +179,15 @@ def source_for(windows: Sequence[MessageWindow], files: Sequence[str]) -> Source
         "last_message_at": windows[-1].ended_at.isoformat(),
         "files": list(files),
     }
+    if channel is not None and channel.kind:
+        metadata["channel_kind"] = channel.kind
     return SourceDraft(
         workspace_id=first.workspace_id,
         type=SOURCE_TYPES.get(first.platform, "document"),
         title=_title(first),
         metadata=metadata,
+        private=is_private,
+        members=who if is_private else (),
     )
 
 
@@ -228,7 +257,12 @@ async def import_export(
                 workspaces=others[:3],
             )
     sources, chunks, fresh, total = await _write_messages(
-        store, settings, export.messages, files=list(export.report.files), on_source=on_source
+        store,
+        settings,
+        export.messages,
+        files=list(export.report.files),
+        on_source=on_source,
+        channels=export.report.channels,
     )
     return ImportSummary(
         sources=sources,
@@ -249,6 +283,9 @@ async def _write_messages(
     *,
     files: Sequence[str],
     on_source: Callable[[int, int], None] | None,
+    channels: Mapping[ConversationKey, ImportedChannel] | None = None,
+    private: bool = False,
+    members: Sequence[str] = (),
 ) -> tuple[int, int, int, int]:
     """Skip known messages, cut the rest into windows, write one source per conversation.
 
@@ -269,7 +306,8 @@ async def _write_messages(
     total = len(by_conversation)
     for done, conversation in enumerate(by_conversation.values(), start=1):
         drafts = await asyncio.to_thread(_chunks, conversation)
-        await kstore.add_source(source_for(conversation, files), drafts)
+        info = channel_info(channels or {}, conversation[0].conversation)
+        await kstore.add_source(source_for(conversation, files, channel=info, private=private, members=members), drafts)
         sources += 1
         chunks += len(drafts)
         if on_source is not None:
@@ -285,6 +323,9 @@ async def ingest_messages(
     include_system: bool = False,
     origin: str = "live",
     on_source: Callable[[int, int], None] | None = None,
+    private: bool = False,
+    members: Sequence[str] = (),
+    channels: Mapping[ConversationKey, ImportedChannel] | None = None,
 ) -> ImportSummary:
     """Write live messages (a bot's channel history fetch) into long-term memory, as an import would.
 
@@ -302,6 +343,10 @@ async def ingest_messages(
         include_system: keep platform notifications.
         origin: recorded in each new source's ``metadata["files"]`` (e.g. ``discord:sync``).
         on_source: progress: called with ``(conversations done, conversations total)``.
+        private / members: the new sources are private to ``members`` plus every participant
+            (a DM, group DM or private channel being synced); default public.
+        channels: per conversation, what the platform says about it (``is_private``,
+            ``is_direct``, ``members``), as an export's channel list does.
 
     Raises:
         CapabilityNotSupported: the store has no long-term memory.
@@ -316,7 +361,16 @@ async def ingest_messages(
             report.empty_skipped += 1
         elif report.accept(message):
             kept.append(message)
-    sources, chunks, fresh, total = await _write_messages(store, settings, kept, files=[origin], on_source=on_source)
+    sources, chunks, fresh, total = await _write_messages(
+        store,
+        settings,
+        kept,
+        files=[origin],
+        on_source=on_source,
+        channels=channels,
+        private=private,
+        members=[str(m) for m in members],
+    )
     return ImportSummary(
         sources=sources,
         chunks=chunks,

@@ -39,6 +39,9 @@ class SourceDraft:
         metadata: for archived sessions: ``origin_session_key``, ``origin_session_id``,
             ``workspace_id``, ``channel_id``, ``channel_name`` (when known), ``participants``
             (every author id), ``message_count``, ``first_message_at``, ``last_message_at``.
+        private: visible only to ``members`` (a DM, group DM, private channel or thread);
+            otherwise public to the whole workspace. Its chunks carry the same visibility.
+        members: the user ids who may see a private source (ignored when public).
     """
 
     workspace_id: str
@@ -46,6 +49,8 @@ class SourceDraft:
     title: str
     uri: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    private: bool = False
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,8 @@ class KnowledgeSource:
     chunk_count: int
     created_at: datetime
     updated_at: datetime
+    private: bool = False
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,18 @@ the database query (never after a top-k cut, which could return fewer than k row
   a chunk without any timestamp is excluded when either bound is given.
 
 An empty tuple means "no limit" for that field.
+
+Visibility (migration 7 on SQLite, 6 on PostgreSQL): a knowledge source, and each of its
+chunks, is either public to its workspace or private to a list of member user ids (a DM,
+a group DM, a private channel or thread).
+
+* ``viewer=None`` and ``public_only=False`` (the default): **every** chunk of the
+  workspace, private ones included. This is for trusted callers that speak for the whole
+  workspace: library code, the admin CLI, workers. A host answering a *person* must pass
+  that person as ``viewer``.
+* ``viewer="U123"``: public chunks, plus the private chunks whose members include ``U123``.
+* ``public_only=True``: public chunks only (a channel conversation with no one user, e.g.
+  ``build_context`` for a channel-wide session).
 """
 
 from __future__ import annotations
@@ -55,11 +67,11 @@ class SearchFilters:
 
     Example:
         >>> SearchFilters("guild-1", channel_ids=("general",))
-        SearchFilters(workspace_id='guild-1', channel_ids=('general',), thread_ids=(), author_ids=(), source_types=(), since=None, until=None)
+        SearchFilters(workspace_id='guild-1', channel_ids=('general',), thread_ids=(), author_ids=(), source_types=(), since=None, until=None, viewer=None, public_only=False)
 
     Raises:
         InvalidInput: an empty workspace, a non-string id, a naive-or-not datetime of the
-            wrong type, or ``since`` after ``until``. Lists are accepted and stored as
+            wrong type, ``since`` after ``until``, or both ``viewer`` and ``public_only``. Lists are accepted and stored as
             tuples (duplicates dropped); naive datetimes are taken to be UTC.
     """
 
@@ -70,6 +82,8 @@ class SearchFilters:
     source_types: tuple[str, ...] = ()
     since: datetime | None = None
     until: datetime | None = None
+    viewer: str | None = None
+    public_only: bool = False
 
     def __post_init__(self) -> None:
         ws = self.workspace_id
@@ -83,6 +97,13 @@ class SearchFilters:
             raise InvalidInput(f"SearchFilters.since ({since.isoformat()}) is after until ({until.isoformat()})")
         object.__setattr__(self, "since", since)
         object.__setattr__(self, "until", until)
+        viewer = self.viewer
+        if viewer is not None and (not isinstance(viewer, str) or not viewer or "\x00" in viewer):
+            raise InvalidInput(f"SearchFilters.viewer must be a non-empty user id or None, got {viewer!r}")
+        if not isinstance(self.public_only, bool):
+            raise InvalidInput(f"SearchFilters.public_only must be a bool, got {type(self.public_only).__name__}")
+        if viewer is not None and self.public_only:
+            raise InvalidInput("SearchFilters: give either viewer (public + their private) or public_only, not both")
 
     @property
     def narrows(self) -> bool:
@@ -95,6 +116,20 @@ class SearchFilters:
             or self.since is not None
             or self.until is not None
         )
+
+    @property
+    def restricts_visibility(self) -> bool:
+        """Whether some private chunks may be left out (a ``viewer`` or ``public_only``)."""
+        return self.viewer is not None or self.public_only
+
+
+def check_members(members: object) -> list[str]:
+    """Member user ids of a private source or session, without duplicates, in order.
+
+    Raises:
+        InvalidInput: a bare string, or an empty / non-string id.
+    """
+    return list(_texts("members", members))
 
 
 def check_k(k: object) -> int:
@@ -167,4 +202,4 @@ def check_query_vector(query: object) -> npt.NDArray[np.float32]:
     return vector
 
 
-__all__ = ["MAX_K", "SearchFilters", "check_filters", "check_k", "check_query_vector", "clean_tokens"]
+__all__ = ["MAX_K", "SearchFilters", "check_filters", "check_k", "check_members", "check_query_vector", "clean_tokens"]

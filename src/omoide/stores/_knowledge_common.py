@@ -27,6 +27,7 @@ import numpy.typing as npt
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
 from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, KnowledgeStatus, SourceDraft, SourceStatus
 from omoide.models import Session, SessionStatus, ensure_utc
+from omoide.search.filters import check_members
 
 HALFVEC_MAX = 65504.0  # largest finite IEEE half-precision value
 MAX_DIMENSIONS = 16_000  # pgvector: largest halfvec that can be stored
@@ -142,7 +143,15 @@ def check_source(source: object) -> SourceDraft:
     _optional_text("SourceDraft.uri", source.uri)
     if not isinstance(source.metadata, Mapping):
         raise InvalidInput(f"SourceDraft.metadata must be a mapping, got {type(source.metadata).__name__}")
+    if not isinstance(source.private, bool):
+        raise InvalidInput(f"SourceDraft.private must be a bool, got {type(source.private).__name__}")
+    check_members(source.members)
     return source
+
+
+def source_members(source: SourceDraft) -> str:
+    """The stored ``members`` JSON of a source: its members when private (duplicates dropped), else ``[]``."""
+    return json.dumps(list(dict.fromkeys(source.members)) if source.private else [])
 
 
 def check_chunks(chunks: object) -> Sequence[ChunkDraft]:

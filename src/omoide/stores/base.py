@@ -109,6 +109,15 @@ class SessionStore(Lifecycle, Protocol):
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         """The session with this id, or ``None``."""
 
+    async def set_session_visibility(
+        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
+    ) -> Session:
+        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
+
+        Raises:
+            SessionNotFound: no session has this id.
+        """
+
     async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
         """Append one message; return ``(stored_message, created)``.
 

@@ -58,6 +58,7 @@ from omoide.stores._knowledge_common import (
     check_locked_plan,
     prune_through,
     session_not_found,
+    source_members,
     source_not_found,
     sql_literal,
     status_from_rows,
@@ -71,7 +72,8 @@ from omoide.text import search_tokenizer_name
 
 SOURCE_COLUMNS = (
     "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
-    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS chunk_count"
+    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS chunk_count, "
+    "s.private, s.members"
 )
 CHUNK_COLUMNS = (
     "id, source_id, workspace_id, chunk_index, content, lexical, token_count, location, channel_id, thread_id, "
@@ -79,20 +81,22 @@ CHUNK_COLUMNS = (
 )
 
 _INSERT_SOURCE = """
-INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
+INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata, private, members)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb)
 RETURNING id
 """
 _INSERT_SOURCE_WITH_CHUNKS = """
 WITH s AS (
-    INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
-    RETURNING id, workspace_id
+    INSERT INTO knowledge_sources (workspace_id, type, title, uri, metadata, private, members)
+    VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb)
+    RETURNING id, workspace_id, private, members
 )
 INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
-                              location, author_ids, token_count, started_at, ended_at)
+                              location, author_ids, token_count, started_at, ended_at, private, members)
 SELECT s.id, s.workspace_id, u.channel_id, u.thread_id, (u.ord - 1)::integer, u.content, u.lexical,
-       u.location::jsonb, u.author_ids::jsonb, u.token_count, u.started_at, u.ended_at
-FROM s, unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[],
-               $13::timestamptz[], $14::timestamptz[])
+       u.location::jsonb, u.author_ids::jsonb, u.token_count, u.started_at, u.ended_at, s.private, s.members
+FROM s, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::integer[],
+               $15::timestamptz[], $16::timestamptz[])
         WITH ORDINALITY AS u(channel_id, thread_id, content, lexical, location, author_ids, token_count,
                              started_at, ended_at, ord)
 RETURNING source_id, chunk_index, id
@@ -195,6 +199,8 @@ def source_from_row(row: Mapping[str, Any]) -> KnowledgeSource:
         chunk_count=int(row["chunk_count"]),
         created_at=ensure_utc(row["created_at"]),
         updated_at=ensure_utc(row["updated_at"]),
+        private=bool(row["private"]),
+        members=tuple(json.loads(row["members"])),
     )
 
 
@@ -230,6 +236,8 @@ async def insert_source(
         source.title,
         source.uri,
         to_json(source.metadata, what="SourceDraft.metadata"),
+        source.private,
+        source_members(source),
     )
     if not chunks:
         return SourceId(int(await conn.fetchval(_INSERT_SOURCE, *head))), []

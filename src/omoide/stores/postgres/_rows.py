@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,8 @@ from omoide.models import (
 
 SESSION_COLUMNS = (
     "id, session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id, status, "
-    "version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, context_summary, context_summary_seq"
+    "version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, context_summary, context_summary_seq, "
+    "private, members"
 )
 MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
 
@@ -43,6 +45,8 @@ def row_to_session(row: Mapping[str, Any]) -> Session:
         created_at=ensure_utc(row["created_at"]),
         context_summary=row["context_summary"],
         context_summary_seq=int(row["context_summary_seq"]),
+        private=bool(row["private"]),
+        members=tuple(json.loads(row["members"])),
     )
 
 

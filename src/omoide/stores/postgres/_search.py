@@ -21,6 +21,9 @@ return fewer rows than asked)::
   exact ranking of just those chunks (:data:`EXACT_LIMIT`): measured at 100k chunks, the
   iterative scan for a 5 % filter and k=200 took ~170 ms, the exact ranking a fraction.
 * Score = ``1 - distance`` (cosine similarity).
+* Visibility (``viewer`` / ``public_only``) is a condition on the chunk row the scan joins
+  anyway (``NOT c.private OR c.members ? viewer``): the iterative scan skips hidden chunks
+  and keeps going until ``k`` visible ones pass, like any other filter.
 
 Lexical search: ``lexical_tsv @@ to_tsquery('simple', $1)`` where ``$1`` is every token as a
 quoted tsquery lexeme (quotes doubled, backslashes escaped) joined by ``|`` (OR), so no token
@@ -88,6 +91,10 @@ def filter_sql(filters: SearchFilters, args: list[Any], *, workspace_column: str
         where.append(f"coalesce(c.ended_at, c.started_at) >= {param(filters.since)}")
     if filters.until is not None:
         where.append(f"coalesce(c.started_at, c.ended_at) <= {param(filters.until)}")
+    if filters.public_only:
+        where.append("NOT c.private")
+    elif filters.viewer is not None:
+        where.append(f"(NOT c.private OR c.members ? {param(filters.viewer)}::text)")
     return " AND ".join(where)
 
 

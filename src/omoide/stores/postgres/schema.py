@@ -197,4 +197,32 @@ CREATE INDEX api_keys_workspace_idx ON api_keys (workspace_id, id);
 """
 """Migration 5: ``api_keys`` (the SHA-256 of each token, never the token; one workspace each)."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5"]
+_META_PLATFORM = "metadata->>'platform'"
+_META_CHANNEL = "coalesce(metadata->>'channel_id', '')"
+_META_NAME = "coalesce(metadata->>'channel_name', '')"
+
+MIGRATION_6 = f"""
+ALTER TABLE knowledge_sources ADD COLUMN private boolean NOT NULL DEFAULT false,
+                              ADD COLUMN members jsonb NOT NULL DEFAULT '[]';
+ALTER TABLE knowledge_chunks ADD COLUMN private boolean NOT NULL DEFAULT false,
+                             ADD COLUMN members jsonb NOT NULL DEFAULT '[]';
+ALTER TABLE sessions ADD COLUMN private boolean NOT NULL DEFAULT false,
+                     ADD COLUMN members jsonb NOT NULL DEFAULT '[]';
+UPDATE sessions SET private = true,
+                    members = CASE WHEN user_id IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(user_id) END
+WHERE platform = 'slack' AND (channel_id LIKE 'D%' OR channel_id LIKE 'G%')
+   OR platform = 'discord' AND workspace_id = '0';
+UPDATE knowledge_sources
+SET private = true,
+    members = CASE WHEN jsonb_typeof(metadata->'participants') = 'array'
+                   THEN metadata->'participants' ELSE '[]'::jsonb END
+WHERE ({_META_PLATFORM} = 'slack' AND ({_META_CHANNEL} LIKE 'D%' OR {_META_CHANNEL} LIKE 'G%'
+       OR {_META_NAME} LIKE 'mpdm-%' OR {_META_NAME} LIKE 'DM: %'))
+   OR ({_META_PLATFORM} = 'discord' AND workspace_id = '0');
+UPDATE knowledge_chunks c SET private = true, members = s.members
+FROM knowledge_sources s WHERE s.id = c.source_id AND s.private;
+"""
+"""Migration 6: knowledge visibility (``private``, ``members`` on sources, chunks and sessions), backfilled
+where the stored data already says private (Slack D…/G… ids, ``mpdm-`` / imported ``DM:`` names, Discord DMs)."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5", "MIGRATION_6"]

@@ -33,6 +33,7 @@ How the session operations stay correct with many writers:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -71,7 +72,7 @@ from omoide.knowledge.models import (
 )
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
+from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
@@ -425,6 +426,28 @@ class PostgresStore:
         async with self._acquire() as conn:
             row = await conn.fetchrow(_SELECT_SESSION_BY_ID, sid)
         return None if row is None else row_to_session(row)
+
+    async def set_session_visibility(
+        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
+    ) -> Session:
+        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
+
+        Raises:
+            SessionNotFound: no session has this id.
+        """
+        sid = _check_id(session_id)
+        who = check_members(members)
+        async with self._acquire() as conn:
+            row = await conn.fetchrow(
+                f"UPDATE sessions SET private = $2, members = $3::jsonb, version = version + 1 WHERE id = $1 "
+                f"RETURNING {SESSION_COLUMNS}",
+                sid,
+                bool(private),
+                json.dumps(who),
+            )
+        if row is None:
+            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
+        return row_to_session(row)
 
     async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
         sid = _check_id(session_id)

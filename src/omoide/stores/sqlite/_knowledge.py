@@ -50,6 +50,7 @@ from omoide.stores._knowledge_common import (
     check_locked_plan,
     prune_through,
     session_not_found,
+    source_members,
     source_not_found,
     status_from_rows,
     to_json,
@@ -66,7 +67,7 @@ VECTOR_DTYPE = np.dtype("<f4")
 
 SOURCE_COLUMNS = (
     "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
-    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id)"
+    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id), s.private, s.members"
 )
 CHUNK_COLUMNS = (
     "id, source_id, workspace_id, chunk_index, content, lexical, token_count, location, channel_id, thread_id, "
@@ -74,13 +75,14 @@ CHUNK_COLUMNS = (
 )
 
 _INSERT_SOURCE = """
-INSERT INTO knowledge_sources (workspace_id, type, title, uri, status, metadata, attempts, created_at, updated_at)
-VALUES (?, ?, ?, ?, 'pending', ?, 0, ?, ?)
+INSERT INTO knowledge_sources (workspace_id, type, title, uri, status, metadata, attempts, created_at, updated_at,
+                               private, members)
+VALUES (?, ?, ?, ?, 'pending', ?, 0, ?, ?, ?, ?)
 """
 _INSERT_CHUNK = """
 INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
-                              location, author_ids, token_count, started_at, ended_at, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                              location, author_ids, token_count, started_at, ended_at, created_at, private, members)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 SESSIONS_TO_ARCHIVE_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM sessions
@@ -150,6 +152,8 @@ def source_from_row(row: Sequence[Any]) -> KnowledgeSource:
         chunk_count=row[11],
         created_at=parse_ts(row[9]),
         updated_at=parse_ts(row[10]),
+        private=bool(row[12]),
+        members=tuple(json.loads(row[13])),
     )
 
 
@@ -190,6 +194,7 @@ def insert_source(
 ) -> tuple[SourceId, list[ChunkId]]:
     """Insert a pending source and its chunks (``chunk_index`` 0, 1, …); return their ids."""
     stamp = format_ts(now)
+    private, members = int(source.private), source_members(source)
     cursor = conn.execute(
         _INSERT_SOURCE,
         (
@@ -200,6 +205,8 @@ def insert_source(
             to_json(source.metadata, what="SourceDraft.metadata"),
             stamp,
             stamp,
+            private,
+            members,
         ),
     )
     source_id = cursor.lastrowid
@@ -224,6 +231,8 @@ def insert_source(
                 _ts_text(chunk.started_at),
                 _ts_text(chunk.ended_at),
                 stamp,
+                private,
+                members,
             )
             for index, chunk in enumerate(chunks)
         ],

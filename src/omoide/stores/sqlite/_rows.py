@@ -37,7 +37,7 @@ from omoide.stores.sqlite._conn import parse_ts
 SESSION_COLUMNS = (
     "id, session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id, "
     "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, "
-    "context_summary, context_summary_seq"
+    "context_summary, context_summary_seq, private, members"
 )
 MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
 
@@ -90,6 +90,8 @@ def session_from_row(row: Sequence[Any]) -> Session:
         created_at=parse_ts(row[15]),
         context_summary=row[16],
         context_summary_seq=row[17],
+        private=bool(row[18]),
+        members=tuple(json.loads(row[19])),
     )
 
 

@@ -14,6 +14,11 @@ exact scan of 100k × 384 float32 vectors takes a few milliseconds):
   filter still returns ``k`` rows when ``k`` rows match.
 * Score = cosine similarity (``1 - cosine distance``, as on PostgreSQL).
 
+Visibility (a ``viewer`` or ``public_only``) is one more ``WHERE`` condition on the
+chunk's own ``private`` / ``members`` columns. Without other filters, the vector scan
+masks out the private chunks the viewer may not see (:func:`hidden_ids`, from a partial
+index) instead of listing every visible chunk.
+
 Lexical search: ``knowledge_chunks_fts MATCH '"t1" OR "t2" …'`` over omoide's own
 tokens (each token a quoted FTS5 string, so no token can be read as query syntax),
 ranked by ``bm25()``; score = ``-bm25`` (higher is better).
@@ -82,6 +87,11 @@ def filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
     if filters.until is not None:
         where.append("coalesce(c.started_at, c.ended_at) <= ?")
         params.append(format_ts(filters.until))
+    if filters.public_only:
+        where.append("c.private = 0")
+    elif filters.viewer is not None:
+        where.append("(c.private = 0 OR EXISTS (SELECT 1 FROM json_each(c.members) m WHERE m.value = ?))")
+        params.append(filters.viewer)
     return " AND ".join(where), params
 
 
@@ -225,6 +235,22 @@ def matching_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArra
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
 
+def hidden_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArray[np.int64]:
+    """Ids of the workspace's private chunks that ``filters`` hide from its viewer, ascending.
+
+    Reads only the partial index ``knowledge_chunks_private_idx`` and the private rows:
+    a workspace's private chunks are usually few, so masking them out of the matrix is
+    cheaper than listing every visible chunk.
+    """
+    sql = "SELECT id FROM knowledge_chunks WHERE workspace_id = ? AND private = 1"
+    params: list[Any] = [filters.workspace_id]
+    if not filters.public_only and filters.viewer is not None:
+        sql += " AND NOT EXISTS (SELECT 1 FROM json_each(members) m WHERE m.value = ?)"
+        params.append(filters.viewer)
+    rows = conn.execute(sql + " ORDER BY id", params).fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
 def vector_ranking(
     conn: sqlite3.Connection,
     cache: VectorCache,
@@ -260,6 +286,12 @@ def vector_ranking(
     else:
         scores = entry.vectors @ q
         ids = entry.ids
+        hidden = hidden_ids(conn, filters) if filters.restricts_visibility else None
+        if hidden is not None and hidden.shape[0]:
+            visible = ~np.isin(ids, hidden, assume_unique=True)
+            scores, ids = scores[visible], ids[visible]
+            if ids.shape[0] == 0:
+                return []
     take = min(k, scores.shape[0])
     top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((ids[top], -scores[top]))]  # best first; ties by lower id
@@ -361,6 +393,7 @@ __all__ = [
     "fetch_chunks",
     "filter_sql",
     "fts_query",
+    "hidden_ids",
     "hits_for",
     "lexical_batch",
     "lexical_ranking",

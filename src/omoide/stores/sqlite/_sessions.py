@@ -10,6 +10,7 @@ statements, so each sees one consistent snapshot.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime
 from typing import Any
@@ -114,6 +115,21 @@ def get_or_create_session(conn: sqlite3.Connection, key: SessionKey, now: dateti
     session = get_session(conn, key.value)
     assert session is not None  # inserted or already there, inside this write transaction
     return session
+
+
+def set_session_visibility(conn: sqlite3.Connection, session_id: int, private: bool, members: list[str]) -> Session:
+    """Set the session's visibility; bumps the version, so an archive planned with the old one retries.
+
+    Raises:
+        SessionNotFound: no session has this id.
+    """
+    row = conn.execute(
+        f"UPDATE sessions SET private = ?, members = ?, version = version + 1 WHERE id = ? RETURNING {SESSION_COLUMNS}",
+        (int(private), json.dumps(members), session_id),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+    return session_from_row(row)
 
 
 def append_message(conn: sqlite3.Connection, session_id: int, message: Message) -> tuple[Message, bool]:

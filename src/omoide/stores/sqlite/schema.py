@@ -384,6 +384,51 @@ V6: tuple[str, ...] = (
 )
 """Migration 6: ``api_keys`` (hashed tokens, one workspace each)."""
 
+
+def _is_private_sql(meta: str, workspace: str) -> str:
+    """Whether a source's metadata already says it came from a private conversation (migration 7's backfill)."""
+    platform = f"json_extract({meta}, '$.platform')"
+    channel = f"coalesce(json_extract({meta}, '$.channel_id'), '')"
+    name = f"coalesce(json_extract({meta}, '$.channel_name'), '')"
+    return (
+        f"(({platform} = 'slack' AND ({channel} GLOB 'D*' OR {channel} GLOB 'G*' OR {name} GLOB 'mpdm-*' "
+        f"OR {name} GLOB 'DM: *')) OR ({platform} = 'discord' AND {workspace} = '0'))"
+    )
+
+
+V7: tuple[str, ...] = (
+    # visibility of long-term knowledge: public to the workspace (private = 0) or private to
+    # `members` (a JSON list of user ids); chunks carry a copy so search filters without a join
+    "ALTER TABLE knowledge_sources ADD COLUMN private INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1))",
+    "ALTER TABLE knowledge_sources ADD COLUMN members TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE knowledge_chunks ADD COLUMN private INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1))",
+    "ALTER TABLE knowledge_chunks ADD COLUMN members TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE sessions ADD COLUMN private INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1))",
+    "ALTER TABLE sessions ADD COLUMN members TEXT NOT NULL DEFAULT '[]'",
+    # the few private chunks of a workspace: what a viewer's vector search masks out
+    "CREATE INDEX knowledge_chunks_private_idx ON knowledge_chunks (workspace_id, id) WHERE private = 1",
+    # backfill where the stored data already says "private": Slack DM / MPIM / legacy private
+    # group ids (D…, G…, mpdm-…, imported "DM: …" names) and Discord DMs (guild "0")
+    """
+    UPDATE sessions SET private = 1, members = CASE WHEN user_id IS NULL THEN '[]' ELSE json_array(user_id) END
+    WHERE platform = 'slack' AND (channel_id GLOB 'D*' OR channel_id GLOB 'G*')
+       OR platform = 'discord' AND workspace_id = '0'
+    """,
+    f"""
+    UPDATE knowledge_sources
+    SET private = 1,
+        members = CASE WHEN json_type(metadata, '$.participants') = 'array'
+                       THEN json_extract(metadata, '$.participants') ELSE '[]' END
+    WHERE {_is_private_sql("metadata", "workspace_id")}
+    """,
+    """
+    UPDATE knowledge_chunks
+    SET private = 1, members = (SELECT s.members FROM knowledge_sources s WHERE s.id = knowledge_chunks.source_id)
+    WHERE source_id IN (SELECT id FROM knowledge_sources WHERE private = 1)
+    """,
+)
+"""Migration 7: knowledge visibility (``private``, ``members`` on sources, chunks and sessions) and its backfill."""
+
 __all__ = [
     "FTS_TOKENIZE",
     "MEMORY_SCOPE_SQL",
@@ -395,5 +440,6 @@ __all__ = [
     "V4",
     "V5",
     "V6",
+    "V7",
     "memory_scope_token",
 ]
