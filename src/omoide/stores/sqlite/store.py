@@ -51,9 +51,9 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
+from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
@@ -316,19 +316,6 @@ class SqliteStore:
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         """The session with this id, or ``None``."""
         return await self._read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
-
-    async def set_session_visibility(
-        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
-    ) -> Session:
-        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-        who = check_members(members)
-        return await self._write(
-            "set_session_visibility", ops.set_session_visibility, _int("session_id", session_id), bool(private), who
-        )
 
     async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
         """Append one message as the session's next ``seq``; return ``(stored_message, created)``.
@@ -646,9 +633,11 @@ class SqliteStore:
         """Store a memory and its vector (see ``MemoryStore``)."""
         check_draft(draft)
         checked = None if vector is None else check_memory_vector(model, vector)
-        return await self._write(
+        return await self._on_writer(
             "insert_memory",
-            mops.insert_memory,
+            mops.tracked_write,
+            self._memory_cache(),
+            mops.insert_memory_tracked,
             draft,
             checked[0] if checked else model,
             checked[1] if checked else None,
@@ -674,9 +663,11 @@ class SqliteStore:
         ws, user = check_scope(workspace_id, user_id)
         check_changes(changes)
         checked = None if vector is None else check_memory_vector(model, vector)
-        return await self._write(
+        return await self._on_writer(
             "update_memory",
-            mops.update_memory,
+            mops.tracked_write,
+            self._memory_cache(),
+            mops.update_memory_tracked,
             ws,
             user,
             check_memory_id(memory_id),
@@ -689,7 +680,15 @@ class SqliteStore:
     async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
         """Delete the user's memory (see ``MemoryStore``)."""
         ws, user = check_scope(workspace_id, user_id)
-        await self._write("delete_memory", mops.delete_memory, ws, user, check_memory_id(memory_id))
+        await self._on_writer(
+            "delete_memory",
+            mops.tracked_write,
+            self._memory_cache(),
+            mops.delete_memory_tracked,
+            ws,
+            user,
+            check_memory_id(memory_id),
+        )
 
     async def list_memories(
         self,
@@ -765,10 +764,46 @@ class SqliteStore:
             check_tags(tags),
         )
 
+    async def memory_recall(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        model: str,
+        query: npt.NDArray[np.float32],
+        tokens: Sequence[str],
+        k: int,
+        limit: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[MemoryHit]:
+        """Hybrid recall in one reader call: both rankings from the user's cached indexes, RRF,
+        then only the ``limit`` fused rows."""
+        ws, user = check_scope(workspace_id, user_id)
+        name, q = check_memory_vector(model, query)
+        if _int("k", k) < 1 or _int("limit", limit) < 1:
+            raise InvalidInput(f"k and limit must be at least 1, got {k} and {limit}")
+        return await self._read(
+            "memory_recall",
+            mops.memory_recall,
+            self._memory_cache(),
+            ws,
+            user,
+            name,
+            q,
+            check_tags(tokens),
+            k,
+            limit,
+            category,
+            check_tags(tags),
+        )
+
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Erase the user's memories, sessions and messages in one transaction."""
         ws, user = check_scope(workspace_id, user_id)
-        return await self._write("forget_user", mops.forget_user, ws, user)
+        return await self._on_writer(
+            "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user
+        )
 
     # ---- summaries (issue 7, seed 003)
 
