@@ -53,7 +53,7 @@ from omoide.knowledge.models import (
 )
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
+from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
@@ -316,6 +316,19 @@ class SqliteStore:
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         """The session with this id, or ``None``."""
         return await self._read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
+
+    async def set_session_visibility(
+        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
+    ) -> Session:
+        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
+
+        Raises:
+            SessionNotFound: no session has this id.
+        """
+        who = check_members(members)
+        return await self._write(
+            "set_session_visibility", ops.set_session_visibility, _int("session_id", session_id), bool(private), who
+        )
 
     async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
         """Append one message as the session's next ``seq``; return ``(stored_message, created)``.
