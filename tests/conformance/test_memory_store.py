@@ -142,3 +142,34 @@ async def test_bad_input_is_refused_and_writes_nothing(store):
     with pytest.raises(InvalidInput, match="together"):
         await store.update_memory("g1", "u1", 1, MemoryChanges(content="x"))
     assert await store.list_memories("g1", "u1") == []
+
+
+async def test_memory_recall_fuses_both_rankings_in_one_call(store):
+    from omoide.memories.ranking import HybridMemoryRecall, fuse_memory_hits
+
+    assert isinstance(store, HybridMemoryRecall)
+    texts = ["誕生日は3月15日", "好きな食べ物はラーメン", "I live in Osaka", "妻の名前はゆき", "ラーメン屋は大阪"]
+    ids = [
+        (
+            await store.insert_memory(
+                _draft(t, category="food" if "ラーメン" in t else "general"), model=MODEL, vector=_vec(i)
+            )
+        ).id
+        for i, t in enumerate(texts)
+    ]
+    tokens = tokenize_for_search("大阪のラーメン")
+    by_vector = await store.memory_vector_search("g1", "u1", model=MODEL, query=_vec(1), k=10)
+    by_text = await store.memory_lexical_search("g1", "u1", tokens=tokens, k=10)
+    records = {int(m.id): m for m, _ in (*by_vector, *by_text)}
+    expected = fuse_memory_hits([m.id for m, _ in by_vector], [m.id for m, _ in by_text], 3, lambda _: records)
+    hits = await store.memory_recall("g1", "u1", model=MODEL, query=_vec(1), tokens=tokens, k=10, limit=3)
+    assert hits == expected and len(hits) == 3 and [h.rank for h in hits] == [1, 2, 3]
+    assert hits[0].memory.id == ids[1] and hits[0].ranks == {"vector": 1, "lexical": hits[0].ranks["lexical"]}
+    food = await store.memory_recall(
+        "g1", "u1", model=MODEL, query=_vec(0), tokens=tokens, k=10, limit=5, category="food"
+    )
+    assert {h.memory.id for h in food} == {ids[1], ids[4]}
+    for workspace, user in (("g1", "u2"), ("g2", "u1")):  # isolation: another user's memories never come back
+        assert (
+            await store.memory_recall(workspace, user, model=MODEL, query=_vec(1), tokens=tokens, k=10, limit=5) == []
+        )

@@ -19,7 +19,8 @@ import numpy.typing as npt
 from pgvector import HalfVector
 
 from omoide.errors import InvalidInput
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryId, MemoryRecord
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
+from omoide.memories.ranking import fuse_memory_hits
 from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
@@ -247,6 +248,28 @@ async def memory_lexical_search(
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
+async def memory_recall(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    model: str,
+    query: npt.NDArray[np.float32],
+    tokens: Sequence[str],
+    k: int,
+    limit: int,
+    category: str | None,
+    tags: Sequence[str],
+    schema: str | None,
+) -> list[MemoryHit]:
+    """Both rankings on one connection (one pool checkout), fused with RRF."""
+    by_vector = await memory_vector_search(conn, workspace_id, user_id, model, query, k, category, tags, schema)
+    by_text = await memory_lexical_search(conn, workspace_id, user_id, tokens, k, category, tags)
+    records = {int(m.id): m for m, _ in (*by_vector, *by_text)}
+    return fuse_memory_hits(
+        [int(m.id) for m, _ in by_vector], [int(m.id) for m, _ in by_text], limit, lambda _: records
+    )
+
+
 async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) -> ForgetReport:
     async with conn.transaction():
         memories = await conn.fetchval(
@@ -291,6 +314,7 @@ __all__ = [
     "insert_memory",
     "list_memories",
     "memory_lexical_search",
+    "memory_recall",
     "memory_vector_search",
     "update_memory",
 ]

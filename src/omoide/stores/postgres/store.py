@@ -70,7 +70,7 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
+from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
@@ -965,6 +965,31 @@ class PostgresStore:
         wanted = check_tags(tags)
         async with self._acquire() as conn:
             return await mops.memory_lexical_search(conn, ws, user, words, top, category, wanted)
+
+    async def memory_recall(
+        self,
+        workspace_id: str,
+        user_id: str,
+        *,
+        model: str,
+        query: npt.NDArray[np.float32],
+        tokens: Sequence[str],
+        k: int,
+        limit: int,
+        category: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[MemoryHit]:
+        """Hybrid recall on one pooled connection: both rankings, RRF, the ``limit`` fused memories."""
+        ws, user = check_scope(workspace_id, user_id)
+        name, q = check_memory_vector(model, query)
+        top = _check_int("k", k, minimum=1)
+        most = _check_int("limit", limit, minimum=1)
+        words = check_tags(tokens)
+        wanted = check_tags(tags)
+        async with self._acquire() as conn:
+            return await mops.memory_recall(
+                conn, ws, user, name, q, words, top, most, category, wanted, self._vector_schema
+            )
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Erase the user's memories, sessions and messages in one transaction."""
