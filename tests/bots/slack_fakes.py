@@ -56,6 +56,8 @@ class FakeSlack:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     webhooks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     missing_permalinks: set[str] = field(default_factory=set)
+    private_channels: set[str] = field(default_factory=set)
+    """Channels ``conversations.info`` reports as private (``is_private``); ``D…`` ids are DMs."""
     outbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     """Envelopes the Socket Mode endpoint sends to the connected app."""
     acks: list[dict[str, Any]] = field(default_factory=list)
@@ -117,6 +119,10 @@ class FakeSlack:
                     return web.json_response({"ok": False, "error": "channel_not_found"})
                 url = f"https://acme.slack.com/archives/{channel}/p{ts.replace('.', '')}"
                 return web.json_response({"ok": True, "channel": channel, "permalink": url})
+            if method == "conversations.info":
+                channel = str(params["channel"])
+                info = {"id": channel, "is_im": channel.startswith("D"), "is_private": channel in self.private_channels}
+                return web.json_response({"ok": True, "channel": info})
             return web.json_response({"ok": False, "error": "unknown_method"})
 
         async def hook(request: web.Request) -> web.Response:

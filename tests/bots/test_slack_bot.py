@@ -425,3 +425,38 @@ async def test_ask_links_archived_bot_conversations_to_their_first_message(mem: 
     [lookup] = fake_slack.method_calls("chat.getPermalink")
     assert (lookup["channel"], lookup["message_ts"]) == ("C0GENERAL", event["ts"])
     assert f"p{event['ts'].replace('.', '')}|" in fake_slack.responses("q1")[0]["text"]
+
+
+async def test_a_users_dm_knowledge_is_retrievable_by_their_ask_only(mem: Memory, fake_slack: FakeSlack):
+    """Alice's DM with the bot (and a mention in a private channel) is archived private to her:
+    Bob's /ask never cites it, Alice's does; a public-channel mention stays public."""
+    fake_slack.private_channels.add("C0SECRET")
+    app = _app(mem, fake_slack)
+    secret = "The Bluebird codename is for the Hakone merger; nobody else may know about Bluebird."
+    await socket_dispatch(app, event_callback(direct_message(secret, user=ALICE)))
+    await socket_dispatch(
+        app, event_callback(mention("Bluebird budget is 3 million yen.", user=ALICE, channel="C0SECRET"))
+    )
+    await socket_dispatch(app, event_callback(mention("Bluebird is also the cafeteria's name.", user=ALICE)))
+    sessions = {s.channel_id: s for s in await mem.sessions.list_sessions(workspace=TEAM)}
+    assert (sessions["D0ALICE"].private, sessions["D0ALICE"].members) == (True, (ALICE,))
+    assert sessions["C0SECRET"].private and not sessions["C0GENERAL"].private
+    await mem.archive(now=True)
+    await mem.embed()
+    sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace=TEAM)}
+    assert sources["D0ALICE"].private and ALICE in sources["D0ALICE"].members
+    assert sources["C0SECRET"].private and not sources["C0GENERAL"].private
+
+    async def cited_channels(user: str, hook: str) -> set[str]:
+        before = len(fake_slack.method_calls("chat.getPermalink"))
+        payload = slash_command("/ask", "What is Bluebird?", user=user, hook=hook, fake=fake_slack)
+        await socket_dispatch(app, payload, kind="slash_commands")
+        assert fake_slack.responses(hook)
+        return {c["channel"] for c in fake_slack.method_calls("chat.getPermalink")[before:]}
+
+    assert await cited_channels(BOB, "bob") == {"C0GENERAL"}
+    assert await cited_channels(ALICE, "alice") <= {"D0ALICE", "C0SECRET", "C0GENERAL"}
+    result = await mem.ask("What is Bluebird?", workspace=TEAM, viewer=ALICE, k=5)
+    assert {h.chunk.channel_id for h in result.hits} == {"D0ALICE", "C0SECRET", "C0GENERAL"}
+    result = await mem.ask("What is Bluebird?", workspace=TEAM, viewer=BOB, k=5)
+    assert {h.chunk.channel_id for h in result.hits} == {"C0GENERAL"}

@@ -16,6 +16,11 @@ Thin by design — each handler parses the event, calls :class:`omoide.Memory` a
 * **``/ask <question>``** answers from the workspace's long-term memory with citations
   (``Memory.ask``), each linked to its Slack message (``chat.getPermalink``); the answer
   is ephemeral, since the evidence may come from channels the channel's members cannot see.
+  It is asked with ``viewer=<the invoking user>``: public knowledge, plus private knowledge
+  (DMs, group DMs, private channels) only where that user is a member.
+* **Private conversations.** A turn in a DM, group DM or private channel marks its session
+  private (``Memory.set_visibility``), so what the workers archive from it is visible only
+  to its members (the user, and everyone who spoke in it).
 * **``/memory add|search|list|delete …``** edits the invoking user's own memories;
   responses are ephemeral. Another user's memory id is "not found".
 * Long replies are split at paragraph boundaries (:func:`split_reply`) into messages of at most
@@ -275,6 +280,7 @@ class SlackBot:
         self.memory_command = memory_command
         self._answering: set[str] = set()
         self._names: OrderedDict[str, str | None] = OrderedDict()
+        self._private: OrderedDict[str, bool] = OrderedDict()
 
     def register(self, app: AsyncApp) -> None:
         """Add the listeners to ``app``."""
@@ -348,6 +354,35 @@ class SlackBot:
         while len(self._names) > NAME_CACHE_SIZE:
             self._names.popitem(last=False)
         return name
+
+    async def channel_is_private(self, client: AsyncWebClient, channel: str, channel_type: object = None) -> bool:
+        """Whether a conversation is private: a DM (``im``), group DM (``mpim``) or private channel.
+
+        ``message`` events name it (``channel_type`` ``im`` / ``mpim`` / ``group`` / ``channel``);
+        ``app_mention`` events do not, so ``conversations.info`` is asked once per channel
+        (``channels:read``, ``groups:read``, ``im:read``, ``mpim:read``) and cached. When it
+        cannot be asked, the channel counts as private: knowledge is never widened by an error.
+        """
+        if channel_type in ("im", "mpim", "group"):
+            return True
+        if channel_type == "channel":
+            return False
+        if channel.startswith("D"):
+            return True
+        if channel in self._private:
+            self._private.move_to_end(channel)
+            return self._private[channel]
+        try:
+            found = await client.conversations_info(channel=channel)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("slack_channel_lookup_failed", channel=channel, error=str(exc)[:200])
+            return True  # not cached: asked again next time
+        info = found.get("channel") or {}
+        private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
+        self._private[channel] = private
+        while len(self._private) > NAME_CACHE_SIZE:
+            self._private.popitem(last=False)
+        return private
 
     async def user_names(self, client: AsyncWebClient, user_ids: Iterable[str]) -> dict[str, str]:
         """Display names of the users that have one."""
@@ -439,7 +474,10 @@ class SlackBot:
             message = Message.user(
                 text, author_id=user, author_name=names.get(user), message_id=message_id, created_at=ts_time(ts)
             )
+            private = await self.channel_is_private(client, channel, event.get("channel_type"))
             try:
+                # a DM, group DM or private channel: its archives are visible to its members only
+                await self.mem.set_visibility(key, private=private, members=[user] if private else [])
                 reply = await self.mem.chat(key, message, tools=True)
                 answer = to_mrkdwn(reply.text) if reply.text.strip() else TEXTS[lang]["no_answer"]
             except OmoideError as exc:
@@ -469,7 +507,11 @@ class SlackBot:
             await self.respond(respond, TEXTS[lang]["ask_usage"].format(cmd=self.ask_command))
             return
         try:
-            result = await self.mem.ask(question, workspace=team, asker=command.get("user_id"), language=lang)
+            asker = str(command.get("user_id") or "") or None
+            # the asker's view: public knowledge plus the private knowledge they are a member of
+            result = await self.mem.ask(
+                question, workspace=team, asker=asker, language=lang, viewer=asker, public_only=asker is None
+            )
         except OmoideError as exc:
             log.warning("slack_ask_failed", workspace=team, code=exc.code, error=exc.message)
             await self.respond(respond, self.error_text(exc, lang))
