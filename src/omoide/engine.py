@@ -825,7 +825,7 @@ class Memory:
                 raise CapabilityNotSupported(
                     f"the {type(self.store).__name__} backend does not store API keys; use SQLite or PostgreSQL"
                 )
-            service = self._api_keys = ApiKeyService(self.store)
+            service = self._api_keys = ApiKeyService(self.store, cache_seconds=self.settings.api_key_cache_seconds)
         return service
 
     # ---- summaries (issue 7, seed 003)

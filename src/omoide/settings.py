@@ -201,6 +201,15 @@ class Settings(BaseSettings):
             "Unset: no admin endpoints (use `omoide keys`)."
         ),
     )
+    api_key_cache_seconds: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description=(
+            "How long a verified API key is trusted without reading the database again (0: never). "
+            "A key revoked by another process (e.g. `omoide keys revoke`) stops working within this time."
+        ),
+    )
     http_max_body_bytes: int = Field(
         1024 * 1024, ge=1024, description="HTTP API: largest JSON request body in bytes (larger: 413)."
     )

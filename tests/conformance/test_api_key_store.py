@@ -95,3 +95,16 @@ async def test_concurrent_creates(store):
     made = await asyncio.gather(*(keys.create("g1", name=f"k{i}") for i in range(10)))
     assert len({m.record.id for m in made}) == 10
     assert all([await keys.verify(m.token) for m in made])
+
+
+async def test_service_cache(store):
+    now = [100.0]
+    keys = ApiKeyService(store, cache_seconds=5, clock=lambda: now[0])
+    a, b = await keys.create("g1"), await keys.create("g1")
+    assert await keys.verify(a.token) is not None and await keys.verify(b.token) is not None
+    await keys.revoke(a.record.id)  # through the service: at once
+    assert await keys.verify(a.token) is None
+    await store.revoke_api_key(b.record.id)  # elsewhere (another process): within cache_seconds
+    assert await keys.verify(b.token) is not None
+    now[0] += 5.1
+    assert await keys.verify(b.token) is None

@@ -20,6 +20,8 @@ import builtins
 import hashlib
 import hmac
 import secrets
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord, CreatedApiKey
@@ -34,6 +36,7 @@ DISPLAY_PREFIX_CHARS = 12  # "omk_" + 8 characters
 MAX_TOKEN_CHARS = 200
 MAX_NAME_CHARS = 100
 MAX_WORKSPACE_CHARS = 256
+MAX_CACHED_KEYS = 10_000
 
 
 def hash_token(token: str) -> str:
@@ -75,8 +78,16 @@ def _key_id(value: object) -> ApiKeyId:
 class ApiKeyService:
     """API keys over an :class:`~omoide.stores.base.ApiKeyStore`. Reached as ``Memory.api_keys``."""
 
-    def __init__(self, store: ApiKeyStore) -> None:
+    def __init__(
+        self, store: ApiKeyStore, *, cache_seconds: float = 0.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.store = store
+        self.cache_seconds = cache_seconds
+        self._clock = clock
+        # token hash -> (active record, valid until): saves a database read per request. Only
+        # successes are cached (a new key works at once); a revocation through this service
+        # drops its entry at once, one made elsewhere (another process) within cache_seconds.
+        self._cache: dict[str, tuple[ApiKeyRecord, float]] = {}
 
     async def create(self, workspace: str | int, *, name: str | None = None) -> CreatedApiKey:
         """Create a key for ``workspace``; the returned ``token`` is the only copy of it.
@@ -97,12 +108,21 @@ class ApiKeyService:
         if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > MAX_TOKEN_CHARS:
             return None
         digest = hash_token(token)
+        if self.cache_seconds > 0:
+            cached = self._cache.get(digest)
+            if cached is not None and cached[1] > self._clock():
+                return cached[0]
         found = await self.store.get_api_key_by_hash(digest)
         if found is None:
             return None
         record, stored_hash = found
         if not hmac.compare_digest(stored_hash, digest) or not record.active:
+            self._cache.pop(digest, None)
             return None
+        if self.cache_seconds > 0:
+            if len(self._cache) >= MAX_CACHED_KEYS:
+                self._cache.clear()
+            self._cache[digest] = (record, self._clock() + self.cache_seconds)
         return record
 
     async def get(self, key_id: int) -> ApiKeyRecord:
@@ -139,6 +159,8 @@ class ApiKeyService:
             NotFoundError: no key has this id.
         """
         record = await self.store.revoke_api_key(_key_id(key_id))
+        for digest in [d for d, (r, _) in self._cache.items() if r.id == key_id]:
+            del self._cache[digest]
         if record is None:
             raise NotFoundError(f"no API key has id {key_id}; `omoide keys list` shows them", key_id=key_id)
         return record

@@ -19,7 +19,7 @@ bearer = HTTPBearer(
 )
 
 
-def get_memory(request: Request) -> Memory:
+async def get_memory(request: Request) -> Memory:
     memory: Memory = request.app.state.memory
     return memory
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from typing import Any
 
 import structlog
@@ -41,7 +41,7 @@ class RequestContextMiddleware:
                     length = int(value)
                 except ValueError:
                     length = None
-        request_id = given or uuid.uuid4().hex
+        request_id = given or os.urandom(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id
         limit = self.max_upload_bytes if scope["path"].startswith(UPLOAD_PATHS) else self.max_body_bytes
         structlog.contextvars.bind_contextvars(request_id=request_id)
