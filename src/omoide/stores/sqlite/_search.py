@@ -275,6 +275,7 @@ def vector_ranking(
             f"{entry.vectors.shape[1]}-dimensional vectors: embed the query with the same model"
         )
     q = (query / np.linalg.norm(query)).astype(np.float32)
+    hidden_count = 0
     if filters.narrows:
         wanted = matching_ids(conn, filters)
         pos = np.minimum(np.searchsorted(entry.ids, wanted), n - 1)  # both ascending: O(m log n)
@@ -288,11 +289,13 @@ def vector_ranking(
         ids = entry.ids
         hidden = hidden_ids(conn, filters) if filters.restricts_visibility else None
         if hidden is not None and hidden.shape[0]:
-            visible = ~np.isin(ids, hidden, assume_unique=True)
-            scores, ids = scores[visible], ids[visible]
-            if ids.shape[0] == 0:
-                return []
-    take = min(k, scores.shape[0])
+            pos = np.minimum(np.searchsorted(ids, hidden), n - 1)  # both ascending: O(m log n)
+            pos = pos[ids[pos] == hidden]
+            scores[pos] = -np.inf  # a fresh array: never ranked while k <= the visible rows
+            hidden_count = pos.shape[0]
+    take = min(k, scores.shape[0] - hidden_count)
+    if take <= 0:
+        return []
     top = np.argpartition(-scores, take - 1)[:take] if take < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((ids[top], -scores[top]))]  # best first; ties by lower id
     return [RankedChunk(ChunkId(int(ids[i])), float(scores[i])) for i in order]
