@@ -22,6 +22,7 @@ from omoide.errors import InvalidInput
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
 from omoide.memories.ranking import fuse_memory_hits
 from omoide.models import ensure_utc
+from omoide.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
 from omoide.stores.postgres._search import tsquery_text, vector_type
@@ -248,6 +249,69 @@ async def memory_lexical_search(
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
+async def _vector_ranking(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    model: str,
+    query: npt.NDArray[np.float32],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+    schema: str | None,
+) -> list[int]:
+    """Ids of the user's ``k`` nearest memories; joins ``memories`` only to filter."""
+    dims = int(query.shape[0])
+    stored = await conn.fetchval(
+        "SELECT dimensions FROM memory_embeddings WHERE workspace_id = $1 AND user_id = $2 AND model = $3 LIMIT 1",
+        workspace_id,
+        user_id,
+        model,
+    )
+    if stored is None:
+        return []
+    if int(stored) != dims:
+        raise InvalidInput(
+            f"the query vector has {dims} dimensions but model {model!r} stored {stored}-dimensional memory "
+            "vectors: embed the query with the same model"
+        )
+    halfvec = f"{vector_type(schema)}({dims})"
+    args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
+    extra = _filters(category, tags, args)
+    join = f" JOIN memories m ON m.id = e.memory_id AND m.workspace_id = $2 AND m.user_id = $3{extra}" if extra else ""
+    args.append(k)
+    rows = await conn.fetch(
+        f"SELECT e.memory_id, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance FROM memory_embeddings e{join} "
+        f"WHERE e.workspace_id = $2 AND e.user_id = $3 AND e.model = $4 AND e.dimensions = {dims} "
+        f"ORDER BY distance, e.memory_id LIMIT ${len(args)}",
+        *args,
+    )
+    return [int(r["memory_id"]) for r in rows]
+
+
+async def _lexical_ranking(
+    conn: asyncpg.Connection,
+    workspace_id: str,
+    user_id: str,
+    tokens: Sequence[str],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+) -> list[int]:
+    if not tokens:
+        return []
+    args: list[Any] = [tsquery_text(tokens), workspace_id, user_id]
+    extra = _filters(category, tags, args)
+    args.append(k)
+    rows = await conn.fetch(
+        "SELECT m.id, ts_rank_cd(m.lexical_tsv, q) AS score FROM memories m, to_tsquery('simple', $1) AS q "
+        f"WHERE m.lexical_tsv @@ q AND m.workspace_id = $2 AND m.user_id = $3{extra} "
+        f"ORDER BY score DESC, m.id LIMIT ${len(args)}",
+        *args,
+    )
+    return [int(r["id"]) for r in rows]
+
+
 async def memory_recall(
     conn: asyncpg.Connection,
     workspace_id: str,
@@ -261,13 +325,18 @@ async def memory_recall(
     tags: Sequence[str],
     schema: str | None,
 ) -> list[MemoryHit]:
-    """Both rankings on one connection (one pool checkout), fused with RRF."""
-    by_vector = await memory_vector_search(conn, workspace_id, user_id, model, query, k, category, tags, schema)
-    by_text = await memory_lexical_search(conn, workspace_id, user_id, tokens, k, category, tags)
-    records = {int(m.id): m for m, _ in (*by_vector, *by_text)}
-    return fuse_memory_hits(
-        [int(m.id) for m, _ in by_vector], [int(m.id) for m, _ in by_text], limit, lambda _: records
+    """Both rankings (ids only) on one connection, RRF, then the ``limit`` fused rows."""
+    by_vector = await _vector_ranking(conn, workspace_id, user_id, model, query, k, category, tags, schema)
+    by_text = await _lexical_ranking(conn, workspace_id, user_id, tokens, k, category, tags)
+    fused = reciprocal_rank_fusion([by_vector, by_text], k=DEFAULT_RRF_K, limit=limit)
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY($1::bigint[]) AND m.workspace_id = $2 AND m.user_id = $3",
+        [int(f.key) for f in fused],
+        workspace_id,
+        user_id,
     )
+    records = {int(r["id"]): record_from_row(r) for r in rows}
+    return fuse_memory_hits(by_vector, by_text, limit, lambda _: records)
 
 
 async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) -> ForgetReport:
