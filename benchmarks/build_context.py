@@ -6,7 +6,8 @@ Usage:
 Data: the shipped sample export (340 messages → 61 chunks, embedded), ``--memories``
 memories of the asking user, and a 20-message session window. Each call recalls memories,
 searches knowledge (hybrid), fetches the window and fits everything into ``--budget``
-tokens; the hashing embedder keeps provider time out of the figure.
+tokens; the hashing embedder keeps provider time out of the figure. The load average
+(``os.getloadavg()``) is printed with the figures: the machine is shared.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -49,6 +51,7 @@ async def bench(memories: int, calls: int, budget: int) -> dict[str, Any]:
             await mem.append(key, Message.assistant(f"答え {i}"))
         qs = [q.question for q in questions()]
         await mem.build_context(key, qs[0], budget_tokens=budget)  # warm: vector matrices, tokenizer
+        load_before = os.getloadavg()
         samples = []
         parts = 0
         for i in range(calls):
@@ -62,6 +65,7 @@ async def bench(memories: int, calls: int, budget: int) -> dict[str, Any]:
             "budget": budget,
             "mean_parts": round(parts / calls, 1),
             "build_context_ms": {k: round(v, 2) for k, v in percentiles(samples).items()},
+            "loadavg": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         }
 
 
@@ -81,6 +85,7 @@ def main() -> None:
         f"build_context (SQLite, hashing, {result['memories']} memories, budget {result['budget']}): "
         f"p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms (n={r['n']}, {result['mean_parts']} parts on average)"
     )
+    print(f"load average before/after the calls: {result['loadavg']['before']} / {result['loadavg']['after']}")
     print(f"machine: {machine()}")
 
 

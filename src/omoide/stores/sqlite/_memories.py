@@ -2,11 +2,14 @@
 
 Every statement carries ``workspace_id = ? AND user_id = ?``. Recall works on one user's
 memories only: an exact numpy scan over their float32 vectors (per model) and BM25 over an
-inverted index of their memories' tokens, both cached per user and rebuilt when the user's
-row in ``memory_generations`` moved (triggers bump it on any change to their memories or
-vectors, from any connection or process). So a recall costs the same whether the database
-holds one user or a million. (The FTS5 table ``memories_fts`` is kept in sync for ad-hoc
-queries; recall does not need it.)
+inverted index of their memories' tokens, both cached per user (:class:`MemoryRecallCache`)
+and tied to the user's row in ``memory_generations`` (triggers bump it on any change to
+their memories or vectors, from any connection or process). This store's own writes update
+the cached indexes in place after they commit (:func:`tracked_write`); any other change
+moves the generation past the cache, and the next recall rebuilds. So a recall costs the
+same whether the database holds one user or a million, and a user's own writes never make
+the next recall slow. (The FTS5 table ``memories_fts`` is kept in sync for ad-hoc queries;
+recall does not need it.)
 """
 
 from __future__ import annotations
