@@ -521,8 +521,9 @@ class MemoryRecallCache:
         with _snapshot(conn):
             generation = self.generation(conn, workspace_id, user_id)
             rows = conn.execute(
+                # no ORDER BY: sorting 10k blobs took a temporary B-tree (ties are broken by id later anyway)
                 "SELECT memory_id, embedding FROM memory_embeddings WHERE workspace_id = ? AND user_id = ? "
-                "AND model = ? ORDER BY memory_id",
+                "AND model = ?",
                 (workspace_id, user_id, model),
             ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -550,7 +551,7 @@ class MemoryRecallCache:
         with _snapshot(conn):
             generation = self.generation(conn, workspace_id, user_id)
             rows = conn.execute(
-                "SELECT id, lexical FROM memories WHERE workspace_id = ? AND user_id = ? ORDER BY id",
+                "SELECT id, lexical FROM memories WHERE workspace_id = ? AND user_id = ?",
                 (workspace_id, user_id),
             ).fetchall()
         index = LexicalIndex(rows, generation)
