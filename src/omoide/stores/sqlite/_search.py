@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +47,7 @@ from omoide.stores.sqlite._conn import format_ts, parse_ts
 TOKENIZER_KEY = "lexical_tokenizer"
 MIXED_TOKENIZERS = "mixed"
 _GATHER_FRACTION = 0.25  # below this share of rows, gather them; above, score all and mask
+MATCHING_CACHE = 256  # filtered id lists remembered per store (see VectorCache.matching)
 MAX_CACHE_BYTES = 1 << 30  # matrices kept per store; the oldest built are dropped beyond this
 
 HIT_COLUMNS = (
@@ -162,12 +164,31 @@ class VectorCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], _Matrix] = {}
         self._lock = threading.Lock()
+        self._matching: OrderedDict[tuple[SearchFilters, int], npt.NDArray[np.int64]] = OrderedDict()
+
+    def matching(self, conn: sqlite3.Connection, filters: SearchFilters, generation: int) -> npt.NDArray[np.int64]:
+        """:func:`matching_ids`, remembered per workspace generation (the ``MATCHING_CACHE``
+        most recent filters): a bot searching one channel again and again lists its chunks
+        once until the workspace changes."""
+        key = (filters, generation)
+        with self._lock:
+            found = self._matching.get(key)
+            if found is not None:
+                self._matching.move_to_end(key)
+                return found
+        ids = matching_ids(conn, filters)
+        with self._lock:
+            self._matching[key] = ids
+            while len(self._matching) > MATCHING_CACHE:
+                self._matching.popitem(last=False)
+        return ids
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._matching.clear()
 
     def matrix(self, conn: sqlite3.Connection, workspace_id: str, model: str) -> _Matrix:
         key = (workspace_id, model)
@@ -229,9 +250,14 @@ def _load_matrix(conn: sqlite3.Connection, workspace_id: str, model: str) -> _Ma
 
 
 def matching_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArray[np.int64]:
-    """Ids of the chunks that pass ``filters``, ascending."""
+    """Ids of the chunks that pass ``filters``, ascending.
+
+    Sources are joined only when a source type is filtered: joining every chunk to its
+    source reads each (wide) chunk row, where the filter's index alone holds the ids.
+    """
     where, params = filter_sql(filters)
-    rows = conn.execute(f"SELECT c.id FROM {_FROM_CHUNKS} WHERE {where} ORDER BY c.id", params).fetchall()
+    table = _FROM_CHUNKS if filters.source_types else "knowledge_chunks c"
+    rows = conn.execute(f"SELECT c.id FROM {table} WHERE {where} ORDER BY c.id", params).fetchall()
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
 
@@ -277,7 +303,7 @@ def vector_ranking(
     q = (query / np.linalg.norm(query)).astype(np.float32)
     hidden_count = 0
     if filters.narrows:
-        wanted = matching_ids(conn, filters)
+        wanted = cache.matching(conn, filters, entry.generation)
         pos = np.minimum(np.searchsorted(entry.ids, wanted), n - 1)  # both ascending: O(m log n)
         rows = pos[entry.ids[pos] == wanted]
         if rows.shape[0] == 0:
