@@ -146,10 +146,11 @@ async def bench(
             assert hits, "recall returned nothing"
         load_after = os.getloadavg()
         after_write = []
+        nonce = os.urandom(4).hex()  # new text on every run (--reuse): an insert, not a near-duplicate update
         for i in range(writes):  # remember, then recall for the same user (own write: no rebuild)
             user = f"u{i % min(users, 20)}"
             words = " ".join(rng.choices(qs, k=2))
-            await mem.remember(f"benchmark note {i}: {words}", workspace="g1", user=user)
+            await mem.remember(f"benchmark note {nonce} {i}: {words}", workspace="g1", user=user)
             t = time.perf_counter()
             hits = await mem.recall(words, workspace="g1", user=user)
             after_write.append(time.perf_counter() - t)
