@@ -296,3 +296,35 @@ async def test_postgres_upgrade_keeps_existing_knowledge_public_and_backfills_dm
         assert sources["D1"].private and sources["D1"].members == (ALICE,)
         assert await _lexical(mem, "T1", viewer=BOB) == {"C1"}
         assert await _lexical(mem, "T1", viewer=ALICE) == {"C1", "D1"}
+
+
+def test_cli_search_and_ask_take_a_viewer(settings: Settings, monkeypatch: pytest.MonkeyPatch):
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from omoide.cli import app
+
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+
+    async def main() -> None:
+        async with Memory.open(Settings(**{**settings.model_dump(), "embedder": "hashing"})) as mem:
+            await _seed(mem)
+
+    asyncio.run(main())
+    url = str(settings.database_url)
+    runner = CliRunner()
+
+    def channels(*extra: str) -> set[str]:
+        args = ["search", "bluebird note", "-g", "g1", "--k", "20", "--mode", "lexical", "--json", "--db", url]
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        return {h["channel_id"] for h in json.loads(result.stdout)["hits"]}
+
+    assert channels() == SEES[None]  # the admin's view: everything
+    assert channels("--viewer", BOB) == SEES[BOB]
+    assert channels("--viewer", EVE) == SEES[EVE]
+    result = runner.invoke(app, ["ask", "bluebird note", "-g", "g1", "--viewer", EVE, "--json", "--db", url])
+    assert result.exit_code == 0, result.output
+    evidence = json.loads(result.stdout)["evidence"]
+    assert evidence and {h["channel_id"] for h in evidence} == {"pub"}

@@ -41,6 +41,15 @@ UntilOption = Annotated[
 KOption = Annotated[
     int | None, typer.Option("--k", "-k", min=1, max=1000, help="Results (default $OMOIDE_SEARCH_TOP_K, 5).")
 ]
+ViewerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--viewer",
+        help="Search as this user: public knowledge plus the private knowledge (DMs, private channels) "
+        "they are a member of. Default: everything in the workspace, private included (an admin's view).",
+        show_default=False,
+    ),
+]
 ModeOption = Annotated[
     str | None, typer.Option("--mode", "-m", help="hybrid (default), vector or lexical.", show_default=False)
 ]
@@ -136,6 +145,7 @@ def search(
     k: KOption = None,
     mode: ModeOption = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each hit's rank in every list.")] = False,
+    viewer: ViewerOption = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -156,6 +166,7 @@ def search(
                 k=k,
                 mode=None if mode is None else check_mode(mode),
                 explain=explain,
+                viewer=viewer,
             )
 
     result = run(main, json_errors=json_)
@@ -178,6 +189,7 @@ def ask(
         str | None, typer.Option("--lang", help="Answer language: ja (default $OMOIDE_ANSWER_LANGUAGE) or en.")
     ] = None,
     asker: Annotated[str | None, typer.Option("--asker", help="The asking user's id (named in the prompt).")] = None,
+    viewer: ViewerOption = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -200,6 +212,7 @@ def ask(
                 k=k,
                 mode=None if mode is None else check_mode(mode),
                 language=None if lang is None else check_language(lang),
+                viewer=viewer,
             )
 
     result = run(main, json_errors=json_)
