@@ -7,6 +7,10 @@ from the authenticated API key on HTTP (see :mod:`omoide.mcp.transport`). The to
 schemas have no workspace or user field, and anything a model adds to its arguments
 anyway is ignored — the same rule as the memory tools of :mod:`omoide.memories.tools`.
 
+``search`` and ``ask`` take the scope's user as the viewer (public knowledge plus the
+private knowledge that user is a member of; see ``docs/search.md``, "Visibility"); a
+server without a user sees the whole workspace, as its operator does.
+
 Every tool calls ``Memory`` and renders the result (:mod:`omoide.mcp.results`); an
 :class:`~omoide.errors.OmoideError` becomes a tool error reading ``CODE: message``, and
 arguments that fail the input schema are a tool error naming the field — never a crash.
@@ -250,6 +254,7 @@ def build_server(
                 until=until,
                 k=k,
                 mode=mode,
+                viewer=where.user,  # a user's server sees public + their private knowledge only
             )
         return render_search(found)
 
@@ -286,6 +291,7 @@ def build_server(
                 until=until,
                 k=k,
                 language=language,
+                viewer=where.user,
             )
         return render_answer(answer)
 
