@@ -120,6 +120,11 @@ def readable_channels(guild: discord.Guild | None, user: discord.abc.User, here:
     return [here] if here else []
 
 
+def is_private_thread(channel: object) -> bool:
+    """A private thread: its knowledge is private to its members (threads carry the parent's channel id)."""
+    return isinstance(channel, discord.Thread) and channel.type is discord.ChannelType.private_thread
+
+
 def guild_id_of(interaction: Interaction) -> int:
     if interaction.guild_id is None:
         raise app_commands.NoPrivateMessage("This command works in a server, not in direct messages.")
@@ -231,6 +236,7 @@ class OmoideBot(discord.Client):
         text: str,
         message_id: int,
         readable: Sequence[int],
+        private: bool = False,
     ) -> str:
         """One conversation turn for ``user`` in ``channel_id``: long-term context + session + memory tools.
 
@@ -238,6 +244,8 @@ class OmoideBot(discord.Client):
         """
         mem = self.mem
         key = mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user.id)
+        # a private thread's conversation is archived private to its members (the user and its speakers)
+        await mem.set_visibility(key, private=private, members=[str(user.id)] if private else [])
         built = await mem.build_context(
             key,
             text,
@@ -274,6 +282,7 @@ class OmoideBot(discord.Client):
                         text=text,
                         message_id=message.id,
                         readable=readable_channels(message.guild, message.author, message.channel.id),
+                        private=is_private_thread(message.channel),
                     )
         except OmoideError as exc:
             answer = f"⚠️ {exc.message}"
@@ -326,8 +335,13 @@ class OmoideBot(discord.Client):
         async def flush() -> None:
             nonlocal new, chunks
             if batch:
+                private = is_private_thread(channel)
                 done = await mem.ingest_messages(
-                    [from_discord_message(m) for m in batch], workspace=guild_id, origin=SYNC_ORIGIN
+                    [from_discord_message(m) for m in batch],
+                    workspace=guild_id,
+                    origin=SYNC_ORIGIN,
+                    private=private,
+                    members=[m.id for m in channel.members] if private and isinstance(channel, discord.Thread) else [],
                 )
                 new += done.new_messages
                 chunks += done.chunks
@@ -443,6 +457,7 @@ def _register(bot: OmoideBot) -> None:
             text=question,
             message_id=interaction.id,
             readable=readable_channels(interaction.guild, interaction.user, interaction.channel_id),
+            private=is_private_thread(interaction.channel),
         )
         await send_pieces(interaction, answer)
 
@@ -453,7 +468,17 @@ def _register(bot: OmoideBot) -> None:
         guild_id = guild_id_of(interaction)
         await interaction.response.defer(thinking=True)
         readable = readable_channels(interaction.guild, interaction.user, interaction.channel_id)
-        result = await mem.ask(question, workspace=guild_id, asker=interaction.user.id, channel=readable or [0])
+        # the answer is posted where everyone in this channel reads it: inside a private thread the
+        # asker's view (public + private knowledge they are a member of), elsewhere public knowledge only
+        inside_private = is_private_thread(interaction.channel)
+        result = await mem.ask(
+            question,
+            workspace=guild_id,
+            asker=interaction.user.id,
+            channel=readable or [0],
+            viewer=interaction.user.id if inside_private else None,
+            public_only=not inside_private,
+        )
         await send_pieces(interaction, render_answer(result))
 
     group = app_commands.Group(
