@@ -125,8 +125,10 @@ async def save_summary(conn: asyncpg.Connection, draft: SummaryDraft, new_versio
 
 
 _SCOPE_FILTER = {
-    SummaryScope.CHANNEL: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND channel_id = $2)",
-    SummaryScope.THREAD: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND thread_id = $2)",
+    # channel and thread summaries (and the workspace summary merged from them) read public
+    # conversations only: a DM or private channel must not surface in what everyone sees
+    SummaryScope.CHANNEL: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND channel_id = $2 AND NOT private)",
+    SummaryScope.THREAD: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = $1 AND thread_id = $2 AND NOT private)",
     SummaryScope.USER: "m.workspace_id = $1 AND m.author_id = $2",
 }
 
@@ -156,7 +158,7 @@ async def active_scopes(conn: asyncpg.Connection, since: datetime, scope: Summar
         column = "channel_id" if scope is SummaryScope.CHANNEL else "thread_id"
         sql = (
             f"SELECT DISTINCT workspace_id, {column} AS id FROM sessions WHERE last_active_at >= $1 "
-            f"AND {column} IS NOT NULL ORDER BY 1, 2"
+            f"AND {column} IS NOT NULL AND NOT private ORDER BY 1, 2"
         )
     return [(r["workspace_id"], r["id"]) for r in await conn.fetch(sql, since)]
 

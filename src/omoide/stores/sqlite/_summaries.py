@@ -95,8 +95,10 @@ def save_summary(conn: sqlite3.Connection, draft: SummaryDraft, new_version: boo
 
 
 _SCOPE_FILTER = {
-    SummaryScope.CHANNEL: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = ? AND channel_id = ?)",
-    SummaryScope.THREAD: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = ? AND thread_id = ?)",
+    # channel and thread summaries (and the workspace summary merged from them) read public
+    # conversations only: a DM or private channel must not surface in what everyone sees
+    SummaryScope.CHANNEL: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = ? AND channel_id = ? AND NOT private)",
+    SummaryScope.THREAD: "m.session_id IN (SELECT id FROM sessions WHERE workspace_id = ? AND thread_id = ? AND NOT private)",
     SummaryScope.USER: "m.workspace_id = ? AND m.author_id = ?",
 }
 
@@ -124,7 +126,7 @@ def active_scopes(conn: sqlite3.Connection, since: datetime, scope: SummaryScope
         column = "channel_id" if scope is SummaryScope.CHANNEL else "thread_id"
         sql = (
             f"SELECT DISTINCT workspace_id, {column} FROM sessions WHERE last_active_at >= ? "
-            f"AND {column} IS NOT NULL ORDER BY 1, 2"
+            f"AND {column} IS NOT NULL AND NOT private ORDER BY 1, 2"
         )
     return [(r[0], r[1]) for r in conn.execute(sql, (format_ts(since),)).fetchall()]
 
