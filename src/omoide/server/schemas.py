@@ -61,6 +61,14 @@ class AppendIn(_In):
     is_bot: bool | None = None
     message_id: str | None = Field(None, max_length=256, description="Platform id: re-sending it stores nothing.")
     created_at: datetime | None = None
+    private: bool | None = Field(
+        None,
+        description=(
+            "Mark the conversation private (a DM, a private channel) or public; its archived knowledge is "
+            "then visible only to `members`, the session's user and its speakers. Omitted: unchanged."
+        ),
+    )
+    members: list[str] = Field(default_factory=list, max_length=1000)
 
     model_config = ConfigDict(
         extra="forbid",
@@ -280,6 +288,17 @@ class SearchFiltersIn(_In):
     until: datetime | None = None
     k: int | None = Field(None, ge=1, le=100)
     mode: Literal["hybrid", "vector", "lexical"] | None = None
+    viewer: str | None = Field(
+        None,
+        max_length=256,
+        description=(
+            "Answer for this user: public knowledge plus the private knowledge (DMs, private channels) "
+            "they are a member of. Without `viewer` or `public_only`, everything in the key's workspace."
+        ),
+    )
+    public_only: bool = Field(
+        False, description="Public knowledge only: for an audience of no one user in particular (a channel)."
+    )
 
 
 class SearchIn(SearchFiltersIn):

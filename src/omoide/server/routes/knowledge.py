@@ -30,6 +30,8 @@ def _filters(body: SearchFiltersIn) -> dict[str, Any]:
         "until": body.until,
         "k": body.k,
         "mode": body.mode,
+        "viewer": body.viewer,
+        "public_only": body.public_only,
     }
 
 

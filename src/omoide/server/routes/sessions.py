@@ -72,7 +72,10 @@ def _message(body: AppendIn) -> Message:
 async def append(body: AppendIn, memory: MemoryDep, key: KeyDep) -> AppendOut:
     """Store one message (idempotent on `message_id`); the session is created on first use."""
     session_key = resolve(memory, body.session, key.workspace_id)
-    stored, created = await memory.sessions.append_checked(session_key, _message(body))
+    message = _message(body)
+    if body.private is not None:
+        await memory.set_visibility(session_key, private=body.private, members=body.members)
+    stored, created = await memory.sessions.append_checked(session_key, message)
     return AppendOut(session_key=session_key.value, created=created, message=MessageOut.of(stored))
 
 
