@@ -185,6 +185,30 @@ async def list_memories(
     return [record_from_row(r) for r in rows]
 
 
+async def _has_vectors_of_size(
+    conn: asyncpg.Connection, workspace_id: str, user_id: str, model: str, dims: int
+) -> bool:
+    """Whether the user has vectors of ``model`` (``False``: none yet).
+
+    Raises:
+        InvalidInput: they are not ``dims``-dimensional (the query was embedded by another model).
+    """
+    stored = await conn.fetchval(
+        "SELECT dimensions FROM memory_embeddings WHERE workspace_id = $1 AND user_id = $2 AND model = $3 LIMIT 1",
+        workspace_id,
+        user_id,
+        model,
+    )
+    if stored is None:
+        return False
+    if int(stored) != dims:
+        raise InvalidInput(
+            f"the query vector has {dims} dimensions but model {model!r} stored {stored}-dimensional memory "
+            "vectors: embed the query with the same model"
+        )
+    return True
+
+
 async def memory_vector_search(
     conn: asyncpg.Connection,
     workspace_id: str,
@@ -197,19 +221,8 @@ async def memory_vector_search(
     schema: str | None,
 ) -> list[tuple[MemoryRecord, float]]:
     dims = int(query.shape[0])
-    stored = await conn.fetchval(
-        "SELECT dimensions FROM memory_embeddings WHERE workspace_id = $1 AND user_id = $2 AND model = $3 LIMIT 1",
-        workspace_id,
-        user_id,
-        model,
-    )
-    if stored is None:
+    if not await _has_vectors_of_size(conn, workspace_id, user_id, model, dims):
         return []
-    if int(stored) != dims:
-        raise InvalidInput(
-            f"the query vector has {dims} dimensions but model {model!r} stored {stored}-dimensional memory "
-            "vectors: embed the query with the same model"
-        )
     halfvec = f"{vector_type(schema)}({dims})"
     args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
     extra = _filters(category, tags, args)
@@ -262,19 +275,8 @@ async def _vector_ranking(
 ) -> list[int]:
     """Ids of the user's ``k`` nearest memories; joins ``memories`` only to filter."""
     dims = int(query.shape[0])
-    stored = await conn.fetchval(
-        "SELECT dimensions FROM memory_embeddings WHERE workspace_id = $1 AND user_id = $2 AND model = $3 LIMIT 1",
-        workspace_id,
-        user_id,
-        model,
-    )
-    if stored is None:
+    if not await _has_vectors_of_size(conn, workspace_id, user_id, model, dims):
         return []
-    if int(stored) != dims:
-        raise InvalidInput(
-            f"the query vector has {dims} dimensions but model {model!r} stored {stored}-dimensional memory "
-            "vectors: embed the query with the same model"
-        )
     halfvec = f"{vector_type(schema)}({dims})"
     args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
     extra = _filters(category, tags, args)
