@@ -37,6 +37,7 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 from pgvector import HalfVector
+from tenacity import AsyncRetrying, retry_if_result, wait_fixed
 
 from omoide.knowledge.models import (
     ArchivePlan,
@@ -380,6 +381,9 @@ async def finish_source(conn: asyncpg.Connection, source_id: int, status: Source
         raise source_not_found(source_id)
 
 
+_INDEX_LOCK_POLL_S = 0.05
+
+
 async def ensure_vector_index(
     conn: asyncpg.Connection, model: str, dimensions: int, *, m: int, ef_construction: int, schema: str | None
 ) -> bool:
@@ -389,7 +393,8 @@ async def ensure_vector_index(
     and searches keep running while it builds (a plain ``CREATE INDEX`` would block every
     insert into ``chunk_embeddings`` for as long as the build takes, about a minute per
     100k vectors). A session-level advisory lock on the index name serialises concurrent
-    callers; an invalid index left by an interrupted build is dropped and built again.
+    callers (waiting client-side, see below); an invalid index left by an interrupted build is
+    dropped and built again.
     """
     name = vector_index_name(model, dimensions)
     key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
@@ -399,7 +404,13 @@ async def ensure_vector_index(
         f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
         f"WHERE model = {sql_literal(model)}"
     )
-    await conn.execute("SELECT pg_advisory_lock($1)", key)
+    # wait for the lock client-side: a caller blocked inside pg_advisory_lock() is an open
+    # transaction, which CREATE INDEX CONCURRENTLY (run by the holder) would wait for — a deadlock
+    async def try_lock() -> bool:
+        return bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
+
+    poll = AsyncRetrying(retry=retry_if_result(lambda locked: not locked), wait=wait_fixed(_INDEX_LOCK_POLL_S))
+    await poll(try_lock)
     try:
         valid = await conn.fetchval("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)", name)
         if valid:
