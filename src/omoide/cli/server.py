@@ -9,7 +9,11 @@ from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 
-keys_app = typer.Typer(help="API keys of the HTTP API and MCP server (one workspace each).", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="API keys of the HTTP API and MCP server (one workspace each).",
+    epilog="Example: omoide keys create --workspace 1290478288896131072 --name discord-bot",
+    no_args_is_help=True,
+)
 
 
 @keys_app.command("create", epilog="Example: omoide keys create --workspace 1290478288896131072 --name discord-bot")
