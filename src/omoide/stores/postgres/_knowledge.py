@@ -404,6 +404,7 @@ async def ensure_vector_index(
         f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
         f"WHERE model = {sql_literal(model)}"
     )
+
     # wait for the lock client-side: a caller blocked inside pg_advisory_lock() is an open
     # transaction, which CREATE INDEX CONCURRENTLY (run by the holder) would wait for — a deadlock
     async def try_lock() -> bool:
