@@ -23,13 +23,9 @@ from dataclasses import dataclass, field
 
 from omoide.stores.base import LexicalIndexStore, LexicalTable
 from omoide.text import get_search_tokenizer
+from omoide.text.chat_lines import HEADER, speaker_of
 
 BATCH = 500
-
-# the header of a chunk line: time, bold author label (with its role), part number of a long message
-_HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] \*\*(?P<label>.*?)\*\*(?: \(\d+/\d+\))?: ?", re.MULTILINE)
-_ROLE_SUFFIX = re.compile(r"\s*\((?:User|Assistant)\)$")
-_BARE_ROLE = {"User", "Assistant"}
 
 
 def chunk_lexical_text(content: str) -> str:
@@ -41,12 +37,9 @@ def chunk_lexical_text(content: str) -> str:
     """
 
     def name(match: re.Match[str]) -> str:
-        label = match.group("label")
-        if label in _BARE_ROLE:
-            return "\n"
-        return _ROLE_SUFFIX.sub("", label) + "\n"
+        return (speaker_of(match.group("label")) or "") + "\n"
 
-    return _HEADER.sub(name, content)
+    return HEADER.sub(name, content)
 
 
 @dataclass(slots=True)

@@ -80,6 +80,7 @@ from omoide.providers.local.hashing import ENGLISH_STOPWORDS, HashingEmbedder
 from omoide.providers.tokens import get_token_counter
 from omoide.text import split_sentences, tokenize_for_search
 from omoide.text._normalize import HIRAGANA_ONLY
+from omoide.text.chat_lines import split_chat_lines
 
 LABEL_JA = "（抽出モード: LLM なし）"
 LABEL_EN = "(extractive mode: no LLM)"
@@ -101,17 +102,17 @@ class _Candidate:
 
     @property
     def scored_text(self) -> str:
-        """The sentence with its evidence metadata (speaker, date), as matched against a question."""
-        if self.evidence is not None and self.evidence.meta:
-            return f"{self.evidence.meta} {self.text}"
-        return self.text
+        """The sentence with its speaker and evidence metadata (date, participants), as matched
+        against a question ("What did Kenji say about …")."""
+        meta = self.evidence.meta if self.evidence is not None and self.evidence.meta else ""
+        return " ".join(p for p in (meta, self.speaker or "", self.text) if p)
 
     def render(self, japanese: bool) -> str:
         quoted = f"「{self.text}」" if japanese else f"“{self.text}”"
         parts = ["-"]
         if self.evidence is not None and self.evidence.meta:
             parts.append(self.evidence.meta)
-        elif self.speaker:
+        if self.speaker:
             parts.append(f"{self.speaker}:")
         parts.append(quoted)
         if self.evidence is not None:
@@ -239,7 +240,12 @@ class ExtractiveChatModel:
 
     async def _answer(self, request: Request, budget: int) -> list[str]:
         ja = request.japanese
-        candidates = [_Candidate(s, 0, evidence=ev) for ev in request.evidence for s in split_sentences(ev.text)]
+        candidates = [
+            _Candidate(s, 0, evidence=ev, speaker=who)
+            for ev in request.evidence
+            for who, said in split_chat_lines(ev.text)
+            for s in split_sentences(said)
+        ]
         from_conversation = not candidates
         if from_conversation:
             said = [
@@ -309,7 +315,11 @@ class ExtractiveChatModel:
         candidates: list[_Candidate] = []
         if request.evidence:
             for ev in request.evidence:
-                candidates.extend(_Candidate(s, len(candidates), evidence=ev) for s in split_sentences(ev.text))
+                candidates.extend(
+                    _Candidate(s, len(candidates), evidence=ev, speaker=who)
+                    for who, said in split_chat_lines(ev.text)
+                    for s in split_sentences(said)
+                )
         else:
             for passage in request.passages:
                 candidates.extend(

@@ -1,0 +1,49 @@
+"""The lines of a knowledge chunk: ``[2026-01-19 10:00] **Alice (User)**: text``.
+
+Archived sessions and imported exports write chunks as one line per message (continuation
+lines indented), headed by the time and the author in bold (``omoide.knowledge.chunking``,
+``omoide.knowledge.importing``). :func:`split_chat_lines` gives back ``(speaker, text)``
+pairs, so code that reads chunks — the lexical index rebuild, the extractive model's
+quotes — works on what was said, not on the formatting.
+"""
+
+from __future__ import annotations
+
+import re
+
+HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] \*\*(?P<label>.*?)\*\*(?: \(\d+/\d+\))?: ?", re.MULTILINE)
+"""A chunk line's header: time, bold author label (with its role), part number of a long message."""
+
+_ROLE_SUFFIX = re.compile(r"\s*\((?:User|Assistant)\)$")
+_BARE_ROLES = {"User", "Assistant"}
+
+
+def speaker_of(label: str) -> str | None:
+    """The author's name in a header label (``Alice (User)`` → ``Alice``), ``None`` for a bare role."""
+    if label in _BARE_ROLES:
+        return None
+    return _ROLE_SUFFIX.sub("", label).strip() or None
+
+
+def split_chat_lines(text: str) -> list[tuple[str | None, str]]:
+    """``(speaker, text)`` per message of a chunk; text without a header is one ``(None, text)``.
+
+    >>> split_chat_lines("[2026-01-19 10:00] **Alice (User)**: 天気は？\\n  続き\\n[2026-01-19 10:01] **Assistant**: 晴れ")
+    [('Alice', '天気は？\\n  続き'), (None, '晴れ')]
+    """
+    heads = list(HEADER.finditer(text))
+    if not heads:
+        return [(None, text)] if text.strip() else []
+    out: list[tuple[str | None, str]] = []
+    before = text[: heads[0].start()].strip()
+    if before:
+        out.append((None, before))
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        body = text[head.end() : end].rstrip()
+        if body.strip():
+            out.append((speaker_of(head.group("label")), body))
+    return out
+
+
+__all__ = ["HEADER", "speaker_of", "split_chat_lines"]
