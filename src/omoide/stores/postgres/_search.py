@@ -119,19 +119,13 @@ def hit_from_row(row: Mapping[str, Any], *, score: float, rank: int) -> ChunkHit
 
 
 def vector_sql(
-    model: str,
-    dimensions: int,
-    filters: SearchFilters,
-    schema: str | None,
-    *,
-    exact: bool = False,
-    ids_only: bool = False,
+    model: str, dimensions: int, filters: SearchFilters, schema: str | None, *, exact: bool = False
 ) -> tuple[str, list[Any]]:
-    """The vector query (``$1`` is the query vector; the model is a literal) and its other parameters.
+    """The vector ranking query (``$1`` is the query vector; the model is a literal) and its other
+    parameters; it returns ``id`` and ``distance`` of the nearest chunks.
 
     ``exact=True`` orders by an expression the HNSW index cannot serve (``(… <=> $1) + 0``), so the
     planner reaches the rows through the filter's B-tree indexes and ranks them exactly.
-    ``ids_only=True`` returns ``id`` and ``distance`` only (no chunk rows are joined).
     """
     args: list[Any] = [None]
     where = filter_sql(filters, args, workspace_column="e.workspace_id")
@@ -140,22 +134,16 @@ def vector_sql(
     args.append(None)  # k
     order = f"({expr} <=> {qparam}) + 0" if exact else f"{expr} <=> {qparam}"
     sources = " JOIN knowledge_sources s ON s.id = c.source_id" if filters.source_types else ""
-    # the nearest ids first (narrow rows through the sort), then the hit columns of those k
     sql = (
-        f"WITH nearest AS MATERIALIZED (SELECT e.chunk_id, {expr} <=> {qparam} AS distance "
+        f"SELECT e.chunk_id AS id, {expr} <=> {qparam} AS distance "
         f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id{sources} "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
-        f"ORDER BY {order} LIMIT ${len(args)}) "
-        + (
-            "SELECT n.chunk_id AS id, n.distance FROM nearest n"
-            if ids_only
-            else f"SELECT {HIT_COLUMNS}, n.distance FROM nearest n JOIN {_FROM_CHUNKS} ON c.id = n.chunk_id"
-        )
+        f"ORDER BY {order} LIMIT ${len(args)}"
     )
     return sql, args
 
 
-async def _vector_rows(
+async def vector_ranking(
     conn: asyncpg.Connection,
     model: str,
     query: npt.NDArray[np.float32],
@@ -164,9 +152,8 @@ async def _vector_rows(
     *,
     ef_search: int,
     schema: str | None,
-    exact_limit: int,
-    ids_only: bool,
-) -> list[asyncpg.Record]:
+    exact_limit: int = EXACT_LIMIT,
+) -> list[RankedChunk]:
     """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see the module docstring).
 
     With filters beyond the workspace, the matching chunks are counted first (up to
@@ -183,7 +170,7 @@ async def _vector_rows(
             *count_args,
         )
         exact = int(matching) <= exact_limit
-    sql, args = vector_sql(model, int(query.shape[0]), filters, schema, exact=exact, ids_only=ids_only)
+    sql, args = vector_sql(model, int(query.shape[0]), filters, schema, exact=exact)
     args[0] = HalfVector(query)
     args[-1] = k
     async with conn.transaction(readonly=True):
@@ -205,7 +192,8 @@ async def _vector_rows(
                 f"the query vector has {query.shape[0]} dimensions but model {model!r} stores "
                 f"{int(stored)}-dimensional vectors: embed the query with the same model"
             )
-    return sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
+    ordered = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
+    return [RankedChunk(ChunkId(int(r["id"])), 1.0 - float(r["distance"])) for r in ordered]
 
 
 async def vector_search(
@@ -219,29 +207,11 @@ async def vector_search(
     schema: str | None,
     exact_limit: int = EXACT_LIMIT,
 ) -> list[ChunkHit]:
-    """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see :func:`_vector_rows`)."""
-    rows = await _vector_rows(
-        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit, ids_only=False
+    """:func:`vector_ranking` with the chunks' rows."""
+    ranking = await vector_ranking(
+        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit
     )
-    return [hit_from_row(r, score=1.0 - float(r["distance"]), rank=i) for i, r in enumerate(rows, start=1)]
-
-
-async def vector_ranking(
-    conn: asyncpg.Connection,
-    model: str,
-    query: npt.NDArray[np.float32],
-    filters: SearchFilters,
-    k: int,
-    *,
-    ef_search: int,
-    schema: str | None,
-    exact_limit: int = EXACT_LIMIT,
-) -> list[RankedChunk]:
-    """:func:`vector_search` as ids and cosine similarities only."""
-    rows = await _vector_rows(
-        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit, ids_only=True
-    )
-    return [RankedChunk(ChunkId(int(r["id"])), 1.0 - float(r["distance"])) for r in rows]
+    return await hits_for(conn, ranking)
 
 
 def tsquery_text(tokens: Sequence[str]) -> str:
@@ -249,41 +219,50 @@ def tsquery_text(tokens: Sequence[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens)
 
 
-def _lexical_sql(filters: SearchFilters, tokens: Sequence[str], k: int, columns: str) -> tuple[str, list[Any]]:
+async def lexical_ranking(
+    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[RankedChunk]:
+    """Ids and ``ts_rank_cd`` scores of the ``k`` best matches of any of ``tokens`` among the chunks
+    passing ``filters``, best first (ties by lower id)."""
     args: list[Any] = [tsquery_text(tokens)]
     where = filter_sql(filters, args)
     args.append(k)
-    sql = (
-        f"SELECT {columns}, ts_rank_cd(c.lexical_tsv, q) AS score "
+    rows = await conn.fetch(
+        f"SELECT c.id, ts_rank_cd(c.lexical_tsv, q) AS score "
         f"FROM {_FROM_CHUNKS}, to_tsquery('simple', $1) AS q "
         f"WHERE c.lexical_tsv @@ q AND {where} "
-        f"ORDER BY score DESC, c.id LIMIT ${len(args)}"
+        f"ORDER BY score DESC, c.id LIMIT ${len(args)}",
+        *args,
     )
-    return sql, args
+    return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
 
 
 async def lexical_search(
     conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
 ) -> list[ChunkHit]:
-    """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens`` among the chunks passing ``filters``."""
-    sql, args = _lexical_sql(filters, tokens, k, HIT_COLUMNS)
-    rows = await conn.fetch(sql, *args)
-    return [hit_from_row(r, score=float(r["score"]), rank=i) for i, r in enumerate(rows, start=1)]
+    """:func:`lexical_ranking` with the chunks' rows."""
+    return await hits_for(conn, await lexical_ranking(conn, tokens, filters, k))
 
 
-async def lexical_ranking(
-    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
-) -> list[RankedChunk]:
-    """:func:`lexical_search` as ids and ``ts_rank_cd`` scores only."""
-    sql, args = _lexical_sql(filters, tokens, k, "c.id")
-    rows = await conn.fetch(sql, *args)
-    return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
+async def hits_for(conn: asyncpg.Connection, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:
+    """The full hits of a ranking, ranked 1, 2, … (chunks deleted since the ranking are skipped)."""
+    rows = await _rows_by_id(conn, [int(r.chunk_id) for r in ranking])
+    hits: list[ChunkHit] = []
+    for r in ranking:
+        row = rows.get(int(r.chunk_id))
+        if row is not None:
+            hits.append(hit_from_row(row, score=r.score, rank=len(hits) + 1))
+    return hits
+
+
+async def _rows_by_id(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[int, asyncpg.Record]:
+    rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
+    return {int(r["id"]): r for r in rows}
 
 
 async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[ChunkHit]:
     """Chunks by id in the order given (missing ids skipped), with ``score=0.0, rank=0``."""
-    rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
-    by_id = {int(r["id"]): r for r in rows}
+    by_id = await _rows_by_id(conn, ids)
     return [hit_from_row(by_id[i], score=0.0, rank=0) for i in ids if i in by_id]
 
 
@@ -329,6 +308,7 @@ __all__ = [
     "TOKENIZER_KEY",
     "fetch_chunks",
     "filter_sql",
+    "hits_for",
     "lexical_batch",
     "lexical_ranking",
     "lexical_search",
