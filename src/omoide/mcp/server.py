@@ -82,6 +82,27 @@ def _tool_errors() -> Iterator[None]:
         raise ToolError(f"{exc.code}: {exc.message}") from exc
 
 
+def _scope(
+    where: McpScope,
+    channel: str | list[str] | None,
+    thread: str | list[str] | None,
+    author: str | list[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> dict[str, Any]:
+    """Search/ask keyword arguments: the server's workspace and viewer (a user's server sees
+    public knowledge plus their own private knowledge) and the tool's filters."""
+    return {
+        "workspace": where.workspace,
+        "viewer": where.user,
+        "channel": _ids(channel),
+        "thread": _ids(thread),
+        "author": _ids(author),
+        "since": since,
+        "until": until,
+    }
+
+
 def _memory_user(scope: McpScope) -> str:
     if scope.user is None:
         raise ToolError(
@@ -246,15 +267,9 @@ def build_server(
         with _tool_errors():
             found = await mem.search(
                 query,
-                workspace=where.workspace,
-                channel=_ids(channel),
-                thread=_ids(thread),
-                author=_ids(author),
-                since=since,
-                until=until,
                 k=k,
                 mode=mode,
-                viewer=where.user,  # a user's server sees public + their private knowledge only
+                **_scope(where, channel, thread, author, since, until),
             )
         return render_search(found)
 
@@ -282,16 +297,10 @@ def build_server(
         with _tool_errors():
             answer = await mem.ask(
                 question,
-                workspace=where.workspace,
                 asker=where.user,
-                channel=_ids(channel),
-                thread=_ids(thread),
-                author=_ids(author),
-                since=since,
-                until=until,
                 k=k,
                 language=language,
-                viewer=where.user,
+                **_scope(where, channel, thread, author, since, until),
             )
         return render_answer(answer)
 

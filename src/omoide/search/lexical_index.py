@@ -17,13 +17,12 @@ and text, without the ``[2026-01-19 10:00] **Alice (User)**:`` header's time and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from omoide.stores.base import LexicalIndexStore, LexicalTable
 from omoide.text import get_search_tokenizer
-from omoide.text.chat_lines import HEADER, speaker_of
+from omoide.text.chat_lines import split_chat_lines
 
 BATCH = 500
 
@@ -36,10 +35,7 @@ def chunk_lexical_text(content: str) -> str:
     'Alice\\n今日の天気は？\\n\\n晴れ'
     """
 
-    def name(match: re.Match[str]) -> str:
-        return (speaker_of(match.group("label")) or "") + "\n"
-
-    return HEADER.sub(name, content)
+    return "\n".join(f"{speaker or ''}\n{said}" for speaker, said in split_chat_lines(content))
 
 
 @dataclass(slots=True)

@@ -18,7 +18,6 @@ from starlette.responses import Response
 from omoide.errors import (
     AuthenticationFailed,
     CapabilityNotSupported,
-    ConfigError,
     ConflictError,
     ContextOverflow,
     InvalidInput,
@@ -65,31 +64,24 @@ _TITLES = {
 }
 
 
+# first match wins: subclasses before their bases
+_STATUS_BY_ERROR: tuple[tuple[type[OmoideError] | tuple[type[OmoideError], ...], int], ...] = (
+    (ApiKeyRejected, 401),
+    (RequestTooLarge, 413),
+    (InvalidInput, 400),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (CapabilityNotSupported, 501),
+    (RateLimited, 429),
+    (ContextOverflow, 422),
+    (ProviderError, 502),  # the model provider failed (or rejected omoide's own credentials)
+    ((StoreUnavailable, MigrationError), 503),
+)
+
+
 def status_for(exc: OmoideError) -> int:
-    """The HTTP status of an omoide error."""
-    if isinstance(exc, ApiKeyRejected):
-        return 401
-    if isinstance(exc, RequestTooLarge):
-        return 413
-    if isinstance(exc, InvalidInput):
-        return 400
-    if isinstance(exc, NotFoundError):
-        return 404
-    if isinstance(exc, ConflictError):
-        return 409
-    if isinstance(exc, CapabilityNotSupported):
-        return 501
-    if isinstance(exc, RateLimited):
-        return 429
-    if isinstance(exc, ContextOverflow):
-        return 422
-    if isinstance(exc, ProviderError):  # the model provider failed (or rejected omoide's own credentials)
-        return 502
-    if isinstance(exc, StoreUnavailable | MigrationError):
-        return 503
-    if isinstance(exc, ConfigError):
-        return 500
-    return 500
+    """The HTTP status of an omoide error (500 for anything unmapped, ConfigError included)."""
+    return next((status for kind, status in _STATUS_BY_ERROR if isinstance(exc, kind)), 500)
 
 
 def problem(
