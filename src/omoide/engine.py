@@ -359,10 +359,9 @@ class Memory:
         (of one ``workspace``, or of all)."""
         from omoide.knowledge.archiver import knowledge_store
 
-        store = knowledge_store(self.store)
-        if workspace is None:
-            return await store.knowledge_status()
-        return await store.knowledge_status(workspace_id=str(workspace))
+        return await knowledge_store(self.store).knowledge_status(
+            workspace_id=None if workspace is None else str(workspace)
+        )
 
     async def sources(
         self, *, workspace: str | None = None, limit: int = 100, offset: int = 0

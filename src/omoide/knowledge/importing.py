@@ -45,9 +45,9 @@ from omoide.importers import (
 from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.providers.tokens import get_token_counter
-from omoide.search.lexical_index import chunk_lexical_text
 from omoide.settings import Settings
 from omoide.text import tokenize_for_search
+from omoide.text.chat_lines import chunk_lexical_text
 
 CONVERSATION_KEY = "conversation_key"
 """``metadata`` key of an imported source: ``platform:workspace:channel:thread-or--``."""

@@ -22,20 +22,9 @@ from dataclasses import dataclass, field
 
 from omoide.stores.base import LexicalIndexStore, LexicalTable
 from omoide.text import get_search_tokenizer
-from omoide.text.chat_lines import split_chat_lines
+from omoide.text.chat_lines import chunk_lexical_text
 
 BATCH = 500
-
-
-def chunk_lexical_text(content: str) -> str:
-    """The text of a chunk that its lexical tokens come from: author names and message
-    text, without times and role labels.
-
-    >>> chunk_lexical_text("[2026-01-19 10:00] **Alice (User)**: 今日の天気は？\\n[2026-01-19 10:01] **Assistant**: 晴れ")
-    'Alice\\n今日の天気は？\\n\\n晴れ'
-    """
-
-    return "\n".join(f"{speaker or ''}\n{said}" for speaker, said in split_chat_lines(content))
 
 
 @dataclass(slots=True)

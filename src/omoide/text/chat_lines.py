@@ -46,4 +46,15 @@ def split_chat_lines(text: str) -> list[tuple[str | None, str]]:
     return out
 
 
-__all__ = ["HEADER", "speaker_of", "split_chat_lines"]
+def chunk_lexical_text(content: str) -> str:
+    """The text of a chunk that its lexical tokens come from: author names and message
+    text, without times and role labels.
+
+    >>> chunk_lexical_text("[2026-01-19 10:00] **Alice (User)**: 今日の天気は？\\n[2026-01-19 10:01] **Assistant**: 晴れ")
+    'Alice\\n今日の天気は？\\n\\n晴れ'
+    """
+
+    return "\n".join(f"{speaker or ''}\n{said}" for speaker, said in split_chat_lines(content))
+
+
+__all__ = ["HEADER", "chunk_lexical_text", "speaker_of", "split_chat_lines"]
