@@ -1,7 +1,7 @@
 """Token counting throughput and ContextGuard overhead.
 
 Usage:
-    python benchmarks/context.py [--messages 100] [--calls 300] [--mode warm|cold|chat|all] [--window 200000]
+    python benchmarks/context.py [--messages 100] [--calls 300] [--mode warm|cold|restart|chat|all] [--window 200000]
 
 * Token counting: tokens/s of ``TiktokenCounter.count`` (cl100k_base, offline) on
   Japanese and English chat text from the shared data sets.
@@ -11,8 +11,12 @@ Usage:
   Modes (the token counter memoises per-text counts, so they differ in memo hits):
 
   - ``warm``: the same history every call (every text is a memo hit: the best case);
-  - ``cold``: fresh texts every call (no memo hit: the worst case, e.g. the first turn
-    after a restart);
+  - ``cold``: fresh texts every call, built by the caller (no memo hit, no stored count:
+    the worst case, e.g. a caller handing the guard its own history);
+  - ``restart``: fresh texts every call, loaded from a real SQLite session store with a
+    fresh counter (no memo hit): the first turn of ``Memory.chat`` after a restart. The
+    store counted each message once when it was appended (``token_count``), so the
+    loaded blocks carry their counts and nothing is encoded again;
   - ``chat``: the realistic case: the window slides by two new messages (a user turn and
     its answer) per call, so two texts are new and the rest were counted last turn.
 
@@ -28,18 +32,22 @@ import argparse
 import asyncio
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 from _machine import machine, percentiles
 
 from omoide.context import ContextGuard, PromptBudget
+from omoide.keys import session_key
 from omoide.models import Message
 from omoide.providers.scripted import ScriptedChatModel
 from omoide.providers.tokens import TiktokenCounter
+from omoide.settings import Settings
+from omoide.stores.sqlite import SqliteStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-MODES = ("warm", "cold", "chat")
+MODES = ("warm", "cold", "restart", "chat")
 
 
 def sample_texts() -> dict[str, list[str]]:
@@ -79,8 +87,27 @@ def conversation(texts: dict[str, list[str]], length: int, tag: str) -> list[Mes
     ]
 
 
-def histories(texts: dict[str, list[str]], mode: str, n_messages: int, calls: int) -> list[list[Message]]:
+async def stored_histories(texts: dict[str, list[str]], n_messages: int, calls: int) -> list[list[Message]]:
+    """Fresh conversations appended to a SQLite session store and read back as windows."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(f"sqlite:///{tmp}/context.db", settings=Settings(), migrate=True)
+        await store.open()
+        try:
+            for call in range(calls):
+                session = await store.get_or_create_session(session_key(platform="bench", workspace="bench", channel=f"c{call}", user="u"))
+                for message in conversation(texts, n_messages, f"r{call}-"):
+                    await store.append_message(session.id, message)
+                out.append(await store.history(session.id, window=n_messages))
+        finally:
+            await store.close()
+    return out
+
+
+async def histories(texts: dict[str, list[str]], mode: str, n_messages: int, calls: int) -> list[list[Message]]:
     """The history each call sends, built before timing."""
+    if mode == "restart":
+        return await stored_histories(texts, n_messages, calls)
     if mode == "warm":
         same = conversation(texts, n_messages, "w")
         return [same] * calls
@@ -98,8 +125,8 @@ async def bench_guard(
     counter = TiktokenCounter()  # a fresh memo per mode, as in a new process
     model = ScriptedChatModel(lambda _request: "ok")
     guard = ContextGuard(model, counter, PromptBudget(window, min(4_096, window // 4)))
-    prompts = histories(texts, mode, n_messages, calls)
-    if mode != "cold":  # the turn before the first timed one was already counted
+    prompts = await histories(texts, mode, n_messages, calls)
+    if mode not in ("cold", "restart"):  # the turn before the first timed one was already counted
         counter.count_messages(prompts[0])
     direct: list[float] = []
     guarded: list[float] = []
@@ -117,7 +144,7 @@ async def bench_guard(
     over = {"p50": g["p50"] - d["p50"], "p95": g["p95"] - d["p95"]}
     verdict = "ok" if over["p50"] <= 2.0 else "OVER TARGET"
     print(
-        f"{mode:<5} {n_messages}-message history (<= {tokens:,} prompt tokens), {calls} calls: "
+        f"{mode:<7} {n_messages}-message history (<= {tokens:,} prompt tokens), {calls} calls: "
         f"guard p50 {g['p50']:.3f} ms  p95 {g['p95']:.3f} ms | model alone p50 {d['p50']:.3f} ms | "
         f"overhead p50 {over['p50']:.3f} ms  p95 {over['p95']:.3f} ms (target <= 2 ms: {verdict})"
     )

@@ -47,7 +47,16 @@ def ensure_utc(value: datetime) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class TextBlock:
+    """A text block.
+
+    ``tokens`` is the text's token count as stored with the message (cl100k, counted once
+    when the message was written; see :mod:`omoide.providers.tokens`), or ``None`` when
+    it was not counted yet. It travels with the text it was counted from — a new text is
+    a new block — and takes no part in equality or the JSON form.
+    """
+
     text: str
+    tokens: int | None = field(default=None, compare=False, repr=False)
     type: Literal["text"] = field(default="text", init=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,6 +143,14 @@ def block_from_dict(data: Any, *, where: str = "block") -> ContentBlock:
 
 
 _loads = json.JSONDecoder().decode
+
+
+def with_text_tokens(content: tuple[ContentBlock, ...], tokens: int | None) -> tuple[ContentBlock, ...]:
+    """``content`` with a stored token count put on its only text block (see ``TextBlock.tokens``)."""
+    if tokens is None or len(content) != 1:
+        return content
+    block = content[0]
+    return (TextBlock(block.text, tokens),) if isinstance(block, TextBlock) else content
 
 
 def blocks_from_json(value: str | Sequence[Any]) -> tuple[ContentBlock, ...]:
@@ -349,4 +366,5 @@ __all__ = [
     "is_summary_turn",
     "summary_turns",
     "utcnow",
+    "with_text_tokens",
 ]

@@ -97,6 +97,29 @@ async def test_append_assigns_seq_and_round_trips_fields(store):
     assert after.version == session.version + 3
 
 
+async def test_text_messages_are_stored_with_their_token_count(store):
+    """A one-text message is counted once when appended and loads with its count, so the
+    first prompt built from the window after a restart encodes nothing (issue 4)."""
+    from omoide.providers.tokens import get_token_counter
+
+    counter = get_token_counter()
+    session = await store.get_or_create_session(_key())
+    text = "今日は渋谷で新しいカフェを見つけました。 The latte was great!"
+    await store.append_message(session.id, Message.user(text))
+    await store.append_message(session.id, Message("assistant", (TextBlock("a"), TextBlock("b"))))
+    await store.append_message(session.id, Message("assistant", (ToolUseBlock("t1", "recall", {"q": "x"}),)))
+    for loaded in (await store.history(session.id, window=10), await store.messages(session.id)):
+        assert loaded[0].content == (TextBlock(text),)
+        assert loaded[0].content[0].tokens == counter.count(text) > 0
+        assert [b.tokens for b in loaded[1].content] == [None, None]  # several blocks: counted when used
+        assert counter.count_messages(loaded) == counter.count_messages(
+            [
+                Message(m.role, tuple(TextBlock(b.text) if isinstance(b, TextBlock) else b for b in m.content))
+                for m in loaded
+            ]
+        )
+
+
 async def test_append_converts_other_timezones_to_utc(store):
     session = await store.get_or_create_session(_key())
     jst = timezone(timedelta(hours=9))

@@ -22,6 +22,7 @@ from omoide.providers.tokens import (
     TiktokenCounter,
     get_token_counter,
     load_encoding,
+    stored_text_tokens,
 )
 
 
@@ -170,3 +171,23 @@ def test_count_messages_is_additive(messages: list[Message]) -> None:
     whole = counter.count_messages(messages)
     parts = sum(counter.count_messages([m]) - TOKENS_PER_REPLY for m in messages)
     assert whole == parts + TOKENS_PER_REPLY
+
+
+def test_a_stored_count_is_used_instead_of_encoding_again() -> None:
+    """``TextBlock.tokens`` (stored with the message) is trusted by the count and the bound."""
+    counter = TiktokenCounter(cache_size=0)
+    text = "ストアに保存されたメッセージ " * 20
+    exact = counter.count(text)
+    stored = Message("user", (TextBlock(text, tokens=exact),))
+    assert counter.count_messages([stored]) == counter.count_messages([Message.user(text)])
+    assert counter.upper_bound([stored]) == counter.count_messages([stored])  # exact, not the byte bound
+    assert counter.upper_bound([Message.user(text)]) > counter.count_messages([stored])
+    marked = Message("user", (TextBlock(text, tokens=7),))  # proves the stored figure is what is read
+    assert counter.count_message(marked) == TOKENS_PER_MESSAGE + 7
+
+
+def test_stored_text_tokens_counts_one_text_block_only() -> None:
+    assert stored_text_tokens(Message.user("hello world")) == TiktokenCounter().count("hello world")
+    assert stored_text_tokens(Message("user", (TextBlock("a"), TextBlock("b")))) is None
+    assert stored_text_tokens(Message("user", (ToolResultBlock("t", "x"),))) is None
+    assert stored_text_tokens(Message("user", (TextBlock("abc", tokens=2),))) == 2

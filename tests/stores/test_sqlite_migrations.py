@@ -100,6 +100,39 @@ def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
         conn.close()
 
 
+async def test_messages_stored_before_token_counts_load_and_count_as_before(tmp_path: Path) -> None:
+    """Migration 8 adds ``token_count``: older rows stay NULL and are counted when used."""
+    from omoide.keys import session_key
+    from omoide.models import Message
+    from omoide.providers.tokens import get_token_counter
+
+    db = tmp_path / "omoide.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        apply_pending(conn, migrations=tuple(m for m in MIGRATIONS if m.version < 8))
+        conn.execute(
+            "INSERT INTO sessions (session_key, policy, platform, workspace_id, status, last_seq, last_active_at, "
+            "created_at) VALUES ('k', 'channel', 'discord', 'g', 'active', 1, '2026-01-01T00:00:00.000000Z', "
+            "'2026-01-01T00:00:00.000000Z')"
+        )
+        conn.execute(
+            "INSERT INTO session_messages (session_id, workspace_id, seq, role, content, created_at) "
+            """VALUES (1, 'g', 1, 'user', '[{"type":"text","text":"古いメッセージ"}]', '2026-01-01T00:00:00.000000Z')"""
+        )
+    finally:
+        conn.close()
+    async with _store(db) as store:
+        assert await store.schema_version() == LATEST_VERSION
+        old = (await store.messages(1))[0]
+        assert old.text == "古いメッセージ" and old.content[0].tokens is None
+        session = await store.get_or_create_session(session_key(platform="discord", workspace="g", channel="c", user="u"))
+        await store.append_message(session.id, Message.user("新しいメッセージ"))
+        new = (await store.messages(session.id))[0]
+        counter = get_token_counter()
+        assert new.content[0].tokens == counter.count("新しいメッセージ")
+        assert counter.count_message(old) == counter.count_message(Message.user("古いメッセージ"))
+
+
 _MIGRATE_SCRIPT = textwrap.dedent(
     """
     import asyncio, json, sys, time

@@ -12,7 +12,9 @@ from omoide.stores.sqlite import _rows
 from omoide.stores.sqlite._conn import format_ts
 
 
-def _row(message: Message, *, id_: int = 7, session_id: int = 3, seq: int = 2) -> tuple[object, ...]:
+def _row(
+    message: Message, *, id_: int = 7, session_id: int = 3, seq: int = 2, tokens: int | None = None
+) -> tuple[object, ...]:
     return (
         id_,
         session_id,
@@ -24,6 +26,7 @@ def _row(message: Message, *, id_: int = 7, session_id: int = 3, seq: int = 2) -
         int(message.is_bot),
         message.message_id,
         format_ts(message.created_at),
+        tokens,
     )
 
 
@@ -67,3 +70,21 @@ def test_corrupt_content_raises_invalid_content() -> None:
         row[4] = bad
         with pytest.raises(InvalidContent):
             _rows.message_from_row(tuple(row))
+
+
+@pytest.mark.parametrize(
+    ("message", "carries"),
+    [
+        (Message.user("こんにちは、今日はいい天気ですね"), True),
+        (Message("user", (TextBlock("a"), TextBlock("b"))), False),
+        (Message("user", (ToolResultBlock("t1", "晴れ"),)), False),
+    ],
+)
+def test_stored_token_count_rides_on_the_only_text_block(message: Message, carries: bool) -> None:
+    row = _row(message, tokens=11)
+    fast, validated = _rows.message_from_row(row), _rows.validated_message_from_row(row)
+    assert fast == validated
+    assert fast.content == message.content  # the count takes no part in equality
+    for converted in (fast, validated):
+        counts = [getattr(b, "tokens", None) for b in converted.content]
+        assert counts == ([11] if carries else [None] * len(message.content))

@@ -99,7 +99,8 @@ class TiktokenCounter:
         total = TOKENS_PER_MESSAGE
         for block in message.content:
             if isinstance(block, TextBlock):
-                total += self.count(block.text)
+                # a count stored with the message was made by this encoding (stored_text_tokens)
+                total += block.tokens if block.tokens is not None else self.count(block.text)
             elif isinstance(block, ToolUseBlock):
                 payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
                 total += self.count(block.name) + self.count(payload) + self.count(block.id)
@@ -124,8 +125,10 @@ class TiktokenCounter:
         """A cheap bound that is never below :meth:`count_messages` (no encoding, no memo).
 
         cl100k is a byte-level BPE: every token stands for at least one byte, so a text
-        never has more tokens than UTF-8 bytes. A prompt whose bound is within the budget
-        surely fits, and the exact count can wait until someone asks for it.
+        never has more tokens than UTF-8 bytes. A text whose count was stored with its
+        message (``TextBlock.tokens``) adds that exact count instead. A prompt whose bound
+        is within the budget surely fits, and the exact count can wait until someone asks
+        for it.
         """
         total = TOKENS_PER_REPLY
         if system:
@@ -134,7 +137,7 @@ class TiktokenCounter:
             total += TOKENS_PER_MESSAGE
             for block in message.content:
                 if isinstance(block, TextBlock):
-                    total += _utf8_len(block.text)
+                    total += block.tokens if block.tokens is not None else _utf8_len(block.text)
                 elif isinstance(block, ToolUseBlock):
                     payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
                     total += _utf8_len(block.name) + _utf8_len(payload) + _utf8_len(block.id)
@@ -144,6 +147,29 @@ class TiktokenCounter:
             schema = json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
             total += TOKENS_PER_TOOL + _utf8_len(tool.name) + _utf8_len(tool.description) + _utf8_len(schema)
         return total
+
+
+def stored_text_tokens(message: Message) -> int | None:
+    """The token count to store with ``message``: its text's, when it is one text block.
+
+    The session stores write it beside the content (``session_messages.token_count``) and
+    hand it back on the block they load (``TextBlock.tokens``), so the first prompt built
+    from a stored window after a restart reads the counts instead of encoding the window
+    again (``benchmarks/context.py``, mode ``restart``). Messages with several blocks or
+    tool blocks (rare) are counted when they are used. ``None`` when tiktoken is missing.
+    """
+    content = message.content
+    if len(content) != 1:
+        return None
+    block = content[0]
+    if not isinstance(block, TextBlock):
+        return None
+    if block.tokens is not None:
+        return block.tokens
+    try:
+        return get_token_counter().count(block.text)
+    except ConfigError:
+        return None
 
 
 def _utf8_len(text: str) -> int:
@@ -168,4 +194,5 @@ __all__ = [
     "TiktokenCounter",
     "get_token_counter",
     "load_encoding",
+    "stored_text_tokens",
 ]

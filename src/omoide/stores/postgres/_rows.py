@@ -15,6 +15,7 @@ from omoide.models import (
     SessionStatus,
     blocks_from_json,
     ensure_utc,
+    with_text_tokens,
 )
 
 SESSION_COLUMNS = (
@@ -22,7 +23,9 @@ SESSION_COLUMNS = (
     "version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, context_summary, context_summary_seq, "
     "private, members"
 )
-MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
+MESSAGE_COLUMNS = (
+    "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at, token_count"
+)
 
 
 def row_to_session(row: Mapping[str, Any]) -> Session:
@@ -54,7 +57,7 @@ def row_to_message(row: Mapping[str, Any]) -> Message:
     """A stored message; ``content`` is jsonb, which asyncpg hands over as JSON text."""
     return Message(
         role=row["role"],
-        content=blocks_from_json(row["content"]),
+        content=with_text_tokens(blocks_from_json(row["content"]), row["token_count"]),
         author_id=row["author_id"],
         author_name=row["author_name"],
         is_bot=bool(row["is_bot"]),

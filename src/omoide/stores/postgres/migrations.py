@@ -23,7 +23,15 @@ from dataclasses import dataclass
 import asyncpg
 
 from omoide.errors import MigrationError
-from omoide.stores.postgres.schema import MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5, MIGRATION_6
+from omoide.stores.postgres.schema import (
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+    MIGRATION_6,
+    MIGRATION_7,
+)
 from omoide.stores.postgres.vector import ensure_vector_extension
 
 logger = logging.getLogger(__name__)
@@ -56,6 +64,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "search: store_meta (lexical tokenizer of the index)", MIGRATION_4),
     Migration(5, "api_keys: hashed API keys, one workspace each (HTTP API, MCP)", MIGRATION_5),
     Migration(6, "visibility: private knowledge and sessions with their members (backfilled from DM ids)", MIGRATION_6),
+    Migration(7, "session messages: stored token counts", MIGRATION_7),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

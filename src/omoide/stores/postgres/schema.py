@@ -225,4 +225,10 @@ FROM knowledge_sources s WHERE s.id = c.source_id AND s.private;
 """Migration 6: knowledge visibility (``private``, ``members`` on sources, chunks and sessions), backfilled
 where the stored data already says private (Slack D…/G… ids, ``mpdm-`` / imported ``DM:`` names, Discord DMs)."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5", "MIGRATION_6"]
+MIGRATION_7 = """
+ALTER TABLE session_messages ADD COLUMN token_count integer CHECK (token_count >= 0);
+"""
+"""Migration 7: ``session_messages.token_count``, the cl100k count of a message's only text block, counted
+once when it is stored (NULL: several blocks, a tool block, or stored before: counted when used)."""
+
+__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5", "MIGRATION_6", "MIGRATION_7"]

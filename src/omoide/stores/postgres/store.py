@@ -72,6 +72,7 @@ from omoide.knowledge.models import (
 )
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
+from omoide.providers.tokens import stored_text_tokens
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
@@ -146,8 +147,8 @@ WITH dup AS (
     RETURNING id, workspace_id, last_seq
 )
 INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, author_name, is_bot,
-                              platform_message_id, created_at)
-SELECT s.id, s.workspace_id, s.last_seq, $3, $4::jsonb, $5, $6, $7, $8::text, $2 FROM s
+                              platform_message_id, created_at, token_count)
+SELECT s.id, s.workspace_id, s.last_seq, $3, $4::jsonb, $5, $6, $7, $8::text, $2, $9 FROM s
 RETURNING id, seq
 """
 _PLATFORM_ID_INDEX = "session_messages_platform_id"
@@ -462,6 +463,7 @@ class PostgresStore:
                 size=size,
                 limit=limit,
             )
+        tokens = stored_text_tokens(message)
         async with self._acquire() as conn:
             for _ in range(_RETRIES):
                 try:
@@ -475,6 +477,7 @@ class PostgresStore:
                         message.author_name,
                         message.is_bot,
                         message.message_id,
+                        tokens,
                     )
                 except asyncpg.UniqueViolationError as exc:
                     if exc.constraint_name != _PLATFORM_ID_INDEX:

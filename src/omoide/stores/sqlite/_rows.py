@@ -31,6 +31,7 @@ from omoide.models import (
     SessionStatus,
     TextBlock,
     blocks_from_json,
+    with_text_tokens,
 )
 from omoide.stores.sqlite._conn import parse_ts
 
@@ -39,7 +40,9 @@ SESSION_COLUMNS = (
     "status, version, last_seq, archived_seq, window_start_seq, last_active_at, created_at, "
     "context_summary, context_summary_seq, private, members"
 )
-MESSAGE_COLUMNS = "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at"
+MESSAGE_COLUMNS = (
+    "id, session_id, seq, role, content, author_id, author_name, is_bot, platform_message_id, created_at, token_count"
+)
 
 _MESSAGE_FIELDS = (
     "role",
@@ -95,8 +98,11 @@ def session_from_row(row: Sequence[Any]) -> Session:
     )
 
 
-def content_from_json(text: str) -> tuple[ContentBlock, ...]:
-    """Content blocks from their stored JSON; plain text blocks take a short cut."""
+def content_from_json(text: str, tokens: int | None = None) -> tuple[ContentBlock, ...]:
+    """Content blocks from their stored JSON; plain text blocks take a short cut.
+
+    ``tokens`` is the stored ``token_count``: the count of a message's only text block.
+    """
     try:
         data, end = _DECODER.raw_decode(text)  # json.loads without its per-call overhead (~2 µs)
     except json.JSONDecodeError:
@@ -104,6 +110,10 @@ def content_from_json(text: str) -> tuple[ContentBlock, ...]:
     if end != len(text):  # trailing data: let the strict parser report it
         return blocks_from_json(text)
     if type(data) is list and data:
+        if tokens is not None and len(data) == 1:
+            item = data[0]
+            if type(item) is dict and len(item) == 2 and item.get("type") == "text" and type(item["text"]) is str:
+                return (TextBlock(item["text"], tokens),)
         blocks: list[ContentBlock] = []
         for item in data:
             if type(item) is dict and len(item) == 2 and item.get("type") == "text" and type(item["text"]) is str:
@@ -120,7 +130,7 @@ def _convert(row: Sequence[Any]) -> Message:
     role, content, author_id, author_name, is_bot, message_id, created_at, id_, session_id, seq = _MESSAGE_SETTERS
     message: Message = object.__new__(Message)
     role(message, row[3])
-    content(message, content_from_json(row[4]))
+    content(message, content_from_json(row[4], row[10]))
     author_id(message, row[5])
     author_name(message, row[6])
     is_bot(message, bool(row[7]))
@@ -141,7 +151,7 @@ def validated_message_from_row(row: Sequence[Any]) -> Message:
     """The same as :func:`message_from_row`, through the validating constructors."""
     return Message(
         row[3],
-        blocks_from_json(row[4]),
+        with_text_tokens(blocks_from_json(row[4]), row[10]),
         author_id=row[5],
         author_name=row[6],
         is_bot=bool(row[7]),

@@ -132,8 +132,13 @@ def set_session_visibility(conn: sqlite3.Connection, session_id: int, private: b
     return session_from_row(row)
 
 
-def append_message(conn: sqlite3.Connection, session_id: int, message: Message) -> tuple[Message, bool]:
+def append_message(
+    conn: sqlite3.Connection, session_id: int, message: Message, tokens: int | None = None
+) -> tuple[Message, bool]:
     """Store ``message`` as the session's next ``seq`` unless its platform id is already stored.
+
+    ``tokens``: its stored token count (:func:`~omoide.providers.tokens.stored_text_tokens`,
+    counted before the write transaction).
 
     Raises:
         SessionNotFound: no session has this id.
@@ -168,8 +173,8 @@ def append_message(conn: sqlite3.Connection, session_id: int, message: Message) 
     cursor = conn.execute(
         """
         INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, author_name,
-                                      is_bot, platform_message_id, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      is_bot, platform_message_id, created_at, token_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         (
             session_id,
@@ -182,6 +187,7 @@ def append_message(conn: sqlite3.Connection, session_id: int, message: Message) 
             1 if message.is_bot else 0,
             message.message_id,
             created_at,
+            tokens,
         ),
     )
     message_id = cursor.lastrowid

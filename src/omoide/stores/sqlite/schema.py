@@ -429,6 +429,13 @@ V7: tuple[str, ...] = (
 )
 """Migration 7: knowledge visibility (``private``, ``members`` on sources, chunks and sessions) and its backfill."""
 
+V8: tuple[str, ...] = (
+    # the cl100k token count of a message's only text block, counted once when it is stored
+    # (NULL: several blocks, a tool block, or stored before this migration: counted when used)
+    "ALTER TABLE session_messages ADD COLUMN token_count INTEGER CHECK (token_count >= 0)",
+)
+"""Migration 8: ``session_messages.token_count`` (a stored window is not re-encoded after a restart)."""
+
 __all__ = [
     "FTS_TOKENIZE",
     "MEMORY_SCOPE_SQL",

@@ -53,6 +53,7 @@ from omoide.knowledge.models import (
 )
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
+from omoide.providers.tokens import stored_text_tokens
 from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
@@ -342,7 +343,8 @@ class SqliteStore:
         """
         if not isinstance(message, Message):
             raise InvalidInput(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        return await self._write("append_message", ops.append_message, _int("session_id", session_id), message)
+        sid = _int("session_id", session_id)
+        return await self._write("append_message", ops.append_message, sid, message, stored_text_tokens(message))
 
     async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
         """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
