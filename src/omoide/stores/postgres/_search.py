@@ -59,6 +59,13 @@ HIT_COLUMNS = (
     "s.type AS source_type, s.title AS source_title, s.uri AS source_uri"
 )
 _FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+
+
+def _from_chunks(filters: SearchFilters) -> str:
+    """The chunks, joined to their sources only when a source type is filtered."""
+    return _FROM_CHUNKS if filters.source_types else "knowledge_chunks c"
+
+
 _RECORD_TOKENIZER = f"""
 INSERT INTO store_meta (key, value) VALUES ('{TOKENIZER_KEY}', $1)
 ON CONFLICT (key) DO UPDATE SET value = '{MIXED_TOKENIZERS}', updated_at = now()
@@ -166,7 +173,7 @@ async def vector_ranking(
         count_args: list[Any] = []
         where = filter_sql(filters, count_args)
         matching = await conn.fetchval(
-            f"SELECT count(*) FROM (SELECT 1 FROM {_FROM_CHUNKS} WHERE {where} LIMIT {int(exact_limit) + 1}) AS m",
+            f"SELECT count(*) FROM (SELECT 1 FROM {_from_chunks(filters)} WHERE {where} LIMIT {int(exact_limit) + 1}) AS m",
             *count_args,
         )
         exact = int(matching) <= exact_limit
@@ -229,7 +236,7 @@ async def lexical_ranking(
     args.append(k)
     rows = await conn.fetch(
         f"SELECT c.id, ts_rank_cd(c.lexical_tsv, q) AS score "
-        f"FROM {_FROM_CHUNKS}, to_tsquery('simple', $1) AS q "
+        f"FROM {_from_chunks(filters)}, to_tsquery('simple', $1) AS q "
         f"WHERE c.lexical_tsv @@ q AND {where} "
         f"ORDER BY score DESC, c.id LIMIT ${len(args)}",
         *args,
