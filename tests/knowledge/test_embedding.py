@@ -12,6 +12,7 @@ from omoide.errors import AuthenticationFailed, BadRequest, ProviderUnavailable,
 from omoide.knowledge.embedding import EmbeddingProcessor, content_hash
 from omoide.knowledge.models import SourceStatus
 from omoide.providers.local.hashing import HashingEmbedder
+from omoide.text.chat_lines import chunk_embedding_text
 
 from .helpers import FlakyEmbedder, all_sources, later, talk, tuned
 
@@ -37,11 +38,13 @@ async def test_pending_sources_are_embedded_and_become_ready(mem: Memory):
     assert report.chunks == status.chunks == sum(seen)
     assert await statuses(mem) == [SourceStatus.READY] * 3
     assert status.embedded == {mem.embedder.model_id: status.chunks}
-    # the stored vector is the embedder's vector of the chunk's content
+    # the stored vector is the embedder's vector of the chunk's lines as "speaker: text"
     source = (await mem.sources())[0]
     chunk = (await mem.store.chunks_of_source(source.id))[0]
     stored = await mem.store.get_embedding(chunk.id, model=mem.embedder.model_id)
-    expected = (await mem.embedder.embed_documents([chunk.content]))[0]
+    plain = chunk_embedding_text(chunk.content)
+    assert plain and "**" not in plain and plain != chunk.content
+    expected = (await mem.embedder.embed_documents([plain]))[0]
     assert stored is not None
     assert np.allclose(stored, expected, atol=1e-3)  # halfvec on PostgreSQL
     # a second pass finds nothing to do

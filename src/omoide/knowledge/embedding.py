@@ -47,6 +47,7 @@ from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkText, EmbeddingRow, SourceId, SourceStatus
 from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
+from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
 
@@ -164,7 +165,7 @@ class EmbeddingProcessor:
     async def _embed(self, texts: Sequence[str]) -> list[Vector]:
         try:
             async with asyncio.timeout(self.call_timeout):
-                vectors = await self.embedder.embed_documents(list(texts))
+                vectors = await self.embedder.embed_documents([chunk_embedding_text(t) or t for t in texts])
         except TimeoutError as exc:
             raise ProviderUnavailable(
                 f"the embedder {self.model} did not answer within {self.call_timeout:.0f} s", provider=self.model

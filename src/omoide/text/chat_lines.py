@@ -57,4 +57,15 @@ def chunk_lexical_text(content: str) -> str:
     return "\n".join(f"{speaker or ''}\n{said}" for speaker, said in split_chat_lines(content))
 
 
-__all__ = ["HEADER", "chunk_lexical_text", "speaker_of", "split_chat_lines"]
+def chunk_embedding_text(content: str) -> str:
+    """The text of a chunk that its vector is computed from: one ``speaker: text`` line per
+    message, without the times and the bold role labels (their digits and markup take a
+    large share of a short chunk's tokens and tell a sentence model nothing).
+
+    >>> chunk_embedding_text("[2026-01-19 10:00] **Alice (User)**: 今日の天気は？\n[2026-01-19 10:01] **Assistant**: 晴れ")
+    'Alice: 今日の天気は？\n晴れ'
+    """
+    return "\n".join(f"{speaker}: {said}" if speaker else said for speaker, said in split_chat_lines(content))
+
+
+__all__ = ["HEADER", "chunk_embedding_text", "chunk_lexical_text", "speaker_of", "split_chat_lines"]
