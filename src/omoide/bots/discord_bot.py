@@ -427,7 +427,7 @@ class ForgetConfirmation(discord.ui.View):
         report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
         self.stop()
         await interaction.response.edit_message(
-            content=f"Erased {report.memories} memories, {report.sessions} sessions and {report.messages} messages.",
+            content=report.describe(),
             view=None,
         )
 
