@@ -263,3 +263,42 @@ def test_openai_rejects_a_mix_and_bad_roles():
     with pytest.raises(InvalidContent, match="role must be 'user' or 'assistant'"):
         to_openai_messages([{"role": "system", "content": "q"}])
     assert to_openai_messages([]) == []
+
+
+def test_one_text_records_carry_their_token_count_through_a_replay() -> None:
+    """The first prompt built from a replayed JSONL session reads the counts (issue 4)."""
+    from omoide.models import Message, TextBlock, ToolUseBlock
+    from omoide.providers.tokens import get_token_counter
+    from omoide.transcripts import messages_from_records, records_from_messages
+
+    text = "明日の勉強会は何時から？ The room is 3F."
+    records = records_from_messages(
+        [
+            Message.user(text),
+            Message("assistant", (TextBlock("見てみます"), ToolUseBlock("t1", "recall", {"q": "勉強会"}))),
+        ]
+    )
+    exact = get_token_counter().count(text)
+    assert records[0]["tokens"] == exact
+    assert "tokens" not in records[1]  # several blocks: counted when used
+    replayed = messages_from_records(json.loads(json.dumps(records)))
+    assert replayed[0].content[0].tokens == exact  # type: ignore[union-attr]
+    assert [getattr(b, "tokens", None) for b in replayed[1].content] == [None, None]
+
+
+@pytest.mark.parametrize("tokens", [10_000, 0])
+def test_an_impossible_stored_count_is_dropped(tokens: int) -> None:
+    """A hand-edited line whose count cannot be right (more tokens than bytes, or none for a
+    text) is counted again instead of trusted."""
+    from omoide.transcripts import messages_from_records
+
+    record = {"type": "user", "content": "short", "ts": 1.0, "tokens": tokens}
+    assert messages_from_records([record])[0].content[0].tokens is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", ["3", -1, True, 1.5])
+def test_a_mistyped_token_count_is_a_corrupt_record(bad: object) -> None:
+    from omoide.transcripts import validate_record
+
+    with pytest.raises(InvalidContent, match="'tokens' must be an integer"):
+        validate_record({"type": "user", "content": "hi", "ts": 1.0, "tokens": bad})

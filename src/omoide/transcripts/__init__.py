@@ -24,7 +24,8 @@ Record types (``ts`` is seconds since the epoch, UTC, a JSON number)::
   ``"Understood, I have the context."``. The replaced records stay in the file; the
   last compaction wins and ``replaces_through`` never goes backwards.
 * Optional fields on conversation records: ``author_id``, ``author_name``, ``is_bot``,
-  ``message_id`` (kept by DB ↔ JSONL conversion). Unknown top-level fields are kept.
+  ``message_id`` (kept by DB ↔ JSONL conversion) and ``tokens`` (the cl100k count of a
+  one-text record, so a replay is not encoded again). Unknown top-level fields are kept.
 
 Reading is strict: a bad line (invalid JSON or UTF-8, unknown type, missing or mistyped
 field, an empty line) raises :class:`~omoide.errors.CorruptTranscript` naming the file,

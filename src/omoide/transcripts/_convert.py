@@ -19,7 +19,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from omoide.errors import InvalidContent
-from omoide.models import ContentBlock, Message, TextBlock, ToolResultBlock, block_from_dict, summary_turns
+from omoide.models import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    block_from_dict,
+    summary_turns,
+    with_text_tokens,
+)
+from omoide.providers.tokens import stored_text_tokens
 from omoide.transcripts._records import (
     AssistantRecord,
     Record,
@@ -40,6 +49,7 @@ def _extras(message: Message) -> dict[str, Any]:
     }
     if message.is_bot != (message.role == "assistant"):
         extras["is_bot"] = message.is_bot
+    extras["tokens"] = stored_text_tokens(message)
     return extras
 
 
@@ -81,9 +91,10 @@ class _Group:
 
     def message(self, positions: bool) -> Message:
         head: Mapping[str, Any] = self.head
+        blocks = _with_count(tuple(self.blocks), head.get("tokens"))
         return Message(
             "user" if self.role == "user" else "assistant",
-            tuple(self.blocks),
+            blocks,
             author_id=head.get("author_id"),
             author_name=head.get("author_name"),
             is_bot=head.get("is_bot", self.role == "assistant"),
@@ -91,6 +102,18 @@ class _Group:
             created_at=datetime_from_ts(head["ts"]),
             seq=self.last + 1 if positions else None,
         )
+
+
+def _with_count(blocks: tuple[ContentBlock, ...], tokens: int | None) -> tuple[ContentBlock, ...]:
+    """``blocks`` with the record's stored count on its only text. A count that cannot be
+    right (more tokens than UTF-8 bytes, or none for a text: a hand-edited line) is dropped,
+    and the text is counted when it is used."""
+    if tokens is None or len(blocks) != 1 or not isinstance(blocks[0], TextBlock):
+        return blocks
+    text = blocks[0].text
+    if tokens > len(text.encode("utf-8", "surrogatepass")) or (tokens > 0) != bool(text):
+        return blocks
+    return with_text_tokens(blocks, tokens)
 
 
 def _blocks(record: Record) -> list[ContentBlock]:

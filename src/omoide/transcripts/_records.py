@@ -29,8 +29,11 @@ RecordType: TypeAlias = Literal["user", "assistant", "tool_use", "tool_result", 
 RECORD_TYPES: tuple[RecordType, ...] = ("user", "assistant", "tool_use", "tool_result", "compaction")
 
 
-EXTRA_FIELDS: tuple[str, ...] = ("author_id", "author_name", "is_bot", "message_id")
-"""Optional fields any conversation record may carry (kept by DB ↔ JSONL round trips)."""
+EXTRA_FIELDS: tuple[str, ...] = ("author_id", "author_name", "is_bot", "message_id", "tokens")
+"""Optional fields any conversation record may carry (kept by DB ↔ JSONL round trips).
+
+``tokens`` is the cl100k token count of a record whose content is one text, written with it
+so a replayed window is not encoded again (see ``TextBlock.tokens``)."""
 
 
 class UserRecord(TypedDict):
@@ -41,6 +44,7 @@ class UserRecord(TypedDict):
     author_name: NotRequired[str]
     is_bot: NotRequired[bool]
     message_id: NotRequired[str]
+    tokens: NotRequired[int]
 
 
 class AssistantRecord(TypedDict):
@@ -51,6 +55,7 @@ class AssistantRecord(TypedDict):
     author_name: NotRequired[str]
     is_bot: NotRequired[bool]
     message_id: NotRequired[str]
+    tokens: NotRequired[int]
 
 
 class ToolUseRecord(TypedDict):
@@ -63,6 +68,7 @@ class ToolUseRecord(TypedDict):
     author_name: NotRequired[str]
     is_bot: NotRequired[bool]
     message_id: NotRequired[str]
+    tokens: NotRequired[int]
 
 
 class ToolResultRecord(TypedDict):
@@ -75,6 +81,7 @@ class ToolResultRecord(TypedDict):
     author_name: NotRequired[str]
     is_bot: NotRequired[bool]
     message_id: NotRequired[str]
+    tokens: NotRequired[int]
 
 
 class CompactionRecord(TypedDict):
@@ -251,6 +258,9 @@ def validate_record(raw: Any) -> Record:
             out.pop(key, None)
         elif key == "is_bot" and not isinstance(value, bool):
             raise InvalidContent(f"field 'is_bot' must be a boolean, got {_json_type(value)}")
+        elif key == "tokens":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidContent(f"field 'tokens' must be an integer ≥ 0, got {value!r:.40}")
         elif key != "is_bot" and not isinstance(value, str):
             raise InvalidContent(f"field {key!r} must be a string, got {_json_type(value)}")
     if "content" not in raw and kind in ("user", "assistant", "tool_result"):
