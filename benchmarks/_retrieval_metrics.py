@@ -285,6 +285,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")
     parser.add_argument("--db", type=Path, default=None, help="SQLite database to build (default: a temp file)")
     parser.add_argument(
+        "--database-url",
+        default=None,
+        help="an empty PostgreSQL database to build instead (postgresql://…), to score the PostgreSQL lists",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -420,11 +425,12 @@ async def run(
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="omoide-bench-") as tmp:
         db = args.db or Path(tmp) / "bench.db"
-        if db.exists():
+        if args.database_url is None and db.exists():
             raise SystemExit(f"{db} exists; give a new path (the benchmark imports into an empty database)")
-        url = f"sqlite:///{db}"
+        url = args.database_url or f"sqlite:///{db}"
         base = {"database_url": url, "migrate_on_start": True, **overrides}
-        progress(f"ingesting {len(conversations)} conversations into {db} (overrides: {overrides or 'none'})")
+        where = url.split("?")[0] if args.database_url else db
+        progress(f"ingesting {len(conversations)} conversations into {where} (overrides: {overrides or 'none'})")
         async with Memory.open(**base) as mem:
             ids = await ingest(mem, conversations, platform)
             for i, (name, _) in enumerate(embedders):

@@ -243,6 +243,18 @@ async def test_lexical_ranking_prefers_more_and_denser_matches(store):
     assert [h.rank for h in hits] == [1, 2]
 
 
+async def test_lexical_ranking_weighs_rare_words_above_common_ones(store):
+    """BM25's inverse document frequency on both backends: the chunk with the question's rare
+    word beats chunks that only repeat its common word (PostgreSQL's ts_rank_cd, which has no
+    IDF, ranked it last)."""
+    common = [Doc(f"meeting notes meeting agenda meeting room {i}") for i in range(12)]
+    ids = await _add(store, [*common, Doc("we booked the venue in sapporo for the offsite next month")])
+    hits = await store.lexical_search(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
+    assert hits[0].chunk_id == ids[-1]
+    ranked = await store.lexical_ranking(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
+    assert [r.chunk_id for r in ranked] == _ids(hits)
+
+
 async def test_lexical_tokens_are_never_query_syntax(store):
     [cid] = await _add(store, [Doc('he said "hello" AND or NOT near(x) it\'s 100% a:b * ^ - | & ! \\')])
     f = SearchFilters("g1")

@@ -793,7 +793,7 @@ class PostgresStore:
             )
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-        """The ``k`` best ``ts_rank_cd`` matches of any of ``tokens``, best first (``[]`` for no tokens).
+        """The ``k`` best BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
 
         Raises:
             InvalidInput: bad ``k``, filters or tokens.
@@ -821,7 +821,7 @@ class PostgresStore:
             )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
-        """:meth:`lexical_search` as ids and ``ts_rank_cd`` scores only, best first."""
+        """:meth:`lexical_search` as ids and BM25 scores only, best first."""
         terms = clean_tokens(tokens)
         wanted = check_filters(filters)
         limit = check_k(k)
