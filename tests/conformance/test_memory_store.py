@@ -56,6 +56,20 @@ async def test_insert_get_list_update_delete(store):
         await store.delete_memory("g1", "u1", a.id)
 
 
+async def test_lexical_recall_weighs_rare_words_above_common_ones(store):
+    """BM25 on both backends: the memory with the question's rare word comes first, not the
+    ones that repeat its common word (PostgreSQL ranked by ts_rank_cd, which has no IDF)."""
+    for i in range(8):
+        await store.insert_memory(
+            _draft(f"meeting notes: the meeting room for meeting {i}"), model=MODEL, vector=_vec(i)
+        )
+    rare = await store.insert_memory(_draft("my favourite ramen shop is in sapporo"), model=MODEL, vector=_vec(9))
+    tokens = tokenize_for_search("meeting in sapporo")
+    assert (await store.memory_lexical_search("g1", "u1", tokens=tokens, k=3))[0][0].id == rare.id
+    hits = await store.memory_recall("g1", "u1", model=MODEL, query=_vec(99), tokens=tokens, k=3, limit=3)
+    assert rare.id in [h.memory.id for h in hits]
+
+
 async def test_vector_and_lexical_recall(store):
     ids = []
     for i, text in enumerate(["誕生日は3月15日", "好きな食べ物はラーメン", "I live in Osaka", "妻の名前はゆき"]):

@@ -2,8 +2,8 @@
 
 Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009) scores a document by
 ``Σ 1 / (k + rank)`` over the ranked lists it appears in (``rank`` 1-based). Only ranks
-are used, so lists whose scores are not comparable (cosine similarity, BM25,
-``ts_rank_cd``) fuse without calibration.
+are used, so lists whose scores are not comparable (cosine similarity, BM25) fuse
+without calibration.
 
 One constant ``k`` (default 60, the paper's value) is used for **every** list. Seed 004's
 SQL sketch used ``1 / (1 + rank)`` for the vector list and ``1 / (60 + rank)`` for the

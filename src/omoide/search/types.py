@@ -2,7 +2,7 @@
 
 Scores: **higher is better** in every list. Vector search scores are cosine similarity
 (``1 - cosine distance``, in ``[-1, 1]``); lexical scores are the backend's relevance
-(SQLite: ``-bm25()``, PostgreSQL: ``ts_rank_cd``), comparable only within one list, so
+(BM25: SQLite's ``-bm25()``, PostgreSQL's own in ``omoide.stores.postgres._bm25``), comparable only within one list, so
 lists are fused by rank (RRF), never by score.
 """
 

@@ -354,8 +354,8 @@ class SearchStore(Lifecycle, Protocol):
       applied inside the database query, so a search returns ``k`` hits whenever at least
       ``k`` chunks match (PostgreSQL: HNSW iterative scan, ``hnsw.iterative_scan``).
     * Hits come best first with ``rank`` 1, 2, …; **higher scores are better**: cosine
-      similarity (``1 - cosine distance``) for vectors, ``-bm25`` (SQLite) or
-      ``ts_rank_cd`` (PostgreSQL) for lexical. Compare ranks across lists, not scores.
+      similarity (``1 - cosine distance``) for vectors, BM25 for lexical (SQLite:
+      ``-bm25()``; PostgreSQL: ``omoide.stores.postgres._bm25``). Compare ranks across lists, not scores.
     * ``k`` is between 1 and :data:`~omoide.search.filters.MAX_K`; anything else is an
       :class:`~omoide.errors.InvalidInput`.
     """

@@ -2,10 +2,9 @@
 
 A question such as "What did Caroline research after she moved?" tokenises to
 ``what did caroline research after she moved``; only ``caroline``, ``research`` and
-``moved`` say what it is about. BM25 (SQLite FTS5) already gives such words little
-weight through their document frequency, but PostgreSQL's ``ts_rank_cd`` has no
-document frequency at all, so there a chunk full of "what", "did" and "she" can
-outrank the one that answers. :func:`drop_stopwords` removes them from **query**
+``moved`` say what it is about. BM25 gives such words little weight through their
+document frequency, but not none: a long chunk full of "what", "did" and "she" still
+gains score, and on PostgreSQL every such word is one more term to test per match. :func:`drop_stopwords` removes them from **query**
 tokens only: the index keeps every word (so nothing needs re-indexing, and a query made
 only of stop words, such as "who are you", is searched as it is).
 

@@ -4,7 +4,7 @@ Every statement carries ``workspace_id = $… AND user_id = $…``. Vector recal
 user's ``halfvec`` rows exactly by cosine distance (``<=>``), walking the
 ``(workspace_id, user_id, model)`` index: a user has at most thousands of memories, where an
 exact scan is fast and needs no approximate index. Lexical recall uses ``lexical_tsv`` with
-``ts_rank_cd``, like knowledge chunks.
+BM25 (:mod:`omoide.stores.postgres._bm25`), like knowledge chunks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from omoide.models import ensure_utc
 from omoide.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
-from omoide.stores.postgres._search import tsquery_text, vector_type
+from omoide.stores.postgres._bm25 import bm25_sql, scored_terms
+from omoide.stores.postgres._search import vector_type
 
 COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
 
@@ -249,16 +250,7 @@ async def memory_lexical_search(
 ) -> list[tuple[MemoryRecord, float]]:
     if not tokens:
         return []
-    args: list[Any] = [tsquery_text(tokens), workspace_id, user_id]
-    extra = _filters(category, tags, args)
-    args.append(k)
-    rows = await conn.fetch(
-        f"SELECT {COLUMNS}, ts_rank_cd(m.lexical_tsv, q) AS score "
-        "FROM memories m, to_tsquery('simple', $1) AS q "
-        f"WHERE m.lexical_tsv @@ q AND m.workspace_id = $2 AND m.user_id = $3{extra} "
-        f"ORDER BY score DESC, m.id LIMIT ${len(args)}",
-        *args,
-    )
+    rows = await conn.fetch(*_bm25(COLUMNS, workspace_id, user_id, tokens, k, category, tags))
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
@@ -302,16 +294,33 @@ async def _lexical_ranking(
 ) -> list[int]:
     if not tokens:
         return []
-    args: list[Any] = [tsquery_text(tokens), workspace_id, user_id]
-    extra = _filters(category, tags, args)
-    args.append(k)
-    rows = await conn.fetch(
-        "SELECT m.id, ts_rank_cd(m.lexical_tsv, q) AS score FROM memories m, to_tsquery('simple', $1) AS q "
-        f"WHERE m.lexical_tsv @@ q AND m.workspace_id = $2 AND m.user_id = $3{extra} "
-        f"ORDER BY score DESC, m.id LIMIT ${len(args)}",
-        *args,
-    )
+    rows = await conn.fetch(*_bm25("m.id", workspace_id, user_id, tokens, k, category, tags))
     return [int(r["id"]) for r in rows]
+
+
+def _bm25(
+    columns: str,
+    workspace_id: str,
+    user_id: str,
+    tokens: Sequence[str],
+    k: int,
+    category: str | None,
+    tags: Sequence[str],
+) -> tuple[Any, ...]:
+    """The user's memories matching any token, BM25-ranked (:mod:`._bm25`): the query and its parameters."""
+    args: list[Any] = [workspace_id, user_id]
+    extra = _filters(category, tags, args)
+    sql = bm25_sql(
+        from_="memories m",
+        table="memories",
+        alias="m",
+        columns=columns,
+        where=f"m.workspace_id = $1 AND m.user_id = $2{extra}",
+        args=args,
+        terms=scored_terms(tokens),
+        k=k,
+    )
+    return (sql, *args)
 
 
 async def memory_recall(

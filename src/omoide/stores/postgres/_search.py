@@ -30,17 +30,8 @@ quoted tsquery lexeme (quotes doubled, backslashes escaped) joined by ``|`` (OR)
 is read as an operator. ``simple`` only lower-cases: the Japanese splitting happened in
 omoide before indexing, with the same function as for the query.
 
-The matches are ranked by BM25, as SQLite's FTS5 ranks them, not by ``ts_rank_cd``:
-``ts_rank_cd`` has no inverse document frequency, so a chunk that repeats a common word
-outranks one with the rare word the question is about (LoCoMo lexical Recall@10 0.368 with
-``ts_rank_cd`` against 0.611 with FTS5's BM25, ``docs/benchmarks.md``). In one query: each
-match's term presence (``lexical_tsv @@ term``) and length (distinct lexemes); each term's
-document frequency among the matches that pass the filters (a window count); the collection
-size from the planner's row estimate (``pg_class.reltuples``, at least the number of matches:
-a table not analysed yet says -1; N only enters through a logarithm); then ``Σ idf(t) · (k1 + 1) / (1 + k1 · (1 − b + b · len / avglen))`` over the
-terms present, with ``idf = ln(1 + (N − df + 0.5) / (df + 0.5))``. A term counts once per
-chunk (chat chunks rarely repeat a content word; reading term frequencies out of a
-``tsvector`` per row costs more than it brings).
+The matches are ranked by BM25, as SQLite's FTS5 ranks them, not by ``ts_rank_cd``, which has
+no inverse document frequency (:mod:`omoide.stores.postgres._bm25`).
 """
 
 from __future__ import annotations
@@ -60,12 +51,8 @@ from omoide.models import ensure_utc
 from omoide.search.filters import SearchFilters
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._knowledge_common import sql_literal
+from omoide.stores.postgres._bm25 import bm25_sql, scored_terms, tsquery_text
 
-BM25_K1 = 1.2
-BM25_B = 0.75
-"""BM25's term-frequency saturation and length normalisation (the usual values; FTS5's too)."""
-MAX_SCORED_TERMS = 32
-"""Distinct query tokens that are scored (a longer query's further tokens are ignored)."""
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
 TOKENIZER_KEY = "lexical_tokenizer"
@@ -238,44 +225,23 @@ async def vector_search(
     return await hits_for(conn, ranking)
 
 
-def tsquery_text(tokens: Sequence[str]) -> str:
-    """A ``to_tsquery`` input matching any token: each a quoted lexeme (``'`` doubled, ``\\`` escaped), ``|``-joined."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens)
-
-
-def lexical_ranking_sql(tokens: Sequence[str], filters: SearchFilters, k: int) -> tuple[str, list[Any]]:
-    """The BM25 ranking query (see the module docstring) and its parameters."""
-    terms = list(dict.fromkeys(tokens))[:MAX_SCORED_TERMS]
-    args: list[Any] = [tsquery_text(terms)]
-    where = filter_sql(filters, args)
-    has = []
-    for i, term in enumerate(terms):
-        args.append(tsquery_text([term]))
-        has.append(f"c.lexical_tsv @@ to_tsquery('simple', ${len(args)}) AS h{i}")
-    args.append(k)
-    df = ", ".join(f"count(*) FILTER (WHERE h{i}) OVER () AS df{i}" for i in range(len(terms)))
-    idf = " + ".join(
-        f"CASE WHEN h{i} THEN ln(1 + (n.docs - df{i} + 0.5) / (df{i} + 0.5)) ELSE 0 END" for i in range(len(terms))
-    )
-    sql = (
-        f"WITH m AS (SELECT c.id, length(c.lexical_tsv) AS dl, {', '.join(has)} "
-        f"FROM {_from_chunks(filters)} WHERE c.lexical_tsv @@ to_tsquery('simple', $1) AND {where}), "
-        f"w AS (SELECT m.*, {df}, avg(dl) OVER () AS avgdl, count(*) OVER () AS matched FROM m), "
-        "n AS (SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = 'knowledge_chunks'::regclass), "
-        "(SELECT count(*) FROM m), 1)::float8 AS docs) "
-        f"SELECT w.id, ({idf}) * {BM25_K1 + 1} / "
-        f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * w.dl / greatest(w.avgdl, 1))) AS score "
-        f"FROM w, n ORDER BY score DESC, w.id LIMIT ${len(args)}"
-    )
-    return sql, args
-
-
 async def lexical_ranking(
     conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
 ) -> list[RankedChunk]:
     """Ids and BM25 scores of the ``k`` best matches of any of ``tokens`` among the chunks passing
     ``filters``, best first (ties by lower id)."""
-    sql, args = lexical_ranking_sql(tokens, filters, k)
+    args: list[Any] = []
+    where = filter_sql(filters, args)
+    sql = bm25_sql(
+        from_=_from_chunks(filters),
+        table="knowledge_chunks",
+        alias="c",
+        columns="c.id",
+        where=where,
+        args=args,
+        terms=scored_terms(tokens),
+        k=k,
+    )
     rows = await conn.fetch(sql, *args)
     return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
 
