@@ -139,7 +139,11 @@ class Settings(BaseSettings):
     # ---- knowledge (long-term memory): pgvector HNSW index parameters
     hnsw_m: int = Field(16, ge=2, le=100, description="PostgreSQL HNSW index: max connections per layer (m).")
     hnsw_ef_construction: int = Field(
-        64, ge=4, le=1000, description="PostgreSQL HNSW index: candidate list size while building (>= 2 * hnsw_m)."
+        128,
+        ge=4,
+        le=1000,
+        description="PostgreSQL HNSW index: candidate list size while building (>= 2 * hnsw_m). 128, not "
+        "pgvector's 64: at 1M chunks recall@10 0.937 -> 0.987 for a 12% longer build (docs/benchmarks.md).",
     )
     hnsw_ef_search: int = Field(
         100, ge=1, le=1000, description="PostgreSQL HNSW search: candidate list size per query (hnsw.ef_search)."

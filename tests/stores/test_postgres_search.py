@@ -140,3 +140,54 @@ async def test_small_filtered_sets_are_ranked_exactly_without_the_index(pg_store
             for r in await conn.fetch("EXPLAIN " + sql, HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", ["rare"], 10)
         )
     assert vector_index_name(MODEL, DIMS) not in plan, plan
+
+
+async def _lexical_corpus(store: PostgresStore) -> dict[str, int]:
+    """600 chunks about meetings, 30 that also name sapporo, one that names only sapporo."""
+    texts = [f"meeting notes {i}" for i in range(600)]
+    texts += [f"meeting in sapporo {i}" for i in range(30)]
+    texts.append("the venue in sapporo is booked")
+    drafts = [ChunkDraft(content=t, lexical=t, token_count=4, channel_id="c") for t in texts]
+    _, ids = await store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    async with store.pool.acquire() as conn:
+        await conn.execute("ANALYZE knowledge_chunks")
+    return {"only_sapporo": ids[-1], "first_both": ids[600]}
+
+
+async def test_lexeme_statistics_come_from_the_planner(pg_store):
+    from omoide.stores.postgres._bm25 import lexeme_stats
+
+    await _lexical_corpus(pg_store)
+    async with pg_store.pool.acquire() as conn:
+        stats = await lexeme_stats(conn, "knowledge_chunks")
+    assert stats is not None and stats.rows >= 631
+    assert stats.shares["meeting"] == pytest.approx(630 / 631, abs=0.01)
+    assert stats.rows_with("meeting") > stats.rows_with("sapporo") > 0
+
+
+async def test_common_words_stop_driving_the_candidates_and_the_top_stays(pg_store):
+    """With statistics saying "meeting" is in 90% of 100k rows, only the rows naming sapporo
+    (and a sample of the others) are scored; the ranking's top is the exact ranking's."""
+    from omoide.stores.postgres._bm25 import COMMON_SAMPLE, LexemeStats, common_terms
+
+    ids = await _lexical_corpus(pg_store)
+    stats = LexemeStats({"meeting": 0.9, "notes": 0.5}, floor=0.001, rows=100_000)
+    assert common_terms(["meeting", "sapporo"], stats) == {"meeting": pytest.approx(90_000)}
+    assert common_terms(["meeting", "sapporo"], None) == {}
+    assert common_terms(["sapporo"], stats) == {}  # one word: nothing to prune
+    assert common_terms(["sapporo", "venue"], stats) == {}  # few rows: exact
+    f = SearchFilters("g1")
+    async with pg_store.pool.acquire() as conn:
+        exact = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 20)
+        pruned = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 20, stats)
+        tail = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 400, stats)
+    assert [r.chunk_id for r in pruned[:10]] == [r.chunk_id for r in exact[:10]]
+    assert pruned[0].chunk_id == ids["first_both"]
+    assert ids["only_sapporo"] in [r.chunk_id for r in tail]
+    assert len(tail) == 31 + COMMON_SAMPLE  # every sapporo row, and a sample of the meeting-only rows
+
+
+def test_text_array_literals_parse() -> None:
+    from omoide.stores.postgres._bm25 import _parse_text_array
+
+    assert _parse_text_array('{a,"b c",天気,"x\\"y"}') == ["a", "b c", "天気", 'x"y']

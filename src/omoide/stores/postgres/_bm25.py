@@ -18,18 +18,37 @@ one with the rare word the question is about (LoCoMo lexical Recall@10 0.368 wit
 
 A token counts once per row: chat chunks and memories rarely repeat a content word, and
 reading term frequencies out of a ``tsvector`` per row costs more than it brings.
+
+Every match is read and scored (~5 µs each), so a query with a common word pays for all of
+its rows: at 1M chunks the two words of a query matched 2.1k chunks at the median and 12.7k
+at p95 (``docs/benchmarks.md``). When the planner's lexeme statistics
+(``pg_stats.most_common_elems``, read by :func:`lexeme_stats`) say the words match more than
+:data:`PRUNE_ABOVE` rows, the rarest words drive the candidates (:func:`common_terms`): all
+their matches are scored as before, the common words still add to those rows' scores (with
+their estimated document frequency), and only a sample of the rows that hold nothing but
+common words is scored — MaxScore-style pruning. A common word's IDF is small, so those
+rows seldom reach the top of the list; the sample keeps the list's tail filled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import asyncpg
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 """BM25's term-frequency saturation and length normalisation (the usual values; FTS5's too)."""
 MAX_SCORED_TERMS = 32
 """Distinct query tokens that are scored (a longer query's further tokens are ignored)."""
+PRUNE_ABOVE = 5_000
+"""Estimated matching rows above which the commonest words stop driving the candidates."""
+DRIVING_ROWS = 4_000
+"""Estimated rows the rarest words may match together and still all be scored."""
+COMMON_SAMPLE = 200
+"""Rows holding only common words that are scored as well (the tail of the list)."""
 
 
 def tsquery_text(tokens: Sequence[str]) -> str:
@@ -42,37 +61,157 @@ def scored_terms(tokens: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(tokens))[:MAX_SCORED_TERMS]
 
 
+@dataclass(frozen=True, slots=True)
+class LexemeStats:
+    """The planner's statistics of a ``lexical_tsv`` column (``pg_stats``, refreshed by ANALYZE):
+    the share of rows holding each of its most common lexemes (up to 1,000), the smallest such
+    share (every other lexeme is rarer), and the table's row estimate."""
+
+    shares: Mapping[str, float]
+    floor: float
+    rows: float
+
+    def rows_with(self, term: str) -> float:
+        """Estimated rows holding ``term`` (a lexeme outside the list: half the smallest share)."""
+        return self.shares.get(term, self.floor / 2) * self.rows
+
+
+LEXEME_STATS_SQL = """
+SELECT s.most_common_elems::text AS elems, s.most_common_elem_freqs AS freqs,
+       (SELECT reltuples FROM pg_class WHERE oid = $1::text::regclass) AS reltuples
+FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = $1::text AND s.attname = 'lexical_tsv'
+"""
+
+
+async def lexeme_stats(conn: asyncpg.Connection, table: str) -> LexemeStats | None:
+    """The statistics of ``table.lexical_tsv``, or ``None`` before the table was analysed."""
+    row = await conn.fetchrow(LEXEME_STATS_SQL, table)
+    if row is None or row["elems"] is None or row["freqs"] is None or (row["reltuples"] or 0) <= 0:
+        return None
+    elems = _parse_text_array(row["elems"])
+    freqs = list(row["freqs"])
+    if len(freqs) < len(elems) + 2:
+        return None
+    return LexemeStats(dict(zip(elems, freqs, strict=False)), float(freqs[len(elems)]), float(row["reltuples"]))
+
+
+def _parse_text_array(text: str) -> list[str]:
+    """A PostgreSQL ``text[]`` literal (``{a,"b c",d}``) as a list; lexemes with quotes or
+    backslashes come back escaped, which only costs their statistics."""
+    inner = text[1:-1] if text.startswith("{") and text.endswith("}") else text
+    out, item, quoted, escaped = [], [], False, False
+    for ch in inner:
+        if escaped:
+            item.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            out.append("".join(item))
+            item = []
+        else:
+            item.append(ch)
+    out.append("".join(item))
+    return out
+
+
+def common_terms(terms: Sequence[str], stats: LexemeStats | None) -> dict[str, float]:
+    """The terms whose matches are not all scored, with their estimated row counts.
+
+    Nothing is pruned when the query's words match few rows anyway (:data:`PRUNE_ABOVE`).
+    Otherwise the rarest words, while together they match at most :data:`DRIVING_ROWS` rows,
+    drive the candidates (every match of theirs is scored); the others only add to a
+    candidate's score, plus a sample of :data:`COMMON_SAMPLE` rows that hold only them. A
+    common word has a small IDF, so its rows rarely belong to the top of the list.
+    """
+    if stats is None or len(terms) < 2:
+        return {}
+    rows = {t: stats.rows_with(t) for t in terms}
+    if sum(rows.values()) <= PRUNE_ABOVE:
+        return {}
+    driving = 0.0
+    common: dict[str, float] = {}
+    for term in sorted(terms, key=lambda t: rows[t]):
+        if not common and (driving == 0.0 or driving + rows[term] <= DRIVING_ROWS):
+            driving += rows[term]
+        else:
+            common[term] = rows[term]
+    return common
+
+
 def bm25_sql(
-    *, from_: str, table: str, alias: str, columns: str, where: str, args: list[Any], terms: Sequence[str], k: int
+    *,
+    from_: str,
+    table: str,
+    alias: str,
+    columns: str,
+    where: str,
+    args: list[Any],
+    terms: Sequence[str],
+    k: int,
+    common: Mapping[str, float] | None = None,
 ) -> str:
     """The ranking query over the rows of ``from_`` (``table`` as ``alias``, with any joins the
     filters need) passing ``where``; returns ``columns`` and ``score``.
 
     ``args`` holds the parameters ``where`` refers to; the tokens' and ``k``'s are appended.
+    ``common``: terms not to score every match of (:func:`common_terms`), with their estimated
+    row counts, which stand in for their document frequencies.
     """
+    common = dict(common or {})
     tsv = f"{alias}.lexical_tsv"
-    args.append(tsquery_text(terms))
-    match = f"${len(args)}"
-    has = []
-    for i, term in enumerate(terms):
-        args.append(tsquery_text([term]))
-        has.append(f"{tsv} @@ to_tsquery('simple', ${len(args)}) AS bm25_h{i}")
-    args.append(k)
-    df = ", ".join(f"count(*) FILTER (WHERE bm25_h{i}) OVER () AS bm25_df{i}" for i in range(len(terms)))
+
+    def param(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    driving = [t for t in terms if t not in common]
+    match = param(tsquery_text(driving))
+    has = ", ".join(
+        f"{tsv} @@ to_tsquery('simple', {param(tsquery_text([term]))}) AS bm25_h{i}" for i, term in enumerate(terms)
+    )
+    rows = (
+        f"SELECT {columns}, length({tsv}) AS bm25_dl, {has} FROM {from_} "
+        f"WHERE {tsv} @@ to_tsquery('simple', {match}) AND {where}"
+    )
+    if common:
+        rows = (
+            f"({rows}) UNION ALL (SELECT {columns}, length({tsv}), {has} FROM {from_} "
+            f"WHERE {tsv} @@ to_tsquery('simple', {param(tsquery_text(list(common)))}) "
+            f"AND NOT {tsv} @@ to_tsquery('simple', {match}) AND {where} LIMIT {COMMON_SAMPLE})"
+        )
+    df = ", ".join(
+        f"{param(float(common[term]))}::float8 AS bm25_df{i}"
+        if term in common
+        else f"count(*) FILTER (WHERE bm25_h{i}) OVER () AS bm25_df{i}"
+        for i, term in enumerate(terms)
+    )
     idf = " + ".join(
-        f"CASE WHEN bm25_h{i} THEN ln(1 + (bm25_n.docs - bm25_df{i} + 0.5) / (bm25_df{i} + 0.5)) ELSE 0 END"
+        f"CASE WHEN bm25_h{i} THEN ln(1 + greatest(bm25_n.docs - bm25_df{i} + 0.5, 0) / (bm25_df{i} + 0.5)) ELSE 0 END"
         for i in range(len(terms))
     )
+    limit = param(k)
     return (
-        f"WITH bm25_m AS (SELECT {columns}, length({tsv}) AS bm25_dl, {', '.join(has)} "
-        f"FROM {from_} WHERE {tsv} @@ to_tsquery('simple', {match}) AND {where}), "
+        f"WITH bm25_m AS ({rows}), "
         f"bm25_w AS (SELECT bm25_m.*, {df}, avg(bm25_dl) OVER () AS bm25_avgdl FROM bm25_m), "
         f"bm25_n AS (SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass), "
         "(SELECT count(*) FROM bm25_m), 1)::float8 AS docs) "
         f"SELECT bm25_w.*, ({idf}) * {BM25_K1 + 1} / "
         f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * bm25_w.bm25_dl / greatest(bm25_w.bm25_avgdl, 1))) AS score "
-        f"FROM bm25_w, bm25_n ORDER BY score DESC, bm25_w.id LIMIT ${len(args)}"
+        f"FROM bm25_w, bm25_n ORDER BY score DESC, bm25_w.id LIMIT {limit}"
     )
 
 
-__all__ = ["BM25_B", "BM25_K1", "MAX_SCORED_TERMS", "bm25_sql", "scored_terms", "tsquery_text"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "MAX_SCORED_TERMS",
+    "LexemeStats",
+    "bm25_sql",
+    "common_terms",
+    "lexeme_stats",
+    "scored_terms",
+    "tsquery_text",
+]

@@ -51,7 +51,7 @@ from omoide.models import ensure_utc
 from omoide.search.filters import SearchFilters
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._knowledge_common import sql_literal
-from omoide.stores.postgres._bm25 import bm25_sql, scored_terms, tsquery_text
+from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
 
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
@@ -226,10 +226,16 @@ async def vector_search(
 
 
 async def lexical_ranking(
-    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+    conn: asyncpg.Connection,
+    tokens: Sequence[str],
+    filters: SearchFilters,
+    k: int,
+    stats: LexemeStats | None = None,
 ) -> list[RankedChunk]:
     """Ids and BM25 scores of the ``k`` best matches of any of ``tokens`` among the chunks passing
-    ``filters``, best first (ties by lower id)."""
+    ``filters``, best first (ties by lower id). ``stats``: the lexeme statistics that let common
+    words stop driving the candidates (:func:`~omoide.stores.postgres._bm25.common_terms`)."""
+    terms = scored_terms(tokens)
     args: list[Any] = []
     where = filter_sql(filters, args)
     sql = bm25_sql(
@@ -239,18 +245,19 @@ async def lexical_ranking(
         columns="c.id",
         where=where,
         args=args,
-        terms=scored_terms(tokens),
+        terms=terms,
         k=k,
+        common=common_terms(terms, stats),
     )
     rows = await conn.fetch(sql, *args)
     return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
 
 
 async def lexical_search(
-    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
+    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int, stats: LexemeStats | None = None
 ) -> list[ChunkHit]:
     """:func:`lexical_ranking` with the chunks' rows."""
-    return await hits_for(conn, await lexical_ranking(conn, tokens, filters, k))
+    return await hits_for(conn, await lexical_ranking(conn, tokens, filters, k, stats))
 
 
 async def hits_for(conn: asyncpg.Connection, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:

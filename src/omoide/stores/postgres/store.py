@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -103,6 +104,7 @@ from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _summaries as sumops
+from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres.migrations import (
@@ -123,6 +125,8 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_SECONDS = 10.0
 CLOSE_TIMEOUT_SECONDS = 10.0
 _SCHEMES = ("postgresql://", "postgres://")
+LEXEME_STATS_TTL = 300.0
+"""Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
 _RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
 
 _SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1"
@@ -804,7 +808,7 @@ class PostgresStore:
         if not terms:
             return []
         async with self._acquire() as conn:
-            return await sops.lexical_search(conn, terms, wanted, limit)
+            return await sops.lexical_search(conn, terms, wanted, limit, await self._lexeme_stats(conn))
 
     async def vector_ranking(
         self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
@@ -828,7 +832,17 @@ class PostgresStore:
         if not terms:
             return []
         async with self._acquire() as conn:
-            return await sops.lexical_ranking(conn, terms, wanted, limit)
+            return await sops.lexical_ranking(conn, terms, wanted, limit, await self._lexeme_stats(conn))
+
+    _stats: tuple[float, LexemeStats | None] = (-1e9, None)
+
+    async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
+        """The chunks' lexeme statistics (:mod:`._bm25`), read at most every :data:`LEXEME_STATS_TTL` seconds."""
+        fetched, stats = self._stats
+        if time.monotonic() - fetched > LEXEME_STATS_TTL:
+            stats = await lexeme_stats(conn, "knowledge_chunks")
+            self._stats = (time.monotonic(), stats)
+        return stats
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
