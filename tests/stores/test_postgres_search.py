@@ -176,6 +176,9 @@ async def test_common_words_stop_driving_the_candidates_and_the_top_stays(pg_sto
     assert common_terms(["meeting", "sapporo"], None) == {}
     assert common_terms(["sapporo"], stats) == {}  # one word: nothing to prune
     assert common_terms(["sapporo", "venue"], stats) == {}  # few rows: exact
+    many = LexemeStats({"meeting": 0.9}, floor=0.001, rows=10_000_000)
+    assert common_terms(["rare1", "rare2", "rare3", "rare4", "rare5"], many) == {}  # rare words always drive
+    assert set(common_terms(["meeting", "rare1"], many)) == {"meeting"}
     f = SearchFilters("g1")
     async with pg_store.pool.acquire() as conn:
         exact = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 20)

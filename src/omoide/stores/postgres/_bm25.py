@@ -121,23 +121,24 @@ def common_terms(terms: Sequence[str], stats: LexemeStats | None) -> dict[str, f
     """The terms whose matches are not all scored, with their estimated row counts.
 
     Nothing is pruned when the query's words match few rows anyway (:data:`PRUNE_ABOVE`).
-    Otherwise the rarest words, while together they match at most :data:`DRIVING_ROWS` rows,
-    drive the candidates (every match of theirs is scored); the others only add to a
-    candidate's score, plus a sample of :data:`COMMON_SAMPLE` rows that hold only them. A
-    common word has a small IDF, so its rows rarely belong to the top of the list.
+    Otherwise the commonest words are set aside, commonest first, until the others match at
+    most :data:`DRIVING_ROWS` rows together; those drive the candidates (every match of theirs
+    is scored), the common ones only add to a candidate's score, plus a sample of
+    :data:`COMMON_SAMPLE` rows that hold nothing else. Only a word the statistics list as
+    frequent is ever set aside (never a rare one, however many a query has), and at least one
+    word always drives. A common word has a small IDF, so its rows seldom reach the top.
     """
     if stats is None or len(terms) < 2:
         return {}
     rows = {t: stats.rows_with(t) for t in terms}
     if sum(rows.values()) <= PRUNE_ABOVE:
         return {}
-    driving = 0.0
+    driving = dict(rows)
     common: dict[str, float] = {}
-    for term in sorted(terms, key=lambda t: rows[t]):
-        if not common and (driving == 0.0 or driving + rows[term] <= DRIVING_ROWS):
-            driving += rows[term]
-        else:
-            common[term] = rows[term]
+    for term in sorted(terms, key=lambda t: rows[t], reverse=True):
+        if sum(driving.values()) <= DRIVING_ROWS or len(driving) == 1 or term not in stats.shares:
+            break
+        common[term] = driving.pop(term)
     return common
 
 
