@@ -205,7 +205,7 @@ async def test_vector_index_per_model_serves_cosine_order(store: PostgresStore, 
     name = vector_index_name("m64", 64)
     indexdef = await admin.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", name)
     assert "USING hnsw" in indexdef and "halfvec_cosine_ops" in indexdef and "(model = 'm64'::text)" in indexdef
-    assert "m='16'" in indexdef and "ef_construction='64'" in indexdef
+    assert "m='16'" in indexdef and "ef_construction='128'" in indexdef
 
     await admin.execute("ANALYZE chunk_embeddings")
     query = "SELECT chunk_id FROM chunk_embeddings WHERE model = 'm64' ORDER BY (embedding::halfvec(64)) <=> $1 LIMIT 5"
