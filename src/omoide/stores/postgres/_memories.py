@@ -248,9 +248,7 @@ async def memory_lexical_search(
     category: str | None,
     tags: Sequence[str],
 ) -> list[tuple[MemoryRecord, float]]:
-    if not tokens:
-        return []
-    rows = await conn.fetch(*_bm25(COLUMNS, workspace_id, user_id, tokens, k, category, tags))
+    rows = await _lexical_rows(conn, COLUMNS, workspace_id, user_id, tokens, k, category, tags)
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
@@ -283,22 +281,8 @@ async def _vector_ranking(
     return [int(r["memory_id"]) for r in rows]
 
 
-async def _lexical_ranking(
+async def _lexical_rows(
     conn: asyncpg.Connection,
-    workspace_id: str,
-    user_id: str,
-    tokens: Sequence[str],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
-) -> list[int]:
-    if not tokens:
-        return []
-    rows = await conn.fetch(*_bm25("m.id", workspace_id, user_id, tokens, k, category, tags))
-    return [int(r["id"]) for r in rows]
-
-
-def _bm25(
     columns: str,
     workspace_id: str,
     user_id: str,
@@ -306,8 +290,10 @@ def _bm25(
     k: int,
     category: str | None,
     tags: Sequence[str],
-) -> tuple[Any, ...]:
-    """The user's memories matching any token, BM25-ranked (:mod:`._bm25`): the query and its parameters."""
+) -> list[asyncpg.Record]:
+    """``columns`` and ``score`` of the user's memories matching any token, BM25-ranked (:mod:`._bm25`)."""
+    if not tokens:
+        return []
     args: list[Any] = [workspace_id, user_id]
     extra = _filters(category, tags, args)
     sql = bm25_sql(
@@ -320,7 +306,7 @@ def _bm25(
         terms=scored_terms(tokens),
         k=k,
     )
-    return (sql, *args)
+    return list(await conn.fetch(sql, *args))
 
 
 async def memory_recall(
@@ -338,7 +324,9 @@ async def memory_recall(
 ) -> list[MemoryHit]:
     """Both rankings (ids only) on one connection, RRF, then the ``limit`` fused rows."""
     by_vector = await _vector_ranking(conn, workspace_id, user_id, model, query, k, category, tags, schema)
-    by_text = await _lexical_ranking(conn, workspace_id, user_id, tokens, k, category, tags)
+    by_text = [
+        int(r["id"]) for r in await _lexical_rows(conn, "m.id", workspace_id, user_id, tokens, k, category, tags)
+    ]
     fused = reciprocal_rank_fusion([by_vector, by_text], k=DEFAULT_RRF_K, limit=limit)
     rows = await conn.fetch(
         f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY($1::bigint[]) AND m.workspace_id = $2 AND m.user_id = $3",
