@@ -133,13 +133,18 @@ def test_vector_sql_uses_a_quoted_model_literal_and_cosine():
 async def test_small_filtered_sets_are_ranked_exactly_without_the_index(pg_store):
     _, _, _ = await _load(pg_store)
     f = SearchFilters("g1", channel_ids=("rare",))
-    sql, _args = sops.vector_sql(MODEL, DIMS, f, None, exact=True)
+    sql, _args = sops.exact_vector_sql(MODEL, DIMS, f, None)
     async with pg_store.pool.acquire() as conn:
+        ids = [r["id"] for r in await conn.fetch("SELECT id FROM knowledge_chunks WHERE channel_id = 'rare'")]
         plan = "\n".join(
             r[0]
             for r in await conn.fetch("EXPLAIN " + sql, HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", ["rare"], 10)
         )
-    assert vector_index_name(MODEL, DIMS) not in plan, plan
+        assert vector_index_name(MODEL, DIMS) not in plan, plan
+        ranked = await sops.vector_ranking(
+            conn, MODEL, np.ones(DIMS, dtype=np.float32), f, 10, ef_search=40, schema=None
+        )
+    assert len(ranked) == 10 and {r.chunk_id for r in ranked} <= set(ids)
 
 
 async def _lexical_corpus(store: PostgresStore) -> dict[str, int]:

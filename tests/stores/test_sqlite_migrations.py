@@ -125,7 +125,9 @@ async def test_messages_stored_before_token_counts_load_and_count_as_before(tmp_
         assert await store.schema_version() == LATEST_VERSION
         old = (await store.messages(1))[0]
         assert old.text == "古いメッセージ" and old.content[0].tokens is None
-        session = await store.get_or_create_session(session_key(platform="discord", workspace="g", channel="c", user="u"))
+        session = await store.get_or_create_session(
+            session_key(platform="discord", workspace="g", channel="c", user="u")
+        )
         await store.append_message(session.id, Message.user("新しいメッセージ"))
         new = (await store.messages(session.id))[0]
         counter = get_token_counter()
