@@ -168,20 +168,21 @@ def bm25_sql(
         args.append(value)
         return f"${len(args)}"
 
+    # the tsqueries are parsed once (bm25_q, one row), not once per matching row
     driving = [t for t in terms if t not in common]
-    match = param(tsquery_text(driving))
-    has = ", ".join(
-        f"{tsv} @@ to_tsquery('simple', {param(tsquery_text([term]))}) AS bm25_h{i}" for i, term in enumerate(terms)
-    )
+    queries = [f"to_tsquery('simple', {param(tsquery_text(driving))}) AS bm25_qd"]
+    queries += [f"to_tsquery('simple', {param(tsquery_text([term]))}) AS bm25_q{i}" for i, term in enumerate(terms)]
+    if common:
+        queries.append(f"to_tsquery('simple', {param(tsquery_text(list(common)))}) AS bm25_qc")
+    has = ", ".join(f"{tsv} @@ bm25_q.bm25_q{i} AS bm25_h{i}" for i in range(len(terms)))
     rows = (
-        f"SELECT {columns}, length({tsv}) AS bm25_dl, {has} FROM {from_} "
-        f"WHERE {tsv} @@ to_tsquery('simple', {match}) AND {where}"
+        f"SELECT {columns}, length({tsv}) AS bm25_dl, {has} FROM bm25_q, {from_} "
+        f"WHERE {tsv} @@ bm25_q.bm25_qd AND {where}"
     )
     if common:
         rows = (
-            f"({rows}) UNION ALL (SELECT {columns}, length({tsv}), {has} FROM {from_} "
-            f"WHERE {tsv} @@ to_tsquery('simple', {param(tsquery_text(list(common)))}) "
-            f"AND NOT {tsv} @@ to_tsquery('simple', {match}) AND {where} LIMIT {COMMON_SAMPLE})"
+            f"({rows}) UNION ALL (SELECT {columns}, length({tsv}), {has} FROM bm25_q, {from_} "
+            f"WHERE {tsv} @@ bm25_q.bm25_qc AND NOT {tsv} @@ bm25_q.bm25_qd AND {where} LIMIT {COMMON_SAMPLE})"
         )
     df = ", ".join(
         f"{param(float(common[term]))}::float8 AS bm25_df{i}"
@@ -195,7 +196,7 @@ def bm25_sql(
     )
     limit = param(k)
     return (
-        f"WITH bm25_m AS ({rows}), "
+        f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), bm25_m AS ({rows}), "
         f"bm25_w AS (SELECT bm25_m.*, {df}, avg(bm25_dl) OVER () AS bm25_avgdl FROM bm25_m), "
         f"bm25_n AS (SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass), "
         "(SELECT count(*) FROM bm25_m), 1)::float8 AS docs) "
