@@ -5,16 +5,16 @@ one with the rare word the question is about (LoCoMo lexical Recall@10 0.368 wit
 ``ts_rank_cd`` against 0.587 with this ranking and 0.611 with SQLite FTS5's BM25;
 ``docs/benchmarks.md``). The query:
 
-1. ``bm25_m``: the rows matching any token (``tsv @@ $or``, served by the GIN index) that
+1. ``bm25_q``: the tsqueries, parsed once;
+2. ``bm25_m``: the rows matching any token (``tsv @@ $or``, served by the GIN index) that
    pass the caller's filters, each with its length (distinct lexemes) and, per token, whether
    it contains it (``tsv @@ token``);
-2. ``bm25_w``: per token, its document frequency among those rows (a window count), and the
-   average length;
-3. ``bm25_n``: the collection size, the planner's row estimate of the table
-   (``pg_class.reltuples``, at least the number of matches: a table not analysed yet says -1;
-   it only enters through a logarithm);
+3. ``bm25_s`` / ``bm25_t`` (one row): per token, its document frequency among those rows
+   and its IDF, ``ln(1 + (N − df + 0.5) / (df + 0.5))``, and the average length. N is the
+   planner's row estimate of the table (``pg_class.reltuples``, at least the number of
+   matches: a table not analysed yet says -1; it only enters through a logarithm);
 4. score = ``Σ idf(t) · (k1 + 1) / (1 + k1 · (1 − b + b · len / avglen))`` over the tokens a
-   row contains, ``idf = ln(1 + (N − df + 0.5) / (df + 0.5))``; best first, ties by lower id.
+   row contains; best first, ties by lower id.
 
 A token counts once per row: chat chunks and memories rarely repeat a content word, and
 reading term frequencies out of a ``tsvector`` per row costs more than it brings.
@@ -184,25 +184,27 @@ def bm25_sql(
             f"({rows}) UNION ALL (SELECT {columns}, length({tsv}), {has} FROM bm25_q, {from_} "
             f"WHERE {tsv} @@ bm25_q.bm25_qc AND NOT {tsv} @@ bm25_q.bm25_qd AND {where} LIMIT {COMMON_SAMPLE})"
         )
+    # one row of statistics: each term's document frequency among the matches (or its
+    # estimate, for a common term), then its IDF; the rows only add up the IDFs they hold
     df = ", ".join(
-        f"{param(float(common[term]))}::float8 AS bm25_df{i}"
+        f"{param(float(common[term]))}::float8 AS df{i}"
         if term in common
-        else f"count(*) FILTER (WHERE bm25_h{i}) OVER () AS bm25_df{i}"
+        else f"count(*) FILTER (WHERE bm25_h{i}) AS df{i}"
         for i, term in enumerate(terms)
     )
-    idf = " + ".join(
-        f"CASE WHEN bm25_h{i} THEN ln(1 + greatest(bm25_n.docs - bm25_df{i} + 0.5, 0) / (bm25_df{i} + 0.5)) ELSE 0 END"
-        for i in range(len(terms))
+    idf = ", ".join(
+        f"ln(1 + greatest(n.docs - s.df{i} + 0.5, 0) / (s.df{i} + 0.5)) AS idf{i}" for i in range(len(terms))
     )
+    score = " + ".join(f"CASE WHEN m.bm25_h{i} THEN t.idf{i} ELSE 0 END" for i in range(len(terms)))
     limit = param(k)
     return (
-        f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), bm25_m AS ({rows}), "
-        f"bm25_w AS (SELECT bm25_m.*, {df}, avg(bm25_dl) OVER () AS bm25_avgdl FROM bm25_m), "
-        f"bm25_n AS (SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass), "
-        "(SELECT count(*) FROM bm25_m), 1)::float8 AS docs) "
-        f"SELECT bm25_w.*, ({idf}) * {BM25_K1 + 1} / "
-        f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * bm25_w.bm25_dl / greatest(bm25_w.bm25_avgdl, 1))) AS score "
-        f"FROM bm25_w, bm25_n ORDER BY score DESC, bm25_w.id LIMIT {limit}"
+        f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), bm25_m AS MATERIALIZED ({rows}), "
+        f"bm25_s AS (SELECT {df}, avg(bm25_dl) AS avgdl, count(*) AS matched FROM bm25_m), "
+        f"bm25_t AS (SELECT s.avgdl, {idf} FROM bm25_s s, (SELECT greatest((SELECT reltuples FROM pg_class "
+        f"WHERE oid = '{table}'::regclass), (SELECT matched FROM bm25_s), 1)::float8 AS docs) n) "
+        f"SELECT m.*, ({score}) * {BM25_K1 + 1} / "
+        f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * m.bm25_dl / greatest(t.avgdl, 1))) AS score "
+        f"FROM bm25_m m, bm25_t t ORDER BY score DESC, m.id LIMIT {limit}"
     )
 
 
