@@ -95,7 +95,9 @@ async def stored_histories(texts: dict[str, list[str]], n_messages: int, calls: 
         await store.open()
         try:
             for call in range(calls):
-                session = await store.get_or_create_session(session_key(platform="bench", workspace="bench", channel=f"c{call}", user="u"))
+                session = await store.get_or_create_session(
+                    session_key(platform="bench", workspace="bench", channel=f"c{call}", user="u")
+                )
                 for message in conversation(texts, n_messages, f"r{call}-"):
                     await store.append_message(session.id, message)
                 out.append(await store.history(session.id, window=n_messages))
