@@ -298,8 +298,8 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=10, help="PostgreSQL pool size of the server (OMOIDE_DB_POOL_MAX)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    print(f"machine: {machine()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results: dict[str, Any] = {"machine": machine()}
+    print(f"machine: {results['machine']}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     tmp = Path(tempfile.mkdtemp(prefix="omoide-bench-http-"))
     try:
         if args.backend in ("sqlite", "both"):

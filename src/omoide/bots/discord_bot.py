@@ -331,11 +331,11 @@ class OmoideBot(discord.Client):
         read = new = chunks = 0
         batch: list[discord.Message] = []
         stopped = False
+        private = is_private_thread(channel)
 
         async def flush() -> None:
             nonlocal new, chunks
             if batch:
-                private = is_private_thread(channel)
                 done = await mem.ingest_messages(
                     [from_discord_message(m) for m in batch],
                     workspace=guild_id,

@@ -39,7 +39,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import aiohttp
 import structlog
@@ -78,6 +78,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SLACK_TS = re.compile(r"^\d{9,}\.\d{1,6}$")
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,}$")
 _USER_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+_V = TypeVar("_V")
 
 TEXTS: dict[Lang, dict[str, str]] = {
     "en": {
@@ -350,9 +351,7 @@ class SlackBot:
                 if isinstance(candidate, str) and candidate.strip():
                     name = candidate.strip()
                     break
-        self._names[user_id] = name  # a failure is remembered too: one lookup per user, not per message
-        while len(self._names) > NAME_CACHE_SIZE:
-            self._names.popitem(last=False)
+        _remember(self._names, user_id, name)  # a failure is remembered too: one lookup per user, not per message
         return name
 
     async def channel_is_private(self, client: AsyncWebClient, channel: str, channel_type: object = None) -> bool:
@@ -379,9 +378,7 @@ class SlackBot:
             return True  # not cached: asked again next time
         info = found.get("channel") or {}
         private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
-        self._private[channel] = private
-        while len(self._private) > NAME_CACHE_SIZE:
-            self._private.popitem(last=False)
+        _remember(self._private, channel, private)
         return private
 
     async def user_names(self, client: AsyncWebClient, user_ids: Iterable[str]) -> dict[str, str]:
@@ -581,6 +578,13 @@ class SlackBot:
                 return t["not_found"].format(id=number, cmd=cmd)
             return t["deleted"].format(id=number)
         return t["memory_usage"].format(cmd=cmd)
+
+
+def _remember(cache: OrderedDict[str, _V], key: str, value: _V) -> None:
+    """Put ``key`` in a least-recently-used cache of at most :data:`NAME_CACHE_SIZE` entries."""
+    cache[key] = value
+    while len(cache) > NAME_CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def _memory_line(memory: MemoryRecord) -> str:

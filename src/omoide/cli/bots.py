@@ -10,6 +10,10 @@ import typer
 from omoide.cli._common import DbOption, console, open_memory, run
 from omoide.errors import ConfigError
 
+WorkersOption = Annotated[
+    bool, typer.Option("--workers/--no-workers", help="Run omoide's background workers in the bot's process.")
+]
+
 
 def discord_bot(
     guild: Annotated[
@@ -26,10 +30,7 @@ def discord_bot(
             help="Answer messages that mention the bot (needs the Message Content intent).",
         ),
     ] = True,
-    workers: Annotated[
-        bool,
-        typer.Option("--workers/--no-workers", help="Run omoide's background workers in the bot's process."),
-    ] = True,
+    workers: WorkersOption = True,
     sync_commands: Annotated[
         bool, typer.Option("--sync-commands/--no-sync-commands", help="Register the slash commands at start.")
     ] = True,
@@ -60,10 +61,7 @@ def discord_bot(
 
 
 def slack_bot(
-    workers: Annotated[
-        bool,
-        typer.Option("--workers/--no-workers", help="Run omoide's background workers in the bot's process."),
-    ] = True,
+    workers: WorkersOption = True,
     ask_command: Annotated[
         str, typer.Option("--ask-command", help="The name of the /ask slash command as configured in the app.")
     ] = "/ask",
