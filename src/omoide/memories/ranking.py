@@ -15,9 +15,29 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.memories.models import MemoryHit, MemoryRecord
-from omoide.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from omoide.search.fusion import DEFAULT_RRF_K, Fused, reciprocal_rank_fusion
 
 LISTS = ("vector", "lexical")
+
+
+def fuse_memory_ids(by_vector: Sequence[int], by_text: Sequence[int], limit: int) -> list[Fused[int]]:
+    """RRF (k = 60) of the two id lists, best first, the first ``limit`` only."""
+    return reciprocal_rank_fusion([list(by_vector), list(by_text)], k=DEFAULT_RRF_K, limit=limit)
+
+
+def memory_hits(fused: Sequence[Fused[int]], records: Mapping[int, MemoryRecord]) -> list[MemoryHit]:
+    """``fused`` (from :func:`fuse_memory_ids`) as hits over ``records``, keyed by memory id.
+
+    An id ``records`` lacks (deleted meanwhile) is left out; ranks stay consecutive.
+    """
+    hits: list[MemoryHit] = []
+    for f in fused:
+        record = records.get(int(f.key))
+        if record is None:
+            continue
+        ranks = {name: r for name, r in zip(LISTS, f.ranks, strict=True) if r is not None}
+        hits.append(MemoryHit(record, f.score, len(hits) + 1, ranks))
+    return hits
 
 
 def fuse_memory_hits(
@@ -30,16 +50,8 @@ def fuse_memory_hits(
 
     An id ``fetch`` does not return (deleted meanwhile) is left out; ranks stay consecutive.
     """
-    fused = reciprocal_rank_fusion([list(by_vector), list(by_text)], k=DEFAULT_RRF_K, limit=limit)
-    records = fetch([int(f.key) for f in fused])
-    hits: list[MemoryHit] = []
-    for f in fused:
-        record = records.get(int(f.key))
-        if record is None:
-            continue
-        ranks = {name: r for name, r in zip(LISTS, f.ranks, strict=True) if r is not None}
-        hits.append(MemoryHit(record, f.score, len(hits) + 1, ranks))
-    return hits
+    fused = fuse_memory_ids(by_vector, by_text, limit)
+    return memory_hits(fused, fetch([int(f.key) for f in fused]))
 
 
 @runtime_checkable
@@ -63,4 +75,4 @@ class HybridMemoryRecall(Protocol):
         ...
 
 
-__all__ = ["HybridMemoryRecall", "fuse_memory_hits"]
+__all__ = ["HybridMemoryRecall", "fuse_memory_hits", "fuse_memory_ids", "memory_hits"]

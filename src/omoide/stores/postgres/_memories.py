@@ -20,9 +20,8 @@ from pgvector import HalfVector
 
 from omoide.errors import InvalidInput
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
-from omoide.memories.ranking import fuse_memory_hits
+from omoide.memories.ranking import fuse_memory_ids, memory_hits
 from omoide.models import ensure_utc
-from omoide.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
 from omoide.stores.postgres._bm25 import bm25_sql, scored_terms
@@ -221,21 +220,7 @@ async def memory_vector_search(
     tags: Sequence[str],
     schema: str | None,
 ) -> list[tuple[MemoryRecord, float]]:
-    dims = int(query.shape[0])
-    if not await _has_vectors_of_size(conn, workspace_id, user_id, model, dims):
-        return []
-    halfvec = f"{vector_type(schema)}({dims})"
-    args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
-    extra = _filters(category, tags, args)
-    args.append(k)
-    rows = await conn.fetch(
-        f"SELECT {COLUMNS}, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance "
-        "FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id "
-        f"WHERE e.workspace_id = $2 AND e.user_id = $3 AND e.model = $4 AND e.dimensions = {dims} "
-        f"AND m.workspace_id = $2 AND m.user_id = $3{extra} "
-        f"ORDER BY distance, m.id LIMIT ${len(args)}",
-        *args,
-    )
+    rows = await _vector_rows(conn, COLUMNS, workspace_id, user_id, model, query, k, category, tags, schema)
     return [(record_from_row(r), 1.0 - float(r["distance"])) for r in rows]
 
 
@@ -252,8 +237,9 @@ async def memory_lexical_search(
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
-async def _vector_ranking(
+async def _vector_rows(
     conn: asyncpg.Connection,
+    columns: str | None,
     workspace_id: str,
     user_id: str,
     model: str,
@@ -262,23 +248,32 @@ async def _vector_ranking(
     category: str | None,
     tags: Sequence[str],
     schema: str | None,
-) -> list[int]:
-    """Ids of the user's ``k`` nearest memories; joins ``memories`` only to filter."""
+) -> list[asyncpg.Record]:
+    """``memory_id``, ``distance`` and ``columns`` (of ``memories m``) of the user's ``k`` nearest memories.
+
+    With ``columns=None`` (ids only), ``memories`` is joined only to filter.
+    """
     dims = int(query.shape[0])
     if not await _has_vectors_of_size(conn, workspace_id, user_id, model, dims):
         return []
     halfvec = f"{vector_type(schema)}({dims})"
     args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
     extra = _filters(category, tags, args)
-    join = f" JOIN memories m ON m.id = e.memory_id AND m.workspace_id = $2 AND m.user_id = $3{extra}" if extra else ""
-    args.append(k)
-    rows = await conn.fetch(
-        f"SELECT e.memory_id, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance FROM memory_embeddings e{join} "
-        f"WHERE e.workspace_id = $2 AND e.user_id = $3 AND e.model = $4 AND e.dimensions = {dims} "
-        f"ORDER BY distance, e.memory_id LIMIT ${len(args)}",
-        *args,
+    join = (
+        f" JOIN memories m ON m.id = e.memory_id AND m.workspace_id = $2 AND m.user_id = $3{extra}"
+        if extra or columns is not None
+        else ""
     )
-    return [int(r["memory_id"]) for r in rows]
+    selected = "e.memory_id" if columns is None else f"e.memory_id, {columns}"
+    args.append(k)
+    return list(
+        await conn.fetch(
+            f"SELECT {selected}, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance FROM memory_embeddings e{join} "
+            f"WHERE e.workspace_id = $2 AND e.user_id = $3 AND e.model = $4 AND e.dimensions = {dims} "
+            f"ORDER BY distance, e.memory_id LIMIT ${len(args)}",
+            *args,
+        )
+    )
 
 
 async def _lexical_rows(
@@ -323,19 +318,21 @@ async def memory_recall(
     schema: str | None,
 ) -> list[MemoryHit]:
     """Both rankings (ids only) on one connection, RRF, then the ``limit`` fused rows."""
-    by_vector = await _vector_ranking(conn, workspace_id, user_id, model, query, k, category, tags, schema)
+    by_vector = [
+        int(r["memory_id"])
+        for r in await _vector_rows(conn, None, workspace_id, user_id, model, query, k, category, tags, schema)
+    ]
     by_text = [
         int(r["id"]) for r in await _lexical_rows(conn, "m.id", workspace_id, user_id, tokens, k, category, tags)
     ]
-    fused = reciprocal_rank_fusion([by_vector, by_text], k=DEFAULT_RRF_K, limit=limit)
+    fused = fuse_memory_ids(by_vector, by_text, limit)
     rows = await conn.fetch(
         f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY($1::bigint[]) AND m.workspace_id = $2 AND m.user_id = $3",
         [int(f.key) for f in fused],
         workspace_id,
         user_id,
     )
-    records = {int(r["id"]): record_from_row(r) for r in rows}
-    return fuse_memory_hits(by_vector, by_text, limit, lambda _: records)
+    return memory_hits(fused, {int(r["id"]): record_from_row(r) for r in rows})
 
 
 async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) -> ForgetReport:

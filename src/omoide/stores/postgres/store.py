@@ -74,7 +74,7 @@ from omoide.knowledge.models import (
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.providers.tokens import stored_text_tokens
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
+from omoide.search.filters import SearchFilters, check_members
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._knowledge_common import (
@@ -97,6 +97,7 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
+from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.postgres import _apikeys as akops
@@ -786,10 +787,7 @@ class PostgresStore:
             InvalidInput: bad ``k``, filters, model or query vector, or a query size that differs
                 from the model's stored vectors.
         """
-        check_model(model)
-        vector = check_query_vector(query)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        vector, wanted, limit = check_vector_query(model, query, filters, k)
         ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
             return await sops.vector_search(
@@ -802,9 +800,7 @@ class PostgresStore:
         Raises:
             InvalidInput: bad ``k``, filters or tokens.
         """
-        terms = clean_tokens(tokens)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
         async with self._acquire() as conn:
@@ -814,10 +810,7 @@ class PostgresStore:
         self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
     ) -> list[RankedChunk]:
         """:meth:`vector_search` as ids and cosine similarities only (no chunk rows joined), best first."""
-        check_model(model)
-        vector = check_query_vector(query)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        vector, wanted, limit = check_vector_query(model, query, filters, k)
         ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
             return await sops.vector_ranking(
@@ -826,9 +819,7 @@ class PostgresStore:
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         """:meth:`lexical_search` as ids and BM25 scores only, best first."""
-        terms = clean_tokens(tokens)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
         async with self._acquire() as conn:

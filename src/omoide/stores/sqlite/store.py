@@ -54,7 +54,7 @@ from omoide.knowledge.models import (
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.providers.tokens import stored_text_tokens
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_members, check_query_vector, clean_tokens
+from omoide.search.filters import SearchFilters, check_members
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
@@ -78,6 +78,7 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
+from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.sqlite import _apikeys as akops
@@ -560,10 +561,7 @@ class SqliteStore:
             InvalidInput: bad ``k``, filters, model or query vector, or a query size that
                 differs from the model's stored vectors.
         """
-        check_model(model)
-        vector = check_query_vector(query)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        vector, wanted, limit = check_vector_query(model, query, filters, k)
         return await self._read("vector_search", sops.vector_search, self._vector_cache(), model, vector, wanted, limit)
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
@@ -572,9 +570,7 @@ class SqliteStore:
         Raises:
             InvalidInput: bad ``k``, filters or tokens.
         """
-        terms = clean_tokens(tokens)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
         return await self._read("lexical_search", sops.lexical_search, terms, wanted, limit)
@@ -583,19 +579,14 @@ class SqliteStore:
         self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
     ) -> list[RankedChunk]:
         """:meth:`vector_search` as ids and cosine similarities only (no rows read), best first."""
-        check_model(model)
-        vector = check_query_vector(query)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        vector, wanted, limit = check_vector_query(model, query, filters, k)
         return await self._read(
             "vector_ranking", sops.vector_ranking, self._vector_cache(), model, vector, wanted, limit
         )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         """:meth:`lexical_search` as ids and ``-bm25`` scores only, best first."""
-        terms = clean_tokens(tokens)
-        wanted = check_filters(filters)
-        limit = check_k(k)
+        terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
         return await self._read("lexical_ranking", sops.lexical_ranking, terms, wanted, limit)
