@@ -29,7 +29,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -96,8 +96,7 @@ class BudgetedResponse:
         """The prompt's exact counted size (counted now if the bound sufficed before sending)."""
         if self.counted is not None or self.counter is None:
             return self.counted or 0
-        p = self.prompt
-        return count_prompt(self.counter, p.messages, system=p.system, tools=p.tools)
+        return _count(self.counter, self.prompt)
 
     @property
     def text(self) -> str:
@@ -109,6 +108,10 @@ def count_prompt(
 ) -> int:
     """Tokens a request with ``messages``, ``system`` and ``tools`` uses (the one place prompts are counted)."""
     return counter.count_messages(messages, system=system, tools=tools)
+
+
+def _count(counter: TokenCounter, prompt: Prompt) -> int:
+    return count_prompt(counter, prompt.messages, system=prompt.system, tools=prompt.tools)
 
 
 def surely_fits(counter: TokenCounter, prompt: Prompt, limit: int) -> bool:
@@ -172,25 +175,11 @@ async def send(
 
     Only :func:`budgeted_complete` calls this, after counting the prompt.
     """
+    options: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
     if on_text is None:
-        return await model.complete(
-            prompt.messages,
-            system=prompt.system,
-            tools=prompt.tools,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-        )
+        return await model.complete(prompt.messages, system=prompt.system, tools=prompt.tools, **options)
     final: ChatResponse | None = None
-    stream = model.stream(
-        prompt.messages,
-        system=prompt.system,
-        tools=prompt.tools,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
-    )
-    async for event in stream:
+    async for event in model.stream(prompt.messages, system=prompt.system, tools=prompt.tools, **options):
         if isinstance(event, TextDelta):
             shown = on_text(event.text)
             if shown is not None:
@@ -250,7 +239,7 @@ async def budgeted_complete(
     while True:
         tokens: int | None = None
         if not surely_fits(counter, prompt, limit):
-            tokens = count_prompt(counter, prompt.messages, system=prompt.system, tools=prompt.tools)
+            tokens = _count(counter, prompt)
         if tokens is None or tokens <= limit:
             try:
                 response = await send(
@@ -259,7 +248,7 @@ async def budgeted_complete(
                 return BudgetedResponse(response, prompt, limit, trims, counter, tokens)
             except ContextOverflow as exc:
                 if tokens is None:
-                    tokens = count_prompt(counter, prompt.messages, system=prompt.system, tools=prompt.tools)
+                    tokens = _count(counter, prompt)
                 limit = tighten(limit, tokens, exc, stage=trims)
                 if trim is None:
                     raise over_budget(model, tokens, limit, what=what, hint=hint) from exc

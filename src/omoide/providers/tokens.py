@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from omoide.errors import ConfigError
@@ -91,33 +91,17 @@ class TiktokenCounter:
 
     def count_tool(self, tool: ToolSpec) -> int:
         """Tokens one tool definition costs in a request."""
-        schema = json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        return TOKENS_PER_TOOL + self.count(tool.name) + self.count(tool.description) + self.count(schema)
+        return _tool_size(tool, self.count)
 
     def count_message(self, message: Message) -> int:
         """Tokens one message costs, with its per-message overhead."""
-        total = TOKENS_PER_MESSAGE
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                # a count stored with the message was made by this encoding (stored_text_tokens)
-                total += block.tokens if block.tokens is not None else self.count(block.text)
-            elif isinstance(block, ToolUseBlock):
-                payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-                total += self.count(block.name) + self.count(payload) + self.count(block.id)
-            elif isinstance(block, ToolResultBlock):
-                total += self.count(block.content) + self.count(block.tool_use_id)
-        return total
+        return _message_size(message, self.count)
 
     def count_messages(
         self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
     ) -> int:
         """Tokens a request with these messages, system prompt and tools would use."""
-        total = TOKENS_PER_REPLY
-        if system:
-            total += TOKENS_PER_MESSAGE + self.count(system)
-        total += sum(self.count_message(m) for m in messages)
-        total += sum(self.count_tool(t) for t in tools)
-        return total
+        return _prompt_size(messages, system, tools, self.count)
 
     def upper_bound(
         self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
@@ -130,23 +114,43 @@ class TiktokenCounter:
         is within the budget surely fits, and the exact count can wait until someone asks
         for it.
         """
-        total = TOKENS_PER_REPLY
-        if system:
-            total += TOKENS_PER_MESSAGE + _utf8_len(system)
-        for message in messages:
-            total += TOKENS_PER_MESSAGE
-            for block in message.content:
-                if isinstance(block, TextBlock):
-                    total += block.tokens if block.tokens is not None else _utf8_len(block.text)
-                elif isinstance(block, ToolUseBlock):
-                    payload = json.dumps(dict(block.input), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-                    total += _utf8_len(block.name) + _utf8_len(payload) + _utf8_len(block.id)
-                elif isinstance(block, ToolResultBlock):
-                    total += _utf8_len(block.content) + _utf8_len(block.tool_use_id)
-        for tool in tools:
-            schema = json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-            total += TOKENS_PER_TOOL + _utf8_len(tool.name) + _utf8_len(tool.description) + _utf8_len(schema)
-        return total
+        return _prompt_size(messages, system, tools, _utf8_len)
+
+
+def _compact_json(value: Mapping[str, Any]) -> str:
+    """``value`` as compact JSON, the form a tool input or schema is counted in."""
+    return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _tool_size(tool: ToolSpec, measure: Callable[[str], int]) -> int:
+    """One tool definition's size, its texts sized by ``measure`` (exact count or byte bound)."""
+    return TOKENS_PER_TOOL + measure(tool.name) + measure(tool.description) + measure(_compact_json(tool.input_schema))
+
+
+def _message_size(message: Message, measure: Callable[[str], int]) -> int:
+    """One message's size with its per-message overhead, its texts sized by ``measure``."""
+    total = TOKENS_PER_MESSAGE
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            # a count stored with the message was made by this encoding (stored_text_tokens)
+            total += block.tokens if block.tokens is not None else measure(block.text)
+        elif isinstance(block, ToolUseBlock):
+            total += measure(block.name) + measure(_compact_json(block.input)) + measure(block.id)
+        elif isinstance(block, ToolResultBlock):
+            total += measure(block.content) + measure(block.tool_use_id)
+    return total
+
+
+def _prompt_size(
+    messages: Sequence[Message], system: str | None, tools: Sequence[ToolSpec], measure: Callable[[str], int]
+) -> int:
+    """A request's size (OpenAI's recipe, see :class:`TiktokenCounter`), its texts sized by ``measure``."""
+    total = TOKENS_PER_REPLY
+    if system:
+        total += TOKENS_PER_MESSAGE + measure(system)
+    total += sum(_message_size(m, measure) for m in messages)
+    total += sum(_tool_size(t, measure) for t in tools)
+    return total
 
 
 def stored_text_tokens(message: Message) -> int | None:

@@ -110,14 +110,11 @@ def content_from_json(text: str, tokens: int | None = None) -> tuple[ContentBloc
     if end != len(text):  # trailing data: let the strict parser report it
         return blocks_from_json(text)
     if type(data) is list and data:
-        if tokens is not None and len(data) == 1:
-            item = data[0]
-            if type(item) is dict and len(item) == 2 and item.get("type") == "text" and type(item["text"]) is str:
-                return (TextBlock(item["text"], tokens),)
+        count = tokens if len(data) == 1 else None  # the stored count belongs to an only text block
         blocks: list[ContentBlock] = []
         for item in data:
             if type(item) is dict and len(item) == 2 and item.get("type") == "text" and type(item["text"]) is str:
-                blocks.append(TextBlock(item["text"]))
+                blocks.append(TextBlock(item["text"], count))
             else:
                 return blocks_from_json(data)
         return tuple(blocks)
