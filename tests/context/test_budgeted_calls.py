@@ -172,6 +172,11 @@ def test_the_upper_bound_is_never_below_the_exact_count(texts: list[str], system
     tools = (ToolSpec("lookup", tool_text, {"type": "object"}),)
     exact = counter.count_messages(messages, system=system, tools=tools)
     assert counter.upper_bound(messages, system=system, tools=tools) >= exact
+    # tightened towards any limit, it stays a bound, and reaches the exact count when it must
+    for limit in (0, exact - 1, exact, exact + 3):
+        tightened = counter.upper_bound(messages, system=system, tools=tools, limit=limit)
+        assert tightened >= exact
+        assert tightened <= limit or tightened == exact
 
 
 class CountingCounter:
@@ -189,8 +194,10 @@ class CountingCounter:
         self.exact += 1
         return counter.count_messages(messages, system=system, tools=tools)
 
-    def upper_bound(self, messages: Any, *, system: str | None = None, tools: Any = ()) -> int:
-        return counter.upper_bound(messages, system=system, tools=tools)
+    def upper_bound(
+        self, messages: Any, *, system: str | None = None, tools: Any = (), limit: int | None = None
+    ) -> int:
+        return counter.upper_bound(messages, system=system, tools=tools, limit=limit)
 
 
 async def test_a_prompt_that_surely_fits_is_counted_only_when_asked():
@@ -200,9 +207,16 @@ async def test_a_prompt_that_surely_fits_is_counted_only_when_asked():
     assert spy.exact == 0  # the bound proved it fits: nothing encoded before sending
     assert call.prompt_tokens == counter.count_messages(history) and spy.exact == 1
     assert call.prompt_tokens == call.prompt_tokens and spy.exact == 1  # counted once
-    # near the limit the bound is not enough: the prompt is counted exactly before sending
-    tight = PromptBudget(counter.count_messages(history) + 10, 5)
+    # near the limit the byte bound is not enough: it is tightened with exact counts of
+    # texts until it fits (here every text: the limit is 5 tokens above the count) ...
+    exact = counter.count_messages(history)
+    tight = PromptBudget(exact + 10, 5)
+    assert spy.upper_bound(history) > exact + 5 and spy.upper_bound(history, limit=exact + 5) == exact
     await budgeted_complete(ScriptedChatModel(["ok"]), spy, tight, messages=history)
+    assert spy.exact == 1  # ... so the prompt went without a second whole count
+    # ... and a prompt over the limit is counted exactly and never sent
+    with pytest.raises(ContextOverflow):
+        await budgeted_complete(ScriptedChatModel(["ok"]), spy, PromptBudget(exact + 4, 5), messages=history)
     assert spy.exact == 2
 
 

@@ -7,9 +7,10 @@ a cited answer, a summary, a compaction summary, a query expansion — goes thro
 1. the prompt (system + tools + messages) is counted with the
    :class:`~omoide.providers.base.TokenCounter` (:func:`count_prompt`, the only place a
    prompt is counted). A counter that can bound a prompt cheaply (``upper_bound``: for
-   cl100k, UTF-8 bytes, never fewer than tokens) lets a prompt that surely fits go without
-   the exact count, which is then computed only when asked for (``prompt_tokens``): the
-   guard's overhead stays well under 2 ms even when no text was counted before;
+   cl100k, UTF-8 bytes, never fewer than tokens; near the limit tightened by counting the
+   loosest texts exactly until it fits) lets a prompt that surely fits go without the full
+   count, which is then computed only when asked for (``prompt_tokens``): the guard's
+   overhead stays well under 2 ms even when no text was counted before;
 2. the budget reserves the answer's room (``max_tokens``, capped by the model's output
    limit) out of the model's context window (:func:`~omoide.context.budget.prompt_budget`,
    overridable with ``OMOIDE_CONTEXT_WINDOWS``);
@@ -65,9 +66,15 @@ class BoundedCounter(Protocol):
     """A :class:`~omoide.providers.base.TokenCounter` that can also bound a prompt cheaply."""
 
     def upper_bound(
-        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+        limit: int | None = None,
     ) -> int:
-        """A number of tokens the prompt surely does not exceed."""
+        """A number of tokens the prompt surely does not exceed; with ``limit``, tightened
+        (by counting some texts exactly) until it is within ``limit`` if it can be."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,8 @@ def surely_fits(counter: TokenCounter, prompt: Prompt, limit: int) -> bool:
     """True when the counter's cheap upper bound already proves ``prompt`` fits ``limit``."""
     if not isinstance(counter, BoundedCounter):
         return False
-    return counter.upper_bound(prompt.messages, system=prompt.system, tools=prompt.tools) <= limit
+    bound = counter.upper_bound(prompt.messages, system=prompt.system, tools=prompt.tools, limit=limit)
+    return bound <= limit
 
 
 def resolve_budget(

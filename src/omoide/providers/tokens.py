@@ -104,17 +104,44 @@ class TiktokenCounter:
         return _prompt_size(messages, system, tools, self.count)
 
     def upper_bound(
-        self, messages: Sequence[Message], *, system: str | None = None, tools: Sequence[ToolSpec] = ()
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+        limit: int | None = None,
     ) -> int:
-        """A cheap bound that is never below :meth:`count_messages` (no encoding, no memo).
+        """A cheap bound that is never below :meth:`count_messages`.
 
         cl100k is a byte-level BPE: every token stands for at least one byte, so a text
         never has more tokens than UTF-8 bytes. A text whose count was stored with its
         message (``TextBlock.tokens``) adds that exact count instead. A prompt whose bound
         is within the budget surely fits, and the exact count can wait until someone asks
         for it.
+
+        ``limit``: when the byte bound is above it, the loosest texts are counted exactly
+        (memoised), one at a time, until the bound is within ``limit`` or every text is
+        counted — then the bound is the exact count. English is about four bytes a token
+        and Japanese three, so English texts go first and longer ones before shorter: a
+        4k-token history that the bytes put at 14k proves it fits 6k after encoding a part
+        of it (``benchmarks/context.py``, mode ``cold``).
         """
-        return _prompt_size(messages, system, tools, _utf8_len)
+        if limit is None:
+            return _prompt_size(messages, system, tools, _utf8_len)
+        loose: list[str] = []
+
+        def measure(text: str) -> int:
+            loose.append(text)
+            return _utf8_len(text)
+
+        total = _prompt_size(messages, system, tools, measure)
+        if total <= limit:
+            return total
+        for text in sorted(loose, key=_looseness, reverse=True):
+            total -= _utf8_len(text) - self.count(text)
+            if total <= limit:
+                break
+        return total
 
 
 def _compact_json(value: Mapping[str, Any]) -> str:
@@ -174,6 +201,12 @@ def stored_text_tokens(message: Message) -> int | None:
         return get_token_counter().count(block.text)
     except ConfigError:
         return None
+
+
+def _looseness(text: str) -> tuple[bool, int]:
+    """Which texts to count first: ASCII (~4 bytes a token, so counting it takes the most off
+    the bound per token encoded; kana and kanji are ~3), then the longer."""
+    return text.isascii(), len(text)
 
 
 def _utf8_len(text: str) -> int:
