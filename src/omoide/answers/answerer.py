@@ -32,6 +32,7 @@ from omoide.context.calls import Prompt, budgeted_complete
 from omoide.errors import AnswerFailed, ContextOverflow, ProviderError
 from omoide.models import Message
 from omoide.providers.base import ChatModel, TokenCounter
+from omoide.providers.tokens import get_token_counter
 from omoide.search.filters import SearchFilters
 from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, check_query
 from omoide.settings import Settings
@@ -133,11 +134,7 @@ class Answerer:
 
     @property
     def counter(self) -> TokenCounter:
-        if self._counter is None:
-            from omoide.providers.tokens import get_token_counter
-
-            self._counter = get_token_counter()
-        return self._counter
+        return get_token_counter() if self._counter is None else self._counter
 
     async def ask(
         self,
@@ -201,19 +198,14 @@ class Answerer:
                 hint="ask a shorter question or raise OMOIDE_CONTEXT_WINDOWS if the model allows more",
             )
             response = call.response
-        except ContextOverflow as exc:
-            raise AnswerFailed(
-                f"the question does not fit the context window of {model.provider}:{model.model_id}: {exc.message}",
-                provider=model.provider,
-                status_code=exc.status_code,
-                cause_code=exc.code,
-            ) from exc
         except ProviderError as exc:
+            failure = (
+                f"the question does not fit the context window of {model.provider}:{model.model_id}"
+                if isinstance(exc, ContextOverflow)
+                else f"the chat model ({model.provider}:{model.model_id}) failed while generating the answer"
+            )
             raise AnswerFailed(
-                f"the chat model ({model.provider}:{model.model_id}) failed while generating the answer: {exc.message}",
-                provider=model.provider,
-                status_code=exc.status_code,
-                cause_code=exc.code,
+                f"{failure}: {exc.message}", provider=model.provider, status_code=exc.status_code, cause_code=exc.code
             ) from exc
         timings["generate"] = round((time.perf_counter() - started) * 1000.0, 3)
         left_out = len(found.hits) - len(prompt.evidence)

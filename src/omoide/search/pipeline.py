@@ -40,6 +40,7 @@ from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderEr
 from omoide.knowledge.models import ChunkId
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
+from omoide.providers.tokens import get_token_counter
 from omoide.search.filters import MAX_K, SearchFilters, check_k
 from omoide.search.fusion import reciprocal_rank_fusion
 from omoide.search.types import ChunkHit, RankedChunk
@@ -316,11 +317,7 @@ class SearchPipeline:
 
     @property
     def counter(self) -> TokenCounter:
-        if self._counter is None:
-            from omoide.providers.tokens import get_token_counter
-
-            self._counter = get_token_counter()
-        return self._counter
+        return get_token_counter() if self._counter is None else self._counter
 
     async def search(
         self,

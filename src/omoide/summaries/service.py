@@ -39,6 +39,7 @@ from omoide.context.calls import budgeted_complete
 from omoide.errors import ContextOverflow, InvalidInput
 from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
+from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores.base import SummaryStore
 from omoide.summaries.models import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
@@ -175,11 +176,7 @@ class SummaryGenerator:
 
     @property
     def counter(self) -> TokenCounter:
-        if self._counter is None:
-            from omoide.providers.tokens import get_token_counter
-
-            self._counter = get_token_counter()
-        return self._counter
+        return get_token_counter() if self._counter is None else self._counter
 
     @property
     def config(self) -> ShortTermHistoryConfig:

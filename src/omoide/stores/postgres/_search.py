@@ -130,6 +130,12 @@ def hit_from_row(row: Mapping[str, Any], *, score: float, rank: int) -> ChunkHit
     )
 
 
+def _distance(dimensions: int, schema: str | None) -> str:
+    """The cosine distance of a stored vector (``e.embedding``) to the query vector (``$1``)."""
+    vec = f"{vector_type(schema)}({int(dimensions)})"
+    return f"(e.embedding::{vec}) <=> $1::{vec}"
+
+
 def exact_vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str | None) -> tuple[str, list[Any]]:
     """The exact ranking of the chunks passing ``filters`` (``$1`` the query vector, the last
     parameter k): their ids first (the filter's B-tree indexes), then their vectors by primary
@@ -137,13 +143,12 @@ def exact_vector_sql(model: str, dimensions: int, filters: SearchFilters, schema
     args: list[Any] = [None]
     where = filter_sql(filters, args)
     args.append(None)  # k
-    expr = f"(e.embedding::{vector_type(schema)}({int(dimensions)}))"
-    qparam = f"$1::{vector_type(schema)}({int(dimensions)})"
+    distance = _distance(dimensions, schema)
     sql = (
-        f"SELECT e.chunk_id AS id, {expr} <=> {qparam} AS distance FROM chunk_embeddings e "
+        f"SELECT e.chunk_id AS id, {distance} AS distance FROM chunk_embeddings e "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} "
         f"AND e.chunk_id = ANY(ARRAY(SELECT c.id FROM {_from_chunks(filters)} WHERE {where})) "
-        f"ORDER BY ({expr} <=> {qparam}) + 0 LIMIT ${len(args)}"
+        f"ORDER BY ({distance}) + 0 LIMIT ${len(args)}"
     )
     return sql, args
 
@@ -153,16 +158,14 @@ def vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str 
     literal) and its other parameters; it returns ``id`` and ``distance`` of the nearest chunks."""
     args: list[Any] = [None]
     where = filter_sql(filters, args, workspace_column="e.workspace_id")
-    expr = f"(e.embedding::{vector_type(schema)}({int(dimensions)}))"
-    qparam = f"$1::{vector_type(schema)}({int(dimensions)})"
     args.append(None)  # k
-    order = f"{expr} <=> {qparam}"
+    distance = _distance(dimensions, schema)
     sources = " JOIN knowledge_sources s ON s.id = c.source_id" if filters.source_types else ""
     sql = (
-        f"SELECT e.chunk_id AS id, {expr} <=> {qparam} AS distance "
+        f"SELECT e.chunk_id AS id, {distance} AS distance "
         f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id{sources} "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
-        f"ORDER BY {order} LIMIT ${len(args)}"
+        f"ORDER BY {distance} LIMIT ${len(args)}"
     )
     return sql, args
 
@@ -202,9 +205,6 @@ async def vector_ranking(
                 "SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)"
             )
             sql, args = exact_vector_sql(model, int(query.shape[0]), filters, schema)
-            args[0] = HalfVector(query)
-            args[-1] = k
-            rows = await conn.fetch(sql, *args)
         else:
             await conn.execute(
                 "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -212,9 +212,9 @@ async def vector_ranking(
                 str(min(max(ef_search, k), 1000)),
             )
             sql, args = vector_sql(model, int(query.shape[0]), filters, schema)
-            args[0] = HalfVector(query)
-            args[-1] = k
-            rows = await conn.fetch(sql, *args)
+        args[0] = HalfVector(query)
+        args[-1] = k
+        rows = await conn.fetch(sql, *args)
     if not rows:
         stored = await conn.fetchval(
             "SELECT dimensions FROM chunk_embeddings WHERE workspace_id = $1 AND model = $2 LIMIT 1",

@@ -277,6 +277,13 @@ def hidden_ids(conn: sqlite3.Connection, filters: SearchFilters) -> npt.NDArray[
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
 
+def _positions(ids: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """The positions in ``ids`` of the ``wanted`` ids it holds (both ascending: O(m log n))."""
+    pos = np.minimum(np.searchsorted(ids, wanted), ids.shape[0] - 1)
+    present: npt.NDArray[np.intp] = pos[ids[pos] == wanted]
+    return present
+
+
 def vector_ranking(
     conn: sqlite3.Connection,
     cache: VectorCache,
@@ -303,9 +310,7 @@ def vector_ranking(
     q = (query / np.linalg.norm(query)).astype(np.float32)
     hidden_count = 0
     if filters.narrows:
-        wanted = cache.matching(conn, filters, entry.generation)
-        pos = np.minimum(np.searchsorted(entry.ids, wanted), n - 1)  # both ascending: O(m log n)
-        rows = pos[entry.ids[pos] == wanted]
+        rows = _positions(entry.ids, cache.matching(conn, filters, entry.generation))
         if rows.shape[0] == 0:
             return []
         scores = entry.vectors[rows] @ q if rows.shape[0] < _GATHER_FRACTION * n else (entry.vectors @ q)[rows]
@@ -313,12 +318,10 @@ def vector_ranking(
     else:
         scores = entry.vectors @ q
         ids = entry.ids
-        hidden = hidden_ids(conn, filters) if filters.restricts_visibility else None
-        if hidden is not None and hidden.shape[0]:
-            pos = np.minimum(np.searchsorted(ids, hidden), n - 1)  # both ascending: O(m log n)
-            pos = pos[ids[pos] == hidden]
-            scores[pos] = -np.inf  # a fresh array: never ranked while k <= the visible rows
-            hidden_count = pos.shape[0]
+        if filters.restricts_visibility:
+            hidden = _positions(ids, hidden_ids(conn, filters))
+            scores[hidden] = -np.inf  # a fresh array: never ranked while k <= the visible rows
+            hidden_count = hidden.shape[0]
     take = min(k, scores.shape[0] - hidden_count)
     if take <= 0:
         return []
