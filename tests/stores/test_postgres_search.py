@@ -193,9 +193,3 @@ async def test_common_words_stop_driving_the_candidates_and_the_top_stays(pg_sto
     assert pruned[0].chunk_id == ids["first_both"]
     assert ids["only_sapporo"] in [r.chunk_id for r in tail]
     assert len(tail) == 31 + COMMON_SAMPLE  # every sapporo row, and a sample of the meeting-only rows
-
-
-def test_text_array_literals_parse() -> None:
-    from omoide.stores.postgres._bm25 import _parse_text_array
-
-    assert _parse_text_array('{a,"b c",天気,"x\\"y"}') == ["a", "b c", "天気", 'x"y']

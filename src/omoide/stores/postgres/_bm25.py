@@ -77,7 +77,7 @@ class LexemeStats:
 
 
 LEXEME_STATS_SQL = """
-SELECT s.most_common_elems::text AS elems, s.most_common_elem_freqs AS freqs,
+SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
        (SELECT reltuples FROM pg_class WHERE oid = $1::text::regclass) AS reltuples
 FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = $1::text AND s.attname = 'lexical_tsv'
 """
@@ -88,33 +88,11 @@ async def lexeme_stats(conn: asyncpg.Connection, table: str) -> LexemeStats | No
     row = await conn.fetchrow(LEXEME_STATS_SQL, table)
     if row is None or row["elems"] is None or row["freqs"] is None or (row["reltuples"] or 0) <= 0:
         return None
-    elems = _parse_text_array(row["elems"])
+    elems = list(row["elems"])
     freqs = list(row["freqs"])
     if len(freqs) < len(elems) + 2:
         return None
     return LexemeStats(dict(zip(elems, freqs, strict=False)), float(freqs[len(elems)]), float(row["reltuples"]))
-
-
-def _parse_text_array(text: str) -> list[str]:
-    """A PostgreSQL ``text[]`` literal (``{a,"b c",d}``) as a list; lexemes with quotes or
-    backslashes come back escaped, which only costs their statistics."""
-    inner = text[1:-1] if text.startswith("{") and text.endswith("}") else text
-    out, item, quoted, escaped = [], [], False, False
-    for ch in inner:
-        if escaped:
-            item.append(ch)
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-        elif ch == "," and not quoted:
-            out.append("".join(item))
-            item = []
-        else:
-            item.append(ch)
-    out.append("".join(item))
-    return out
 
 
 def common_terms(terms: Sequence[str], stats: LexemeStats | None) -> dict[str, float]:
