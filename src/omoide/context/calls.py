@@ -30,7 +30,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import structlog
 
@@ -183,11 +183,16 @@ async def send(
 
     Only :func:`budgeted_complete` calls this, after counting the prompt.
     """
-    options: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
+    p = prompt
     if on_text is None:
-        return await model.complete(prompt.messages, system=prompt.system, tools=prompt.tools, **options)
+        return await model.complete(
+            p.messages, system=p.system, tools=p.tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
+        )
     final: ChatResponse | None = None
-    async for event in model.stream(prompt.messages, system=prompt.system, tools=prompt.tools, **options):
+    events = model.stream(
+        p.messages, system=p.system, tools=p.tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
+    )
+    async for event in events:
         if isinstance(event, TextDelta):
             shown = on_text(event.text)
             if shown is not None:
