@@ -193,3 +193,37 @@ async def test_common_words_stop_driving_the_candidates_and_the_top_stays(pg_sto
     assert pruned[0].chunk_id == ids["first_both"]
     assert ids["only_sapporo"] in [r.chunk_id for r in tail]
     assert len(tail) == 31 + COMMON_SAMPLE  # every sapporo row, and a sample of the meeting-only rows
+
+
+async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_store):
+    """31 rows name sapporo: a list of 31 is filled by them, so the 600 meeting rows' posting
+    list is never read (a one-time filter); a list of 32 samples them for its tail."""
+    from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms
+
+    await _lexical_corpus(pg_store)
+    stats = LexemeStats({"meeting": 0.9}, floor=0.001, rows=100_000)
+    f = SearchFilters("g1")
+    async with pg_store.pool.acquire() as conn:
+        exact = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 31)
+        full = await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 31, stats)
+        assert [r.chunk_id for r in full] == [r.chunk_id for r in exact]
+        assert len(await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 32, stats)) == 32
+
+        def plan_sql(k: int) -> tuple[str, list[object]]:
+            args: list[object] = []
+            where = sops.filter_sql(f, args)
+            terms = ["meeting", "sapporo"]
+            sql = bm25_sql(
+                from_="knowledge_chunks c", table="knowledge_chunks", alias="c", columns="c.id", where=where,
+                args=args, terms=terms, k=k, common=common_terms(terms, stats),
+            )
+            return "EXPLAIN (ANALYZE, COSTS OFF) " + sql, args
+
+        await conn.execute("SET enable_seqscan = off")  # a tiny table: make the planner use the GIN index
+        sql, args = plan_sql(31)
+        plan = "\n".join(r[0] for r in await conn.fetch(sql, *args))
+        sql, args = plan_sql(32)
+        sampled = "\n".join(r[0] for r in await conn.fetch(sql, *args))
+        await conn.execute("RESET enable_seqscan")
+    assert plan.count("Bitmap Index Scan") == 2 and "(never executed)" in plan
+    assert "(never executed)" not in sampled

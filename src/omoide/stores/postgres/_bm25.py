@@ -153,14 +153,21 @@ def bm25_sql(
     if common:
         queries.append(f"to_tsquery('simple', {param(tsquery_text(list(common)))}) AS bm25_qc")
     has = ", ".join(f"{tsv} @@ bm25_q.bm25_q{i} AS bm25_h{i}" for i in range(len(terms)))
+    limit = param(k)
     rows = (
         f"SELECT {columns}, length({tsv}) AS bm25_dl, {has} FROM bm25_q, {from_} "
         f"WHERE {tsv} @@ bm25_q.bm25_qd AND {where}"
     )
+    matches = f"bm25_m AS MATERIALIZED ({rows})"
     if common:
-        rows = (
-            f"({rows}) UNION ALL (SELECT {columns}, length({tsv}), {has} FROM bm25_q, {from_} "
-            f"WHERE {tsv} @@ bm25_q.bm25_qc AND NOT {tsv} @@ bm25_q.bm25_qd AND {where} LIMIT {COMMON_SAMPLE})"
+        # rows holding only common words fill the list's tail, so they are sampled only when
+        # the driving words' matches do not fill it (a one-time filter: otherwise the common
+        # words' posting lists, tens of thousands of rows, are not even read)
+        matches = (
+            f"bm25_d AS MATERIALIZED ({rows}), bm25_m AS MATERIALIZED (SELECT * FROM bm25_d UNION ALL "
+            f"(SELECT {columns}, length({tsv}), {has} FROM bm25_q, {from_} "
+            f"WHERE (SELECT count(*) FROM bm25_d) < {limit} AND {tsv} @@ bm25_q.bm25_qc "
+            f"AND NOT {tsv} @@ bm25_q.bm25_qd AND {where} LIMIT {COMMON_SAMPLE}))"
         )
     # one row of statistics: each term's document frequency among the matches (or its
     # estimate, for a common term), then its IDF; the rows only add up the IDFs they hold
@@ -174,14 +181,16 @@ def bm25_sql(
         f"ln(1 + greatest(n.docs - s.df{i} + 0.5, 0) / (s.df{i} + 0.5)) AS idf{i}" for i in range(len(terms))
     )
     score = " + ".join(f"CASE WHEN m.bm25_h{i} THEN t.idf{i} ELSE 0 END" for i in range(len(terms)))
-    limit = param(k)
+    # bm25_t is materialised, so the logarithms are taken once, not once per row; the per-row
+    # arithmetic is float8 (an integer length times a bare decimal would be numeric, ~10× slower)
     return (
-        f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), bm25_m AS MATERIALIZED ({rows}), "
-        f"bm25_s AS (SELECT {df}, avg(bm25_dl) AS avgdl, count(*) AS matched FROM bm25_m), "
-        f"bm25_t AS (SELECT s.avgdl, {idf} FROM bm25_s s, (SELECT greatest((SELECT reltuples FROM pg_class "
-        f"WHERE oid = '{table}'::regclass), (SELECT matched FROM bm25_s), 1)::float8 AS docs) n) "
-        f"SELECT m.*, ({score}) * {BM25_K1 + 1} / "
-        f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * m.bm25_dl / greatest(t.avgdl, 1))) AS score "
+        f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), {matches}, "
+        f"bm25_s AS (SELECT {df}, avg(bm25_dl)::float8 AS avgdl, count(*) AS matched FROM bm25_m), "
+        f"bm25_t AS MATERIALIZED (SELECT greatest(s.avgdl, 1) AS avgdl, {idf} FROM bm25_s s, "
+        f"(SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass), "
+        f"(SELECT matched FROM bm25_s), 1)::float8 AS docs) n) "
+        f"SELECT m.*, ({score}) * {BM25_K1 + 1}::float8 / "
+        f"(1 + {BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * m.bm25_dl / t.avgdl)) AS score "
         f"FROM bm25_m m, bm25_t t ORDER BY score DESC, m.id LIMIT {limit}"
     )
 
