@@ -214,8 +214,15 @@ async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_sto
             where = sops.filter_sql(f, args)
             terms = ["meeting", "sapporo"]
             sql = bm25_sql(
-                from_="knowledge_chunks c", table="knowledge_chunks", alias="c", columns="c.id", where=where,
-                args=args, terms=terms, k=k, common=common_terms(terms, stats),
+                from_="knowledge_chunks c",
+                table="knowledge_chunks",
+                alias="c",
+                columns="c.id",
+                where=where,
+                args=args,
+                terms=terms,
+                k=k,
+                common=common_terms(terms, stats),
             )
             return "EXPLAIN (ANALYZE, COSTS OFF) " + sql, args
 
