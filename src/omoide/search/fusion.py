@@ -21,7 +21,9 @@ Properties (tested with hypothesis in ``tests/search/test_fusion.py``):
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
+import sys
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -77,28 +79,23 @@ def reciprocal_rank_fusion(
         raise InvalidInput(f"the RRF constant k must be a non-negative integer, got {k!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InvalidInput(f"limit must be a non-negative integer or None, got {limit!r}")
-    n = len(rankings)
-    ranks: dict[K, list[int | None]] = {}
-    order: dict[K, int] = {}
-    for li, ranking in enumerate(rankings):
-        position = 0
-        for key in ranking:
-            slots = ranks.get(key)
-            if slots is None:
-                slots = ranks[key] = [None] * n
-                order[key] = len(order)
-            if slots[li] is not None:
-                continue  # a duplicate within one list keeps its best position
-            position += 1
-            slots[li] = position
+    # each list's 1-based positions (a repeated key keeps its first), every key's first
+    # appearance, then the sums in list order (one addition per list holding the key: float
+    # addition is monotonic, so beating a key in every list still means outscoring it)
+    positions = [{key: i for i, key in enumerate(dict.fromkeys(ranking), start=1)} for ranking in rankings]
+    order = {key: i for i, key in enumerate(dict.fromkeys(itertools.chain.from_iterable(rankings)))}
+    scores = dict.fromkeys(order, 0.0)
+    best = dict.fromkeys(order, sys.maxsize)
+    for listed in positions:
+        for key, rank in listed.items():
+            scores[key] += 1.0 / (k + rank)
+            if rank < best[key]:
+                best[key] = rank
     # sort plain tuples (score, best rank, first appearance: never equal, so keys are never
     # compared) and build results for the kept ones only: the pipeline keeps 15 of ~400
-    entries = []
-    for key, slots in ranks.items():
-        present = [r for r in slots if r is not None]
-        entries.append((-math.fsum(1.0 / (k + r) for r in present), min(present), order[key], key, slots))
+    entries = [(-scores[key], best[key], first, key) for key, first in order.items()]
     chosen = sorted(entries) if limit is None else heapq.nsmallest(limit, entries)
-    return [Fused(key, -negative, tuple(slots)) for negative, _, _, key, slots in chosen]
+    return [Fused(key, -negative, tuple(p.get(key) for p in positions)) for negative, _, _, key in chosen]
 
 
 def min_max(scores: Sequence[float]) -> list[float]:
