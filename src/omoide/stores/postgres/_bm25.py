@@ -27,7 +27,12 @@ at p95 (``docs/benchmarks.md``). When the planner's lexeme statistics
 their matches are scored as before, the common words still add to those rows' scores (with
 their estimated document frequency), and only a sample of the rows that hold nothing but
 common words is scored — MaxScore-style pruning. A common word's IDF is small, so those
-rows seldom reach the top of the list; the sample keeps the list's tail filled.
+rows seldom reach the top of the list; the sample keeps the list's tail filled, and is
+read only when the driving words' matches do not fill the list by themselves.
+
+The IDFs are computed once, in a one-row CTE, and the per-row arithmetic is ``float8``:
+at 1M chunks these two changes and the conditional sample took the ranking's p95 from
+15.4 to ~11 ms.
 """
 
 from __future__ import annotations
