@@ -198,7 +198,7 @@ async def test_common_words_stop_driving_the_candidates_and_the_top_stays(pg_sto
 async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_store):
     """31 rows name sapporo: a list of 31 is filled by them, so the 600 meeting rows' posting
     list is never read (a one-time filter); a list of 32 samples them for its tail."""
-    from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms
+    from omoide.stores.postgres._bm25 import LexemeStats
 
     await _lexical_corpus(pg_store)
     stats = LexemeStats({"meeting": 0.9}, floor=0.001, rows=100_000)
@@ -210,20 +210,7 @@ async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_sto
         assert len(await sops.lexical_ranking(conn, ["meeting", "sapporo"], f, 32, stats)) == 32
 
         def plan_sql(k: int) -> tuple[str, list[object]]:
-            args: list[object] = []
-            where = sops.filter_sql(f, args)
-            terms = ["meeting", "sapporo"]
-            sql = bm25_sql(
-                from_="knowledge_chunks c",
-                table="knowledge_chunks",
-                alias="c",
-                columns="c.id",
-                where=where,
-                args=args,
-                terms=terms,
-                k=k,
-                common=common_terms(terms, stats),
-            )
+            sql, args = sops.lexical_ranking_sql(["meeting", "sapporo"], f, k, stats)
             return "EXPLAIN (ANALYZE, COSTS OFF) " + sql, args
 
         await conn.execute("SET enable_seqscan = off")  # a tiny table: make the planner use the GIN index

@@ -248,16 +248,10 @@ async def vector_search(
     return await hits_for(conn, ranking)
 
 
-async def lexical_ranking(
-    conn: asyncpg.Connection,
-    tokens: Sequence[str],
-    filters: SearchFilters,
-    k: int,
-    stats: LexemeStats | None = None,
-) -> list[RankedChunk]:
-    """Ids and BM25 scores of the ``k`` best matches of any of ``tokens`` among the chunks passing
-    ``filters``, best first (ties by lower id). ``stats``: the lexeme statistics that let common
-    words stop driving the candidates (:func:`~omoide.stores.postgres._bm25.common_terms`)."""
+def lexical_ranking_sql(
+    tokens: Sequence[str], filters: SearchFilters, k: int, stats: LexemeStats | None = None
+) -> tuple[str, list[Any]]:
+    """The BM25 ranking query of :func:`lexical_ranking` and its parameters."""
     terms = scored_terms(tokens)
     args: list[Any] = []
     where = filter_sql(filters, args)
@@ -272,6 +266,20 @@ async def lexical_ranking(
         k=k,
         common=common_terms(terms, stats),
     )
+    return sql, args
+
+
+async def lexical_ranking(
+    conn: asyncpg.Connection,
+    tokens: Sequence[str],
+    filters: SearchFilters,
+    k: int,
+    stats: LexemeStats | None = None,
+) -> list[RankedChunk]:
+    """Ids and BM25 scores of the ``k`` best matches of any of ``tokens`` among the chunks passing
+    ``filters``, best first (ties by lower id). ``stats``: the lexeme statistics that let common
+    words stop driving the candidates (:func:`~omoide.stores.postgres._bm25.common_terms`)."""
+    sql, args = lexical_ranking_sql(tokens, filters, k, stats)
     rows = await conn.fetch(sql, *args)
     return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
 
@@ -351,6 +359,7 @@ __all__ = [
     "hits_for",
     "lexical_batch",
     "lexical_ranking",
+    "lexical_ranking_sql",
     "lexical_search",
     "lexical_tokenizer",
     "record_tokenizer",
