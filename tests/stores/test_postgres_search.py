@@ -221,3 +221,22 @@ async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_sto
         await conn.execute("RESET enable_seqscan")
     assert plan.count("Bitmap Index Scan") == 2 and "(never executed)" in plan
     assert "(never executed)" not in sampled
+
+
+async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, pg_url, tmp_path, monkeypatch):
+    """Every search asks which tokenizer wrote the index: the answer is reused for a few seconds,
+    this store's own writes and reindexes forget it at once, another process's are seen after."""
+    import omoide.stores.postgres.store as pg_module
+
+    assert await pg_store.lexical_tokenizer() is None
+    drafts = [ChunkDraft(content="hello", lexical="hello", token_count=1, channel_id="c")]
+    await pg_store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    current = await pg_store.lexical_tokenizer()
+    assert current is not None  # the store's own write is seen at once
+    other = PostgresStore(pg_url, settings=Settings(database_url=pg_url, transcripts_dir=tmp_path / "t2"))
+    async with other:
+        await other.set_lexical_tokenizer("ngram:v1")
+        assert await other.lexical_tokenizer() == "ngram:v1"  # its own reindex: at once
+        assert await pg_store.lexical_tokenizer() == current  # another process's: not yet
+        monkeypatch.setattr(pg_module, "TOKENIZER_TTL", 0.0)
+        assert await pg_store.lexical_tokenizer() == "ngram:v1"  # after the reuse time

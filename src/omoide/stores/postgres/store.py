@@ -128,6 +128,8 @@ CLOSE_TIMEOUT_SECONDS = 10.0
 _SCHEMES = ("postgresql://", "postgres://")
 LEXEME_STATS_TTL = 300.0
 """Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
+TOKENIZER_TTL = 10.0
+"""Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
 _RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
 
 _SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1"
@@ -667,8 +669,11 @@ class PostgresStore:
         """Create a pending source with its chunks (one statement); return their ids."""
         check_source(source)
         check_chunks(chunks)
-        async with self._acquire() as conn:
-            return await kops.insert_source(conn, source, list(chunks))
+        try:
+            async with self._acquire() as conn:
+                return await kops.insert_source(conn, source, list(chunks))
+        finally:
+            self._forget_tokenizer()  # the insert recorded the tokenizer that wrote these chunks
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` pending (or lease-expired) sources, oldest first, ``FOR UPDATE SKIP LOCKED``."""
@@ -843,11 +848,25 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await sops.fetch_chunks(conn, ids)
 
+    _tokenizer: tuple[float, str | None] = (-1e9, None)
+
     async def lexical_tokenizer(self) -> str | None:
         """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
-        when chunks were written by different ones, or ``None`` before any chunk."""
+        when chunks were written by different ones, or ``None`` before any chunk.
+
+        Every search asks, so the answer is reused for :data:`TOKENIZER_TTL` seconds: this
+        store's own chunk writes and :meth:`set_lexical_tokenizer` forget it at once, another
+        process's are seen within that time."""
+        fetched, name = self._tokenizer
+        if time.monotonic() - fetched <= TOKENIZER_TTL:
+            return name
         async with self._acquire() as conn:
-            return await sops.lexical_tokenizer(conn)
+            name = await sops.lexical_tokenizer(conn)
+        self._tokenizer = (time.monotonic(), name)
+        return name
+
+    def _forget_tokenizer(self) -> None:
+        self._tokenizer = (-1e9, None)
 
     # ---- lexical index rebuild
 
@@ -864,8 +883,11 @@ class PostgresStore:
 
     async def set_lexical_tokenizer(self, name: str) -> None:
         """Record ``name`` as the tokenizer of the whole lexical index."""
-        async with self._acquire() as conn:
-            await sops.set_lexical_tokenizer(conn, name)
+        try:
+            async with self._acquire() as conn:
+                await sops.set_lexical_tokenizer(conn, name)
+        finally:
+            self._forget_tokenizer()
 
     async def lexical_row_count(self, table: LexicalTable) -> int:
         """Rows in ``table``."""
