@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import numpy as np
@@ -10,6 +11,7 @@ from pgvector import HalfVector
 
 from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.search.filters import SearchFilters
+from omoide.search.types import RankedChunk
 from omoide.settings import Settings
 from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres import _search as sops
@@ -240,3 +242,37 @@ async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, p
         assert await pg_store.lexical_tokenizer() == current  # another process's: not yet
         monkeypatch.setattr(pg_module, "TOKENIZER_TTL", 0.0)
         assert await pg_store.lexical_tokenizer() == "ngram:v1"  # after the reuse time
+
+
+async def test_pooled_connections_start_with_the_pipelines_hnsw_settings(pg_url, tmp_path):
+    """Every pooled connection starts with an iterative HNSW scan and the pipeline's ef_search
+    (``search_candidates`` rows), so the pipeline's vector search is one statement — and a 1%
+    filter still fills k through it; another k sets its own for one transaction, as before."""
+    settings = Settings(database_url=pg_url, transcripts_dir=tmp_path / "t", search_candidates=25, hnsw_ef_search=20)
+    async with PostgresStore(pg_url, settings=settings) as store:
+        _, vectors, rare = await _load(store)
+        f = SearchFilters("g1", channel_ids=("rare",))
+        statements: list[str] = []
+        async with store.pool.acquire() as conn:
+            assert await conn.fetchval("SHOW hnsw.ef_search") == "25"
+            assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
+            conn.add_query_logger(lambda record: statements.append(record.query))
+            await conn.execute("SET enable_sort = off; SET enable_bitmapscan = off")  # the HNSW path, under test
+
+            async def logged(k: int) -> tuple[list[RankedChunk], list[str]]:
+                await asyncio.sleep(0.05)  # the logger is called soon after each statement, not during it
+                statements.clear()
+                ranking = await sops.vector_ranking(
+                    conn, MODEL, vectors[5], f, k, ef_search=20, schema=None, exact_limit=0, session_ef_search=25
+                )
+                await asyncio.sleep(0.05)
+                return ranking, list(statements)
+
+            session, sent = await logged(25)
+            assert len(sent) == 1 and "ORDER BY" in sent[0]
+            other, sent = await logged(20)
+            assert len(sent) == 4, sent  # BEGIN, SET LOCAL, the query, COMMIT
+            assert await conn.fetchval("SHOW hnsw.ef_search") == "25"  # the local setting is gone
+            await conn.execute("RESET enable_sort; RESET enable_bitmapscan")
+    assert len(session) == 25 and {r.chunk_id for r in session} <= rare
+    assert [r.chunk_id for r in other] == [r.chunk_id for r in session[:20]]

@@ -170,6 +170,50 @@ def vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str 
     return sql, args
 
 
+def hnsw_ef_search(ef_search: int, k: int) -> int:
+    """The ``hnsw.ef_search`` a search for ``k`` rows runs with: at least ``k``, at most 1,000."""
+    return min(max(ef_search, k), 1000)
+
+
+async def set_hnsw_session(conn: asyncpg.Connection, ef_search: int) -> None:
+    """Make a pooled connection's HNSW scans iterative (``relaxed_order``: a filtered search
+    still returns ``k`` rows) with ``ef_search``, for the session, so that the searches asking
+    for exactly this ``ef_search`` (the pipeline's) run in one round trip, without a transaction
+    around ``SET LOCAL``. The store's pool runs this on every new connection."""
+    await conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), set_config('hnsw.ef_search', $1, false)",
+        str(ef_search),
+    )
+
+
+def _vector_statement(
+    model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int, schema: str | None, *, exact: bool
+) -> tuple[str, list[Any]]:
+    """The exact or the HNSW ranking query with its parameters bound."""
+    sql, args = (exact_vector_sql if exact else vector_sql)(model, int(query.shape[0]), filters, schema)
+    args[0] = HalfVector(query)
+    args[-1] = k
+    return sql, args
+
+
+async def _vector_rows_in_transaction(
+    conn: asyncpg.Connection, sql: str, args: list[Any], *, exact: bool, ef: int
+) -> list[asyncpg.Record]:
+    """The ranking's rows, its settings local to one read-only transaction."""
+    async with conn.transaction(readonly=True):
+        if exact:
+            await conn.execute(
+                "SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)"
+            )
+        else:
+            await conn.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', $1, true)",
+                str(ef),
+            )
+        return list(await conn.fetch(sql, *args))
+
+
 async def vector_ranking(
     conn: asyncpg.Connection,
     model: str,
@@ -180,6 +224,7 @@ async def vector_ranking(
     ef_search: int,
     schema: str | None,
     exact_limit: int = EXACT_LIMIT,
+    session_ef_search: int | None = None,
 ) -> list[RankedChunk]:
     """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see the module docstring).
 
@@ -189,6 +234,10 @@ async def vector_ranking(
     chunks, a 4k-chunk channel took 14 ms against 25–29 ms for the vectors joined to their
     chunks in parallel), instead of walking the HNSW graph, where an iterative scan would
     visit and join thousands of rejected candidates.
+
+    ``session_ef_search``: the ``ef_search`` the connection's session already runs HNSW scans
+    with (:func:`set_hnsw_session`); a search needing just that one is a single statement,
+    any other sets its own for one transaction (``SET LOCAL``: four round trips).
     """
     exact = False
     if filters.narrows and exact_limit > 0:
@@ -199,22 +248,12 @@ async def vector_ranking(
             *count_args,
         )
         exact = int(matching) <= exact_limit
-    async with conn.transaction(readonly=True):
-        if exact:
-            await conn.execute(
-                "SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)"
-            )
-            sql, args = exact_vector_sql(model, int(query.shape[0]), filters, schema)
-        else:
-            await conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', $1, true)",
-                str(min(max(ef_search, k), 1000)),
-            )
-            sql, args = vector_sql(model, int(query.shape[0]), filters, schema)
-        args[0] = HalfVector(query)
-        args[-1] = k
-        rows = await conn.fetch(sql, *args)
+    ef = hnsw_ef_search(ef_search, k)
+    sql, args = _vector_statement(model, query, filters, k, schema, exact=exact)
+    if not exact and ef == session_ef_search:
+        rows = await conn.fetch(sql, *args)  # the session's settings are the ones needed
+    else:
+        rows = await _vector_rows_in_transaction(conn, sql, args, exact=exact, ef=ef)
     if not rows:
         stored = await conn.fetchval(
             "SELECT dimensions FROM chunk_embeddings WHERE workspace_id = $1 AND model = $2 LIMIT 1",
@@ -240,10 +279,19 @@ async def vector_search(
     ef_search: int,
     schema: str | None,
     exact_limit: int = EXACT_LIMIT,
+    session_ef_search: int | None = None,
 ) -> list[ChunkHit]:
     """:func:`vector_ranking` with the chunks' rows."""
     ranking = await vector_ranking(
-        conn, model, query, filters, k, ef_search=ef_search, schema=schema, exact_limit=exact_limit
+        conn,
+        model,
+        query,
+        filters,
+        k,
+        ef_search=ef_search,
+        schema=schema,
+        exact_limit=exact_limit,
+        session_ef_search=session_ef_search,
     )
     return await hits_for(conn, ranking)
 
@@ -357,6 +405,7 @@ __all__ = [
     "fetch_chunks",
     "filter_sql",
     "hits_for",
+    "hnsw_ef_search",
     "lexical_batch",
     "lexical_ranking",
     "lexical_ranking_sql",
@@ -364,6 +413,7 @@ __all__ = [
     "lexical_tokenizer",
     "record_tokenizer",
     "rewrite_lexical",
+    "set_hnsw_session",
     "set_lexical_tokenizer",
     "tsquery_text",
     "vector_ranking",

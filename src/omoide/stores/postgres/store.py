@@ -259,6 +259,9 @@ class PostgresStore:
         self._migrate = migrate
         self._pool: asyncpg.Pool | None = None
         self._vector_schema: str | None = None
+        # the HNSW settings every pooled connection starts with: the pipeline's searches
+        # (search_candidates rows) then need no transaction around SET LOCAL
+        self._session_ef_search: int | None = sops.hnsw_ef_search(settings.hnsw_ef_search, settings.search_candidates)
         self._open_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -328,6 +331,12 @@ class PostgresStore:
     async def _init_connection(self, conn: asyncpg.Connection) -> None:
         if self._vector_schema is not None:
             await register_vector_types(conn, self._vector_schema)
+        if self._session_ef_search is not None:
+            try:
+                await sops.set_hnsw_session(conn, self._session_ef_search)
+            except asyncpg.PostgresError as exc:  # an old pgvector: every search sets its own, as before
+                logger.warning("hnsw_session_settings_failed", extra={"error": str(exc)})
+                self._session_ef_search = None
 
     async def close(self) -> None:
         """Close every connection (waiting up to 10 s for calls in flight). Idempotent."""
@@ -796,7 +805,14 @@ class PostgresStore:
         ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
             return await sops.vector_search(
-                conn, model, vector, wanted, limit, ef_search=ef_search, schema=self._vector_schema
+                conn,
+                model,
+                vector,
+                wanted,
+                limit,
+                ef_search=ef_search,
+                schema=self._vector_schema,
+                session_ef_search=self._session_ef_search,
             )
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
@@ -819,7 +835,14 @@ class PostgresStore:
         ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
             return await sops.vector_ranking(
-                conn, model, vector, wanted, limit, ef_search=ef_search, schema=self._vector_schema
+                conn,
+                model,
+                vector,
+                wanted,
+                limit,
+                ef_search=ef_search,
+                schema=self._vector_schema,
+                session_ef_search=self._session_ef_search,
             )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
