@@ -12,11 +12,13 @@ return fewer rows than asked)::
 
 * The model is an SQL *literal* (safely quoted) and the expression repeats the index's,
   so the planner can use the model's partial HNSW index (``ensure_vector_index``).
-* It runs in a read-only transaction with ``SET LOCAL hnsw.iterative_scan =
-  relaxed_order`` (pgvector ≥ 0.8) and ``hnsw.ef_search`` from settings (at least ``k``):
-  when the filters reject most index candidates, the scan continues until ``k`` rows pass
-  (up to ``hnsw.max_scan_tuples``). Relaxed order may return neighbours slightly out of
-  order; the rows are re-sorted by distance before ranking.
+* It runs with ``hnsw.iterative_scan = relaxed_order`` (pgvector ≥ 0.8) and
+  ``hnsw.ef_search`` from settings (at least ``k``): when the filters reject most index
+  candidates, the scan continues until ``k`` rows pass (up to ``hnsw.max_scan_tuples``).
+  Pooled connections start with both for the pipeline's k (:func:`set_hnsw_session`), so
+  its search is one statement; another k sets its own in a read-only transaction
+  (``SET LOCAL``). Relaxed order may return neighbours slightly out of order; the rows are
+  re-sorted by distance before ranking.
 * A filter that keeps only a few thousand chunks (a channel, an author) is served by an
   exact ranking of just those chunks (:data:`EXACT_LIMIT`): their ids are read first, then
   their vectors by primary key (:func:`exact_vector_sql`). Measured at 100k chunks, the
