@@ -3,8 +3,9 @@
 Driver: asyncpg, chosen by measurement (``benchmarks/pg_drivers.py``,
 ``docs/bench-notes/pg-driver.md``). Its pool runs with a no-op ``reset``: asyncpg's default
 sends ``RESET ALL; UNLISTEN *; ...`` on every release (one more round trip per call),
-and this store keeps no session state (no LISTEN, no session-level ``SET``, only
-transaction-scoped advisory locks); asyncpg still rolls back a transaction left open.
+and this store keeps no session state that changes (no LISTEN, only transaction-scoped
+advisory locks; its one session-level setting, pgvector's HNSW scan settings, is made when a
+connection opens and never changed); asyncpg still rolls back a transaction left open.
 
 How the session operations stay correct with many writers:
 
