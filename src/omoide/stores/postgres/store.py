@@ -803,18 +803,8 @@ class PostgresStore:
                 from the model's stored vectors.
         """
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
-            return await sops.vector_search(
-                conn,
-                model,
-                vector,
-                wanted,
-                limit,
-                ef_search=ef_search,
-                schema=self._vector_schema,
-                session_ef_search=self._session_ef_search,
-            )
+            return await sops.hits_for(conn, await self._rank_vectors(conn, model, vector, wanted, limit))
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
         """The ``k`` best BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
@@ -833,18 +823,22 @@ class PostgresStore:
     ) -> list[RankedChunk]:
         """:meth:`vector_search` as ids and cosine similarities only (no chunk rows joined), best first."""
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        ef_search = self._settings.hnsw_ef_search
         async with self._acquire() as conn:
-            return await sops.vector_ranking(
-                conn,
-                model,
-                vector,
-                wanted,
-                limit,
-                ef_search=ef_search,
-                schema=self._vector_schema,
-                session_ef_search=self._session_ef_search,
-            )
+            return await self._rank_vectors(conn, model, vector, wanted, limit)
+
+    async def _rank_vectors(
+        self, conn: asyncpg.Connection, model: str, vector: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        return await sops.vector_ranking(
+            conn,
+            model,
+            vector,
+            filters,
+            k,
+            ef_search=self._settings.hnsw_ef_search,
+            schema=self._vector_schema,
+            session_ef_search=self._session_ef_search,
+        )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         """:meth:`lexical_search` as ids and BM25 scores only, best first."""
