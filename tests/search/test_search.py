@@ -146,3 +146,23 @@ async def test_rerank_stage(mem: Memory):
     assert result.hits[0].ranks["rerank"] == 1
     assert [h.rank for h in result.hits] == [1, 2, 3]
     assert result.hits[0].ranks["fused"] > plain.hits[0].ranks["fused"]
+
+
+async def test_stage_scores_are_each_kinds_best_even_when_a_list_repeats_an_id(mem: Memory):
+    """The fused hits' per-stage scores come from the lists by rank: the best of the lists of one
+    kind (expansions add lists), and a list that repeats an id is searched instead."""
+    from omoide.knowledge.models import ChunkId
+    from omoide.search.pipeline import _Lists
+    from omoide.search.types import RankedChunk
+
+    a, b, c = (ChunkId(i) for i in (await seed(mem))[:3])
+    lists = _Lists()
+    lists.add("vector", [RankedChunk(a, 0.9), RankedChunk(b, 0.8)])
+    lists.add("vector#2", [RankedChunk(b, 0.95), RankedChunk(a, 0.7)])
+    lists.add("lexical", [RankedChunk(c, 7.0), RankedChunk(c, 6.0), RankedChunk(a, 5.0)])  # c twice
+    hits = await mem.search_pipeline()._fuse(lists, 3, explain=True)
+    scores = {h.chunk.chunk_id: h.scores for h in hits}
+    assert (scores[a].vector, scores[a].lexical) == (0.9, 5.0)  # a's rank in "lexical" is 2, its entry 3rd
+    assert (scores[b].vector, scores[b].lexical) == (0.95, None)
+    assert (scores[c].vector, scores[c].lexical) == (None, 7.0)
+    assert hits[0].ranks == {"vector": 1, "vector#2": 2, "lexical": 2, "fused": 1}

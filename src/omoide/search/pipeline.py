@@ -542,17 +542,25 @@ class SearchPipeline:
 
     async def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
         """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only."""
-        best: dict[str, dict[int, float]] = {"vector": {}, "lexical": {}}
-        for name, ranking in zip(lists.names, lists.hits, strict=True):
-            kind = name.split("#", 1)[0]
-            for r in ranking:
-                cid = int(r.chunk_id)
-                previous = best[kind].get(cid)
-                if previous is None or r.score > previous:
-                    best[kind][cid] = r.score
         fused = reciprocal_rank_fusion(
-            [[int(r.chunk_id) for r in ranking] for ranking in lists.hits], k=self.config.rrf_k, limit=limit
+            [[r.chunk_id for r in ranking] for ranking in lists.hits], k=self.config.rrf_k, limit=limit
         )
+        kinds = [name.split("#", 1)[0] for name in lists.names]
+
+        def best(kind: str, key: int, ranks: tuple[int | None, ...]) -> float | None:
+            """The key's best score among the lists of one kind: its rank in each points at its
+            entry (a list that repeated an id is searched instead)."""
+            scores = []
+            for ranking, listed_kind, rank in zip(lists.hits, kinds, ranks, strict=True):
+                if rank is None or listed_kind != kind:
+                    continue
+                entry = ranking[rank - 1] if rank <= len(ranking) else None
+                if entry is not None and entry.chunk_id == key:
+                    scores.append(entry.score)
+                else:
+                    scores.append(max(r.score for r in ranking if r.chunk_id == key))
+            return max(scores) if scores else None
+
         chunks = {int(c.chunk_id): c for c in await self.store.fetch_chunks([ChunkId(f.key) for f in fused])}
         out: list[SearchHit] = []
         for f in fused:
@@ -564,7 +572,9 @@ class SearchPipeline:
             if explain:
                 ranks = {n: r for n, r in zip(lists.names, f.ranks, strict=True) if r is not None}
                 ranks["fused"] = position
-            scores = StageScores(vector=best["vector"].get(f.key), lexical=best["lexical"].get(f.key), fused=f.score)
+            scores = StageScores(
+                vector=best("vector", f.key, f.ranks), lexical=best("lexical", f.key, f.ranks), fused=f.score
+            )
             out.append(SearchHit(chunk, position, f.score, scores, ranks))
         return out
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import asyncpg
@@ -267,8 +268,8 @@ async def vector_ranking(
                 f"the query vector has {query.shape[0]} dimensions but model {model!r} stores "
                 f"{int(stored)}-dimensional vectors: embed the query with the same model"
             )
-    ordered = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
-    return [RankedChunk(ChunkId(int(r["id"])), 1.0 - float(r["distance"])) for r in ordered]
+    # (asyncpg decodes bigint to int and float8 to float: no conversions per row)
+    return [RankedChunk(r["id"], 1.0 - r["distance"]) for r in sorted(rows, key=itemgetter("distance", "id"))]
 
 
 async def vector_search(
@@ -331,7 +332,7 @@ async def lexical_ranking(
     words stop driving the candidates (:func:`~omoide.stores.postgres._bm25.common_terms`)."""
     sql, args = lexical_ranking_sql(tokens, filters, k, stats)
     rows = await conn.fetch(sql, *args)
-    return [RankedChunk(ChunkId(int(r["id"])), float(r["score"])) for r in rows]
+    return [RankedChunk(r["id"], r["score"]) for r in rows]
 
 
 async def lexical_search(
