@@ -74,8 +74,11 @@ async def test_selective_filter_returns_k_rows_through_the_index(pg_store):
         try:
             sql, _ = sops.vector_sql(MODEL, DIMS, f, None)
             plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, HalfVector(query), "g1", ["rare"], 10))
-            hits = await sops.vector_search(conn, MODEL, query, f, 10, ef_search=40, schema=None, exact_limit=0)
-            exact_hits = await sops.vector_search(conn, MODEL, query, f, 10, ef_search=40, schema=None)
+            ranking = await sops.vector_ranking(conn, MODEL, query, f, 10, ef_search=40, schema=None, exact_limit=0)
+            hits = await sops.hits_for(conn, ranking)
+            exact_hits = await sops.hits_for(
+                conn, await sops.vector_ranking(conn, MODEL, query, f, 10, ef_search=40, schema=None)
+            )
             # without the iterative scan (seed 004's query shape) the same filter starves
             async with conn.transaction():
                 await conn.execute("SET LOCAL hnsw.iterative_scan = off; SET LOCAL hnsw.ef_search = 40")

@@ -128,17 +128,18 @@ class TiktokenCounter:
         """
         if limit is None:
             return _prompt_size(messages, system, tools, _utf8_len)
-        loose: list[str] = []
+        loose: list[tuple[str, int]] = []
 
         def measure(text: str) -> int:
-            loose.append(text)
-            return _utf8_len(text)
+            size = _utf8_len(text)
+            loose.append((text, size))
+            return size
 
         total = _prompt_size(messages, system, tools, measure)
         if total <= limit:
             return total
-        for text in sorted(loose, key=_looseness, reverse=True):
-            total -= _utf8_len(text) - self.count(text)
+        for text, size in sorted(loose, key=lambda entry: _looseness(entry[0]), reverse=True):
+            total -= size - self.count(text)
             if total <= limit:
                 break
         return total

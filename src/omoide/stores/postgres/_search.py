@@ -178,15 +178,22 @@ def hnsw_ef_search(ef_search: int, k: int) -> int:
     return min(max(ef_search, k), 1000)
 
 
-async def set_hnsw_session(conn: asyncpg.Connection, ef_search: int) -> None:
-    """Make a pooled connection's HNSW scans iterative (``relaxed_order``: a filtered search
-    still returns ``k`` rows) with ``ef_search``, for the session, so that the searches asking
-    for exactly this ``ef_search`` (the pipeline's) run in one round trip, without a transaction
-    around ``SET LOCAL``. The store's pool runs this on every new connection."""
+async def _set_hnsw(conn: asyncpg.Connection, ef_search: int, *, local: bool) -> None:
+    """Iterative HNSW scans (``relaxed_order``: a filtered search still returns ``k`` rows) with
+    ``ef_search``, for the current transaction (``local``) or the session."""
+    flag = "true" if local else "false"
     await conn.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), set_config('hnsw.ef_search', $1, false)",
+        f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', {flag}), set_config('hnsw.ef_search', $1, {flag})",
         str(ef_search),
     )
+
+
+async def set_hnsw_session(conn: asyncpg.Connection, ef_search: int) -> None:
+    """Make a pooled connection's HNSW scans iterative with ``ef_search`` for the session, so
+    that the searches asking for exactly this ``ef_search`` (the pipeline's) run in one round
+    trip, without a transaction around ``SET LOCAL``. The store's pool runs this on every new
+    connection."""
+    await _set_hnsw(conn, ef_search, local=False)
 
 
 def _vector_statement(
@@ -209,11 +216,7 @@ async def _vector_rows_in_transaction(
                 "SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)"
             )
         else:
-            await conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', $1, true)",
-                str(ef),
-            )
+            await _set_hnsw(conn, ef, local=True)
         return list(await conn.fetch(sql, *args))
 
 
@@ -270,33 +273,6 @@ async def vector_ranking(
             )
     # (asyncpg decodes bigint to int and float8 to float: no conversions per row)
     return [RankedChunk(r["id"], 1.0 - r["distance"]) for r in sorted(rows, key=itemgetter("distance", "id"))]
-
-
-async def vector_search(
-    conn: asyncpg.Connection,
-    model: str,
-    query: npt.NDArray[np.float32],
-    filters: SearchFilters,
-    k: int,
-    *,
-    ef_search: int,
-    schema: str | None,
-    exact_limit: int = EXACT_LIMIT,
-    session_ef_search: int | None = None,
-) -> list[ChunkHit]:
-    """:func:`vector_ranking` with the chunks' rows."""
-    ranking = await vector_ranking(
-        conn,
-        model,
-        query,
-        filters,
-        k,
-        ef_search=ef_search,
-        schema=schema,
-        exact_limit=exact_limit,
-        session_ef_search=session_ef_search,
-    )
-    return await hits_for(conn, ranking)
 
 
 def lexical_ranking_sql(
@@ -420,6 +396,5 @@ __all__ = [
     "set_lexical_tokenizer",
     "tsquery_text",
     "vector_ranking",
-    "vector_search",
     "vector_sql",
 ]

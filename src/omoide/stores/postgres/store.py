@@ -36,11 +36,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Generic, Self, TypeVar
 
 import asyncpg
 import numpy as np
@@ -131,6 +133,27 @@ LEXEME_STATS_TTL = 300.0
 """Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
 TOKENIZER_TTL = 10.0
 """Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class _Reused(Generic[T]):
+    """A value read from the database and reused for a while (``None`` is a value too)."""
+
+    value: T | None = None
+    read_at: float = -math.inf
+
+    def fresh(self, ttl: float) -> bool:
+        """Whether it was read at most ``ttl`` seconds ago."""
+        return time.monotonic() - self.read_at <= ttl
+
+    def keep(self, value: T | None) -> None:
+        self.value, self.read_at = value, time.monotonic()
+
+    def forget(self) -> None:
+        self.read_at = -math.inf
+
+
 _RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
 
 _SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1"
@@ -264,6 +287,8 @@ class PostgresStore:
         # (search_candidates rows) then need no transaction around SET LOCAL
         self._session_ef_search: int | None = sops.hnsw_ef_search(settings.hnsw_ef_search, settings.search_candidates)
         self._open_lock = asyncio.Lock()
+        self._stats: _Reused[LexemeStats] = _Reused()
+        self._tokenizer: _Reused[str] = _Reused()
 
     def __repr__(self) -> str:
         state = "open" if self._pool is not None else "closed"
@@ -683,7 +708,7 @@ class PostgresStore:
             async with self._acquire() as conn:
                 return await kops.insert_source(conn, source, list(chunks))
         finally:
-            self._forget_tokenizer()  # the insert recorded the tokenizer that wrote these chunks
+            self._tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` pending (or lease-expired) sources, oldest first, ``FOR UPDATE SKIP LOCKED``."""
@@ -848,15 +873,11 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await sops.lexical_ranking(conn, terms, wanted, limit, await self._lexeme_stats(conn))
 
-    _stats: tuple[float, LexemeStats | None] = (-1e9, None)
-
     async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
         """The chunks' lexeme statistics (:mod:`._bm25`), read at most every :data:`LEXEME_STATS_TTL` seconds."""
-        fetched, stats = self._stats
-        if time.monotonic() - fetched > LEXEME_STATS_TTL:
-            stats = await lexeme_stats(conn, "knowledge_chunks")
-            self._stats = (time.monotonic(), stats)
-        return stats
+        if not self._stats.fresh(LEXEME_STATS_TTL):
+            self._stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
+        return self._stats.value
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
@@ -866,8 +887,6 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await sops.fetch_chunks(conn, ids)
 
-    _tokenizer: tuple[float, str | None] = (-1e9, None)
-
     async def lexical_tokenizer(self) -> str | None:
         """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
         when chunks were written by different ones, or ``None`` before any chunk.
@@ -875,16 +894,10 @@ class PostgresStore:
         Every search asks, so the answer is reused for :data:`TOKENIZER_TTL` seconds: this
         store's own chunk writes and :meth:`set_lexical_tokenizer` forget it at once, another
         process's are seen within that time."""
-        fetched, name = self._tokenizer
-        if time.monotonic() - fetched <= TOKENIZER_TTL:
-            return name
-        async with self._acquire() as conn:
-            name = await sops.lexical_tokenizer(conn)
-        self._tokenizer = (time.monotonic(), name)
-        return name
-
-    def _forget_tokenizer(self) -> None:
-        self._tokenizer = (-1e9, None)
+        if not self._tokenizer.fresh(TOKENIZER_TTL):
+            async with self._acquire() as conn:
+                self._tokenizer.keep(await sops.lexical_tokenizer(conn))
+        return self._tokenizer.value
 
     # ---- lexical index rebuild
 
@@ -905,7 +918,7 @@ class PostgresStore:
             async with self._acquire() as conn:
                 await sops.set_lexical_tokenizer(conn, name)
         finally:
-            self._forget_tokenizer()
+            self._tokenizer.forget()
 
     async def lexical_row_count(self, table: LexicalTable) -> int:
         """Rows in ``table``."""
