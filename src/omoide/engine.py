@@ -800,8 +800,19 @@ class Memory:
         return await self.memories.recall(workspace, user, query, limit=limit, category=category, tags=tags)
 
     async def forget_user(self, *, workspace: str | int, user: str | int) -> ForgetReport:
-        """Erase ``user``'s memories, sessions and messages in ``workspace``; report the counts."""
-        return await self.memories.forget_user(workspace, user)
+        """Erase ``user`` from ``workspace`` by the erasure rule (``docs/privacy.md``); the receipt.
+
+        Nothing they wrote or that is about them stays retrievable: memories, sessions and
+        messages, their lines in long-term knowledge (rewritten and re-embedded, or dropped),
+        summaries that drew on them, and the JSONL transcript records they wrote. Safe against
+        archive, embedding, summary and import jobs running at the same time; idempotent.
+        """
+        from omoide.memories.models import ForgetReport
+        from omoide.transcripts import TranscriptStore
+
+        report = await self.memories.forget_user(workspace, user)
+        files = await TranscriptStore(self.settings.transcripts_dir).erase_author(str(user))
+        return report + ForgetReport(0, 0, 0, transcripts=files)
 
     # ---- API keys (issue 8)
 

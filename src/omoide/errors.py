@@ -116,6 +116,12 @@ class VersionConflict(ConflictError):
     code = "VERSION_CONFLICT"
 
 
+class ErasureConflict(ConflictError):
+    """A user of the workspace was erased while this job ran: what it read may hold their words. Re-read, then retry."""
+
+    code = "ERASURE_CONFLICT"
+
+
 class CapabilityNotSupported(OmoideError):
     code = "CAPABILITY_NOT_SUPPORTED"
 
@@ -226,6 +232,7 @@ __all__ = [
     "ConflictError",
     "ContextOverflow",
     "CorruptTranscript",
+    "ErasureConflict",
     "InvalidContent",
     "InvalidInput",
     "InvalidSessionKey",

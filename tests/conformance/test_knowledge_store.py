@@ -24,6 +24,7 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Message, Session, SessionStatus
+from omoide.stores._erasure_common import content_hash
 from omoide.stores.base import Capability, KnowledgeStore
 
 T0 = datetime(2024, 1, 19, 9, 0, tzinfo=UTC)  # in the past: messages never move last_active_at
@@ -634,7 +635,7 @@ async def test_put_and_get_embeddings_per_model(store):
     assert len(missing) == 6 and [c.id for c in missing] == sorted(c.id for c in missing)
     assert missing[0].content == "doc 0 part 0" and missing[0].workspace_id == "g1" and missing[0].source_id == ids[0]
 
-    rows = [EmbeddingRow(chunk_id=c.id, vector=_vec(c.id), content_hash=f"b2:{c.id}") for c in missing[:4]]
+    rows = [EmbeddingRow(chunk_id=c.id, vector=_vec(c.id), content_hash=content_hash(c.content)) for c in missing[:4]]
     assert await store.put_embeddings(model="m8", dimensions=8, rows=rows) == 4
     left = await store.chunks_missing_embedding(model="m8")
     assert [c.id for c in left] == [c.id for c in missing[4:]]
@@ -652,6 +653,19 @@ async def test_put_and_get_embeddings_per_model(store):
     # another model of another size beside it
     assert await store.put_embeddings(model="m4", dimensions=4, rows=[EmbeddingRow(missing[0].id, _vec(1, 4))]) == 1
     assert (await store.get_embedding(missing[0].id, model="m4")).shape == (4,)
+
+
+async def test_a_vector_of_text_the_chunk_no_longer_holds_is_not_stored(store):
+    """The embedder read a chunk, an erasure rewrote it, then the vector arrives: it is dropped."""
+    await _sources(store, 1, chunks=2)
+    first, second = await store.chunks_missing_embedding(model="m8")
+    rows = [
+        EmbeddingRow(first.id, _vec(1), content_hash=content_hash("what the chunk held before")),
+        EmbeddingRow(second.id, _vec(2), content_hash=content_hash(second.content)),
+    ]
+    assert await store.put_embeddings(model="m8", dimensions=8, rows=rows) == 1
+    assert await store.get_embedding(first.id, model="m8") is None
+    assert await store.get_embedding(second.id, model="m8") is not None
 
 
 async def test_chunks_missing_embedding_filters_and_pages(store):

@@ -125,12 +125,12 @@ async def test_an_interrupted_sync_leaves_whole_windows_and_resumes(mem: Memory,
     real = store.add_source
     calls = 0
 
-    async def failing(source: Any, chunks: Any) -> Any:
+    async def failing(source: Any, chunks: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise RuntimeError("connection lost")
-        return await real(source, chunks)
+        return await real(source, chunks, **kwargs)
 
     monkeypatch.setattr(store, "add_source", failing)
     batch = live(20, channel="c1") + live(20, channel="c2")

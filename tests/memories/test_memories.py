@@ -14,6 +14,9 @@ from omoide.memories.tools import MEMORY_TOOLS, MemoryToolExecutor, anthropic_to
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
 
+NOTHING_ELSE = {"chunks_rewritten": 0, "chunks_deleted": 0, "sources_deleted": 0, "transcripts": 0}
+"""The receipt's long-term knowledge and transcript counts, when the user had none."""
+
 
 @pytest.fixture
 async def mem(settings: Any) -> AsyncIterator[Memory]:
@@ -85,7 +88,7 @@ async def test_update_reembeds_and_forget_user_reports(mem: Memory):
     key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
     await mem.append(key, Message.user("hello", author_id="u1"))
     report = await mem.forget_user(workspace="g1", user="u1")
-    assert report.as_dict() == {"memories": 1, "sessions": 1, "messages": 1, "summaries": 0}
+    assert report.as_dict() == {"memories": 1, "sessions": 1, "messages": 1, "summaries": 0, **NOTHING_ELSE}
     assert await mem.memories.list("g1", "u1") == []
 
 

@@ -22,8 +22,9 @@ already ended with, and a chunk is never empty. Tokens are counted with tiktoken
 
 Each chunk records where it came from in ``location``: ``seq_start`` / ``seq_end`` (the
 session's message numbers), ``total`` (messages in the session when it was archived),
-``message_ids`` (stored message ids) and ``part`` / ``parts`` for a piece of a long
-message. Its ``lexical`` text is :func:`omoide.text.tokenize_for_search` of the names and
+``message_ids`` (stored message ids), ``lines`` (who wrote which characters of the content:
+``[start, end, author_id, message_id]`` per line, what an erasure removes) and ``part`` /
+``parts`` for a piece of a long message. Its ``lexical`` text is :func:`omoide.text.tokenize_for_search` of the names and
 message text (not of the timestamps and labels), space-separated.
 """
 
@@ -39,6 +40,7 @@ from omoide.errors import ConfigError
 from omoide.knowledge.models import ChunkDraft
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
+from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 
 Strategy = Literal["message_based", "token_based"]
 STRATEGIES: tuple[Strategy, ...] = ("message_based", "token_based")
@@ -319,7 +321,10 @@ class Chunker:
         channel_id: str | None,
         thread_id: str | None,
     ) -> ChunkDraft:
-        content = SEPARATOR.join(u.line for u in units)
+        content, lines = join_lines(
+            [(u.line, u.message.author_id, None if u.message.id is None else int(u.message.id)) for u in units],
+            SEPARATOR,
+        )
         seen: set[int] = set()
         messages: list[Message] = []
         for unit in units:
@@ -346,6 +351,7 @@ class Chunker:
         if len(units) == 1 and units[0].parts > 1:
             location["part"] = units[0].part
             location["parts"] = units[0].parts
+        location[LINES_KEY] = spans_json(lines)
         times = [m.created_at for m in messages]
         return ChunkDraft(
             content=content,

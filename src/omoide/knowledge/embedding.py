@@ -33,7 +33,6 @@ using the old model until the setting is switched.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkText, EmbeddingRow, SourceId, SourceStatus
 from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
+from omoide.stores._erasure_common import content_hash
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
@@ -55,11 +55,6 @@ OnChunks = Callable[[int], None]
 """Progress callback: called with the number of chunks just embedded."""
 
 _ERROR_CHARS = 500
-
-
-def content_hash(text: str) -> str:
-    """``b2:`` + BLAKE2b-128 of the text (the prefix names the algorithm)."""
-    return "b2:" + hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _short(exc: BaseException) -> str:

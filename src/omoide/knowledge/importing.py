@@ -31,7 +31,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from omoide.errors import InvalidInput
+import structlog
+
+from omoide.errors import ErasureConflict, InvalidInput
 from omoide.importers import (
     ConversationKey,
     ImportedChannel,
@@ -46,11 +48,17 @@ from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
+from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 from omoide.text import tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 
 CONVERSATION_KEY = "conversation_key"
 """``metadata`` key of an imported source: ``platform:workspace:channel:thread-or--``."""
+
+_ERASURE_ATTEMPTS = 3
+"""How often one conversation's write is re-filtered after erasures that happened while the import ran."""
+
+log = structlog.get_logger(__name__)
 
 SOURCE_TYPES = {"discord": "discord_channel", "slack": "slack_channel", "omoide": "transcript"}
 
@@ -107,9 +115,13 @@ def chunk_line(message: ImportedMessage) -> str:
 
 def window_chunk(window: MessageWindow) -> ChunkDraft:
     """One chunk for one message window."""
-    content = "\n".join(chunk_line(m) for m in window.messages)
+    content, lines = join_lines([(chunk_line(m), m.author_id, m.message_id) for m in window.messages], "\n")
     url = next((m.url for m in window.messages if m.url), None)
-    location: dict[str, Any] = {"message_ids": list(window.message_ids), "key": window.key}
+    location: dict[str, Any] = {
+        "message_ids": list(window.message_ids),
+        "key": window.key,
+        LINES_KEY: spans_json(lines),
+    }
     if url:
         location["jump_url"] = url
     return ChunkDraft(
@@ -292,10 +304,16 @@ async def _write_messages(
     Returns ``(sources, chunks, new messages, conversations)``.
     """
     kstore = knowledge_store(store)
+    workspaces = sorted({m.workspace_id for m in messages})
+    erasures = {ws: await kstore.erasure_state(ws) for ws in workspaces}
+    erased = 0
     groups: dict[str, list[ImportedMessage]] = {}
     for message in messages:
+        if erasures[message.workspace_id].erased_before(message.workspace_id, message.author_id, message.created_at):
+            erased += 1  # a forgotten user's words, from before they were forgotten: never again
+            continue
         groups.setdefault(conversation_key(message.conversation), []).append(message)
-    known = await known_message_ids(store, (m.workspace_id for m in messages), set(groups))
+    known = await known_message_ids(store, workspaces, set(groups))
     fresh = [m for key, msgs in groups.items() for m in msgs if m.message_id not in known[key]]
     counter = get_token_counter()
     windows = await asyncio.to_thread(message_windows, fresh, max_tokens=settings.chunk_max_tokens, counter=counter)
@@ -305,13 +323,43 @@ async def _write_messages(
     sources = chunks = 0
     total = len(by_conversation)
     for done, conversation in enumerate(by_conversation.values(), start=1):
-        drafts = await asyncio.to_thread(_chunks, conversation)
-        info = channel_info(channels or {}, conversation[0].conversation)
-        await kstore.add_source(source_for(conversation, files, channel=info, private=private, members=members), drafts)
+        workspace = conversation[0].workspace_id
+        for attempt in range(_ERASURE_ATTEMPTS):
+            state = erasures[workspace]
+            info = channel_info(channels or {}, conversation[0].conversation)
+            drafts = await asyncio.to_thread(_chunks, conversation)
+            try:
+                await kstore.add_source(
+                    source_for(conversation, files, channel=info, private=private, members=members),
+                    drafts,
+                    erasure_generation=state.generation,
+                )
+                break
+            except ErasureConflict:
+                # someone was erased while this import ran: skip their messages and write the rest
+                if attempt == _ERASURE_ATTEMPTS - 1:
+                    raise
+                erasures[workspace] = await kstore.erasure_state(workspace)
+                kept = [
+                    m
+                    for w in conversation
+                    for m in w.messages
+                    if not erasures[workspace].erased_before(workspace, m.author_id, m.created_at)
+                ]
+                erased += sum(len(w.messages) for w in conversation) - len(kept)
+                conversation = await asyncio.to_thread(
+                    message_windows, kept, max_tokens=settings.chunk_max_tokens, counter=counter
+                )
+                if not conversation:
+                    break
+        if not conversation:
+            continue
         sources += 1
         chunks += len(drafts)
         if on_source is not None:
             on_source(done, total)
+    if erased:
+        log.info("import_skipped_erased_users", messages=erased)
     return sources, chunks, len(fresh), total
 
 

@@ -111,12 +111,30 @@ class RememberResult:
 
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
-    """What :meth:`MemoryService.forget_user` removed."""
+    """The receipt of erasing a user (:meth:`omoide.Memory.forget_user`): what was removed, per kind.
+
+    Attributes:
+        memories: their explicit memories.
+        sessions: their own sessions (every message in them, the bot's replies included).
+        messages: stored messages removed: those of their sessions and those they wrote elsewhere.
+        summaries: summary versions removed: theirs, and those of the channels, threads and
+            workspace that drew on their messages (the next summary run rebuilds them from
+            what remains).
+        chunks_rewritten: long-term knowledge chunks rewritten without their lines (re-embedded next).
+        chunks_deleted: chunks dropped: only their lines, their own conversations, or chunks
+            too old to say who wrote which line.
+        sources_deleted: knowledge sources left with no chunk, or their own archived conversations.
+        transcripts: JSONL transcript files rewritten or removed.
+    """
 
     memories: int
     sessions: int
     messages: int
-    summaries: int = 0  # versions of the user's summary ("what the bot knows about this person")
+    summaries: int = 0
+    chunks_rewritten: int = 0
+    chunks_deleted: int = 0
+    sources_deleted: int = 0
+    transcripts: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -124,17 +142,36 @@ class ForgetReport:
             "sessions": self.sessions,
             "messages": self.messages,
             "summaries": self.summaries,
+            "chunks_rewritten": self.chunks_rewritten,
+            "chunks_deleted": self.chunks_deleted,
+            "sources_deleted": self.sources_deleted,
+            "transcripts": self.transcripts,
         }
 
+    @property
+    def total(self) -> int:
+        return sum(self.as_dict().values())
+
     def describe(self) -> str:
-        """``Erased 3 memories, 1 session, 12 messages and 2 summary versions.``"""
+        """``Erased 3 memories, 1 session, 12 messages and 2 summary versions.`` (other kinds when non-zero)."""
         parts = [
             _count(self.memories, "memory", "memories"),
             _count(self.sessions, "session", "sessions"),
             _count(self.messages, "message", "messages"),
             _count(self.summaries, "summary version", "summary versions"),
         ]
+        extra = [
+            (self.chunks_rewritten, "knowledge chunk rewritten", "knowledge chunks rewritten"),
+            (self.chunks_deleted, "knowledge chunk deleted", "knowledge chunks deleted"),
+            (self.sources_deleted, "knowledge source deleted", "knowledge sources deleted"),
+            (self.transcripts, "transcript file", "transcript files"),
+        ]
+        parts += [_count(n, one, many) for n, one, many in extra if n]
         return f"Erased {', '.join(parts[:-1])} and {parts[-1]}."
+
+    def __add__(self, other: ForgetReport) -> ForgetReport:
+        mine, theirs = self.as_dict(), other.as_dict()
+        return ForgetReport(**{k: mine[k] + theirs[k] for k in mine})
 
 
 def _count(n: int, one: str, many: str) -> str:

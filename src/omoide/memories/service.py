@@ -285,8 +285,8 @@ class MemoryService:
         await self.store.delete_memory(_ident("workspace", workspace), _ident("user", user), memory_id)
 
     async def forget_user(self, workspace: str | int, user: str | int) -> ForgetReport:
-        """Erase everything stored about the user in the workspace: memories, sessions, messages and
-        the user's summary (every version)."""
+        """The erasure rule (``docs/privacy.md``) in the store: everything but the JSONL transcripts,
+        which :meth:`omoide.Memory.forget_user` scrubs too."""
         report = await self.store.forget_user(_ident("workspace", workspace), _ident("user", user))
         log.info("user_forgotten", **report.as_dict())
         return report

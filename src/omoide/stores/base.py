@@ -52,6 +52,7 @@ from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, Mem
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
 from omoide.search.filters import SearchFilters
 from omoide.search.types import ChunkHit, RankedChunk
+from omoide.stores._erasure_common import ErasureState
 from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
@@ -91,6 +92,17 @@ class Lifecycle(Protocol):
     async def __aenter__(self) -> Self: ...
 
     async def __aexit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class ErasureAware(Protocol):
+    """What a job that writes people's words reads first, so that it never writes back an erased user's."""
+
+    async def erasure_state(self, workspace_id: str) -> ErasureState:
+        """The workspace's erasure generation and erased users (hashed). A summary or import reads it
+        before its work, skips erased authors, and passes the generation back when it writes
+        (``SummaryDraft.erasure_generation``, ``add_source(erasure_generation=...)``): a write made
+        stale by an erasure in between raises :class:`~omoide.errors.ErasureConflict`."""
 
 
 @runtime_checkable
@@ -198,7 +210,7 @@ class SessionStore(Lifecycle, Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(Lifecycle, Protocol):
+class KnowledgeStore(Lifecycle, ErasureAware, Protocol):
     """Long-term memory: sources, chunks and their embeddings (per embedding model).
 
     Contract notes:
@@ -272,7 +284,9 @@ class KnowledgeStore(Lifecycle, Protocol):
         long-term memory (an archived session normally has none left).
         """
 
-    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
+    async def add_source(
+        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
+    ) -> tuple[SourceId, list[ChunkId]]:
         """Create a ``pending`` source with its chunks (``chunk_index`` 0..n-1) in one
         transaction (importers, documents); return the source id and the chunk ids in order."""
 
@@ -434,7 +448,7 @@ class LexicalIndexStore(Lifecycle, Protocol):
 
 
 @runtime_checkable
-class MemoryStore(Lifecycle, Protocol):
+class MemoryStore(Lifecycle, ErasureAware, Protocol):
     """Explicit per-user memories (seed 001).
 
     Contract notes:
@@ -516,15 +530,22 @@ class MemoryStore(Lifecycle, Protocol):
         """The user's ``k`` best full-text matches of any of ``tokens``, best first, with the score."""
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
-        """Erase the user's memories, their sessions (with messages) and the messages they wrote
-        in other sessions of the workspace, in one transaction; report the counts."""
+        """Apply the erasure rule (``docs/privacy.md``) to the user, in one transaction; the receipt.
+
+        Their memories, their sessions (with every message), the messages they wrote in other
+        sessions (whose versions are bumped and persisted compactions cleared), their lines in
+        long-term knowledge (chunks rewritten and re-embedded, or dropped; their own archived
+        conversations dropped whole), their id in sources' members and participants, their
+        summaries and the channel / thread / workspace summaries that drew on them. The
+        workspace's erasure generation is bumped and the user recorded (hashed) in
+        ``erased_users``. Idempotent: a second call returns zero counts."""
 
 
 # ---- summaries (issue 7, seed 003)
 
 
 @runtime_checkable
-class SummaryStore(Lifecycle, Protocol):
+class SummaryStore(Lifecycle, ErasureAware, Protocol):
     """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
 
     Contract notes:
@@ -601,6 +622,7 @@ class ApiKeyStore(Lifecycle, Protocol):
 __all__ = [
     "ApiKeyStore",
     "Capability",
+    "ErasureAware",
     "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",

@@ -38,7 +38,12 @@ class ShortTermHistoryConfig:
 
 @dataclass(frozen=True, slots=True)
 class SummaryDraft:
-    """A summary to store (its version is decided by the store)."""
+    """A summary to store (its version is decided by the store).
+
+    ``erasure_generation``: the workspace's erasure generation read before the messages were;
+    the store refuses the write (:class:`~omoide.errors.ErasureConflict`) if a user was erased
+    since, so a summary of their words is never written back. ``None``: not checked.
+    """
 
     workspace_id: str
     scope: SummaryScope
@@ -48,6 +53,7 @@ class SummaryDraft:
     source_message_count: int = 0
     source_latest_message_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    erasure_generation: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import structlog
 
 from omoide.context.calls import budgeted_complete
-from omoide.errors import ContextOverflow, InvalidInput
+from omoide.errors import ContextOverflow, ErasureConflict, InvalidInput
 from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
@@ -237,6 +237,7 @@ class SummaryGenerator:
         cfg = config or self.config
         now = self.clock()
         since = now - timedelta(hours=self.settings.summary_window_hours)
+        generation = (await self.store.erasure_state(workspace_id)).generation  # before the messages are read
         messages = await self.store.scope_messages(workspace_id, scope, scope_id, since=since)
         if not messages:
             return None
@@ -262,12 +263,18 @@ class SummaryGenerator:
             content,
             source_message_count=len(messages),
             source_latest_message_at=latest_at,
+            erasure_generation=generation,
         )
-        short = await self.store.save_summary(draft, new_version=cfg.enabled)
-        await self._merge_long_term(short)
+        try:
+            short = await self.store.save_summary(draft, new_version=cfg.enabled)
+            await self._merge_long_term(short, generation)
+        except ErasureConflict:
+            # a user was erased while the model ran: this text may quote them; the next pass redoes it
+            log.info("summary_discarded_after_erasure", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
+            return None
         return short
 
-    async def _merge_long_term(self, short: Summary) -> Summary:
+    async def _merge_long_term(self, short: Summary, generation: int | None = None) -> Summary:
         """Step 5: merge a new short-term summary into its scope's long-term one (overwritten)."""
         texts = _PROMPTS[self._language()]
         existing = await self.store.latest_summary(
@@ -288,11 +295,13 @@ class SummaryGenerator:
             content,
             source_message_count=short.source_message_count,
             source_latest_message_at=short.source_latest_message_at,
+            erasure_generation=generation,
         )
         return await self.store.save_summary(draft, new_version=False)
 
     async def update_workspace(self, workspace_id: str) -> Summary | None:
         """Step 6: the workspace's long-term summary from every channel's long-term summary."""
+        generation = (await self.store.erasure_state(workspace_id)).generation
         channels = await self.store.latest_summaries(workspace_id, SummaryScope.CHANNEL, SummaryKind.LONG_TERM)
         if not channels:
             return None
@@ -315,8 +324,13 @@ class SummaryGenerator:
             content,
             source_message_count=sum(c.source_message_count for c in channels),
             source_latest_message_at=max(latest, default=None),
+            erasure_generation=generation,
         )
-        return await self.store.save_summary(draft, new_version=False)
+        try:
+            return await self.store.save_summary(draft, new_version=False)
+        except ErasureConflict:
+            log.info("summary_discarded_after_erasure", workspace=workspace_id, scope="workspace")
+            return None
 
     async def generate_channel_memories(
         self,

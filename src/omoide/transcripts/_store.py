@@ -538,6 +538,62 @@ class TranscriptStore:
             ) from None
         return parse_jsonl(data, source=str(path))
 
+    # ---------------------------------------------------------------- erasure
+
+    async def erase_author(self, author_id: str) -> int:
+        """Remove every record ``author_id`` wrote, in every agent's sessions; the number of files changed.
+
+        A session in which every user record is theirs was their conversation: the file goes
+        whole (the assistant's replies to them included). Elsewhere their records go, and so do
+        the compaction records (summaries that may quote them); a file that no longer replays
+        once they are gone is removed too. Each agent's index is rebuilt afterwards.
+        """
+        if not isinstance(author_id, str) or not author_id:
+            raise InvalidInput(f"author_id must be a non-empty string, got {author_id!r}")
+        return await asyncio.to_thread(self._erase_author_sync, author_id)
+
+    def _erase_author_sync(self, author_id: str) -> int:
+        changed = 0
+        agents = self.root / "agents"
+        if not agents.is_dir():
+            return 0
+        for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
+            touched = False
+            for path in sorted((agent_dir / "sessions").glob("*.jsonl")):
+                if self._erase_in_file(path, author_id):
+                    touched = True
+                    changed += 1
+            if touched:
+                self._rebuild_index_sync(agent_dir.name)
+        return changed
+
+    def _erase_in_file(self, path: Path, author_id: str) -> bool:
+        with _locked(path, os.O_RDWR, fcntl.LOCK_EX) as fd:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0)
+            if author_id.encode() not in data:
+                return False
+            records = parse_jsonl(data, source=str(path))
+            if not any(r.get("author_id") == author_id for r in records):
+                return False
+            users = [r for r in records if r["type"] == "user"]
+            kept = [r for r in records if r.get("author_id") != author_id and r["type"] != "compaction"]
+            keep_file = any(r.get("author_id") != author_id for r in users)
+            if keep_file:
+                text = "".join(dump_record(r) for r in kept).encode("utf-8")
+                try:
+                    parse_jsonl(text, source=str(path))
+                except (InvalidContent, TranscriptError):
+                    keep_file = False
+            if not keep_file:
+                path.unlink()
+                return True
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            _write_all(fd, text)
+            os.fsync(fd)
+        return True
+
     async def history(self, agent_id: str, session_id: str, *, apply_compaction: bool = True) -> list[dict[str, Any]]:
         """The session replayed as Anthropic Messages (see :func:`rebuild_history`)."""
         return rebuild_history(await self.records(agent_id, session_id), apply_compaction=apply_compaction)

@@ -54,6 +54,7 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Session, SessionStatus, ensure_utc
+from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
     check_archive_range,
     check_locked_plan,
@@ -364,15 +365,31 @@ async def put_embeddings(
     rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
     schema: str | None,
 ) -> int:
-    """Upsert ``halfvec`` vectors in one statement; rows whose chunk is gone are skipped."""
-    status = await conn.execute(
-        _PUT_EMBEDDINGS.format(halfvec=vector_type(schema)),
-        model,
-        dimensions,
-        [chunk_id for chunk_id, _, _ in rows],
-        [HalfVector(vector) for _, vector, _ in rows],
-        [content_hash for _, _, content_hash in rows],
-    )
+    """Upsert ``halfvec`` vectors; rows whose chunk is gone, or now holds other text, are skipped.
+
+    The chunks are read ``FOR SHARE`` in the writing transaction: an erasure rewriting one of
+    them commits first (and this sees its text) or waits for this to commit (and then drops
+    the vector with the text).
+    """
+    async with conn.transaction():
+        hashes = [(chunk_id, h) for chunk_id, _, h in rows if h is not None]
+        if hashes:
+            found = await conn.fetch(
+                "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE",
+                [c for c, _ in hashes],
+            )
+            stale = stale_rows({int(r["id"]): r["content"] for r in found}, hashes)
+            rows = [r for r in rows if r[0] not in stale]
+            if not rows:
+                return 0
+        status = await conn.execute(
+            _PUT_EMBEDDINGS.format(halfvec=vector_type(schema)),
+            model,
+            dimensions,
+            [chunk_id for chunk_id, _, _ in rows],
+            [HalfVector(vector) for _, vector, _ in rows],
+            [content_hash for _, _, content_hash in rows],
+        )
     return int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
 
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from pgvector import HalfVector
 
 from omoide.errors import InvalidInput
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
+from omoide.memories.models import MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
 from omoide.memories.ranking import fuse_memory_ids, memory_hits
 from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import to_json
@@ -335,46 +335,8 @@ async def memory_recall(
     return memory_hits(fused, {int(r["id"]): record_from_row(r) for r in rows})
 
 
-async def forget_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) -> ForgetReport:
-    async with conn.transaction():
-        memories = await conn.fetchval(
-            "WITH d AS (DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2 RETURNING 1) "
-            "SELECT count(*) FROM d",
-            workspace_id,
-            user_id,
-        )
-        own = await conn.fetchval(
-            "SELECT count(*) FROM session_messages WHERE session_id IN "
-            "(SELECT id FROM sessions WHERE workspace_id = $1 AND user_id = $2)",
-            workspace_id,
-            user_id,
-        )
-        sessions = await conn.fetchval(
-            "WITH d AS (DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2 RETURNING 1) "
-            "SELECT count(*) FROM d",
-            workspace_id,
-            user_id,
-        )
-        written = await conn.fetchval(
-            "WITH d AS (DELETE FROM session_messages WHERE workspace_id = $1 AND author_id = $2 RETURNING 1) "
-            "SELECT count(*) FROM d",
-            workspace_id,
-            user_id,
-        )
-        summaries = await conn.fetchval(
-            "WITH d AS (DELETE FROM summaries WHERE workspace_id = $1 AND scope = 'user' AND scope_id = $2 "
-            "RETURNING 1) SELECT count(*) FROM d",
-            workspace_id,
-            user_id,
-        )
-    return ForgetReport(
-        memories=int(memories), sessions=int(sessions), messages=int(own) + int(written), summaries=int(summaries)
-    )
-
-
 __all__ = [
     "delete_memory",
-    "forget_user",
     "get_memory",
     "insert_memory",
     "list_memories",

@@ -11,6 +11,7 @@ import asyncpg
 
 from omoide.models import Message, ensure_utc
 from omoide.stores._knowledge_common import to_json
+from omoide.stores.postgres._erasure import check_erasure_generation
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, row_to_message
 from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -87,6 +88,7 @@ async def save_summary(conn: asyncpg.Connection, draft: SummaryDraft, new_versio
     for attempt in range(SAVE_ATTEMPTS):
         try:
             async with conn.transaction():
+                await check_erasure_generation(conn, draft.workspace_id, draft.erasure_generation)
                 # Serialise writers of one (workspace, scope, id, kind): FOR UPDATE alone lets a waiter
                 # re-read the old latest row and collide; the unique constraint + retry stays as backstop.
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "\x1f".join(key))

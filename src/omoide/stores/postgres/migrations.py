@@ -31,6 +31,7 @@ from omoide.stores.postgres.schema import (
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 )
 from omoide.stores.postgres.vector import ensure_vector_extension
 
@@ -65,6 +66,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "api_keys: hashed API keys, one workspace each (HTTP API, MCP)", MIGRATION_5),
     Migration(6, "visibility: private knowledge and sessions with their members (backfilled from DM ids)", MIGRATION_6),
     Migration(7, "session messages: stored token counts", MIGRATION_7),
+    Migration(8, "erasure: per-workspace erasure generation and erased users (hashed)", MIGRATION_8),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -231,4 +231,30 @@ ALTER TABLE session_messages ADD COLUMN token_count integer CHECK (token_count >
 """Migration 7: ``session_messages.token_count``, the cl100k count of a message's only text block, counted
 once when it is stored (NULL: several blocks, a tool block, or stored before: counted when used)."""
 
-__all__ = ["MIGRATION_1", "MIGRATION_2", "MIGRATION_3", "MIGRATION_4", "MIGRATION_5", "MIGRATION_6", "MIGRATION_7"]
+MIGRATION_8 = """
+CREATE TABLE erasure_state (
+    workspace_id text   PRIMARY KEY,
+    generation   bigint NOT NULL DEFAULT 0 CHECK (generation >= 0)
+);
+CREATE TABLE erased_users (
+    workspace_id text        NOT NULL,
+    user_hash    text        NOT NULL,
+    erased_at    timestamptz NOT NULL,
+    PRIMARY KEY (workspace_id, user_hash)
+);
+"""
+"""Migration 8: user erasure bookkeeping. ``erasure_state.generation`` is bumped by every erasure of the
+workspace; a job that read the workspace earlier re-checks it (``FOR SHARE``) in its writing transaction.
+``erased_users`` holds a hash of workspace + user (never the id) and the time: imports skip their older
+messages."""
+
+__all__ = [
+    "MIGRATION_1",
+    "MIGRATION_2",
+    "MIGRATION_3",
+    "MIGRATION_4",
+    "MIGRATION_5",
+    "MIGRATION_6",
+    "MIGRATION_7",
+    "MIGRATION_8",
+]

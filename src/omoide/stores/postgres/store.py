@@ -80,6 +80,7 @@ from omoide.providers.tokens import stored_text_tokens
 from omoide.search.filters import SearchFilters, check_members
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
+from omoide.stores._erasure_common import ErasureState, check_workspace
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
     check_chunks,
@@ -104,6 +105,7 @@ from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.postgres import _apikeys as akops
+from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
@@ -700,12 +702,20 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
 
-    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
-        """Create a pending source with its chunks (one statement); return their ids."""
+    async def add_source(
+        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
+    ) -> tuple[SourceId, list[ChunkId]]:
+        """Create a pending source with its chunks (one statement); return their ids.
+
+        Raises:
+            ErasureConflict: ``erasure_generation`` is given and a user of the workspace was erased since.
+        """
         check_source(source)
         check_chunks(chunks)
+        generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
         try:
-            async with self._acquire() as conn:
+            async with self._acquire() as conn, conn.transaction():
+                await erasure.check_erasure_generation(conn, source.workspace_id, generation)
                 return await kops.insert_source(conn, source, list(chunks))
         finally:
             self._tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
@@ -1053,10 +1063,19 @@ class PostgresStore:
             )
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
-        """Erase the user's memories, sessions and messages in one transaction."""
+        """Apply the erasure rule (``docs/privacy.md``) to the user in one transaction; the receipt."""
         ws, user = check_scope(workspace_id, user_id)
-        async with self._acquire() as conn:
-            return await mops.forget_user(conn, ws, user)
+        try:
+            async with self._acquire() as conn:
+                return await erasure.erase_user(conn, ws, user)
+        finally:
+            self._tokenizer.forget()
+
+    async def erasure_state(self, workspace_id: str) -> ErasureState:
+        """The workspace's erasure generation and its erased users (hashed), for jobs that must not write them back."""
+        ws = check_workspace(workspace_id)
+        async with self._acquire() as conn, conn.transaction():
+            return ErasureState(await erasure.erasure_generation(conn, ws), await erasure.erased_users(conn, ws))
 
     # ---- summaries (issue 7, seed 003)
 

@@ -45,6 +45,7 @@ from omoide.knowledge.models import (
     SourceStatus,
 )
 from omoide.models import Session, SessionStatus
+from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
     check_archive_range,
     check_locked_plan,
@@ -325,8 +326,19 @@ def put_embeddings(
     rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
     now: datetime,
 ) -> int:
-    """Upsert vectors; rows whose chunk no longer exists are skipped. Returns rows written."""
+    """Upsert vectors; rows whose chunk no longer exists, or now holds other text, are skipped. Returns rows written."""
     stamp = format_ts(now)
+    hashes = [(chunk_id, h) for chunk_id, _, h in rows if h is not None]
+    if hashes:
+        current = {
+            int(r[0]): r[1]
+            for r in conn.execute(
+                "SELECT id, content FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([c for c, _ in hashes]),),
+            )
+        }
+        stale = stale_rows(current, hashes)
+        rows = [r for r in rows if r[0] not in stale]
     cursor = conn.executemany(
         _PUT_EMBEDDING,
         [

@@ -30,9 +30,11 @@ import numpy.typing as npt
 from omoide.errors import InvalidInput
 from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
 from omoide.memories.ranking import fuse_memory_hits
+from omoide.models import utcnow
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction, parse_ts
+from omoide.stores.sqlite._erasure import erase_user
 from omoide.stores.sqlite._knowledge import vector_blob
 
 COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
@@ -778,29 +780,8 @@ def memory_recall(
 
 
 def forget_user(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> ForgetReport:
-    memories = conn.execute(
-        "DELETE FROM memories WHERE workspace_id = ? AND user_id = ?", (workspace_id, user_id)
-    ).rowcount
-    own_messages = conn.execute(
-        "SELECT count(*) FROM session_messages WHERE session_id IN "
-        "(SELECT id FROM sessions WHERE workspace_id = ? AND user_id = ?)",
-        (workspace_id, user_id),
-    ).fetchone()[0]
-    sessions = conn.execute(
-        "DELETE FROM sessions WHERE workspace_id = ? AND user_id = ?", (workspace_id, user_id)
-    ).rowcount
-    written = conn.execute(
-        "DELETE FROM session_messages WHERE workspace_id = ? AND author_id = ?", (workspace_id, user_id)
-    ).rowcount
-    summaries = conn.execute(
-        "DELETE FROM summaries WHERE workspace_id = ? AND scope = 'user' AND scope_id = ?", (workspace_id, user_id)
-    ).rowcount
-    return ForgetReport(
-        memories=max(memories, 0),
-        sessions=max(sessions, 0),
-        messages=int(own_messages) + max(written, 0),
-        summaries=max(summaries, 0),
-    )
+    """The erasure rule (``docs/privacy.md``), in the caller's transaction: see :mod:`._erasure`."""
+    return erase_user(conn, workspace_id, user_id, utcnow())
 
 
 def _generation(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> int:

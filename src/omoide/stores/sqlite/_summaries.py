@@ -11,6 +11,7 @@ from typing import Any
 from omoide.models import Message
 from omoide.stores._knowledge_common import to_json
 from omoide.stores.sqlite._conn import format_ts, parse_ts
+from omoide.stores.sqlite._erasure import check_erasure_generation
 from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, message_from_row
 from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -67,7 +68,12 @@ def latest_summaries(conn: sqlite3.Connection, workspace_id: str, scope: str, ki
 
 
 def save_summary(conn: sqlite3.Connection, draft: SummaryDraft, new_version: bool, now: datetime) -> Summary:
-    """Runs inside ``BEGIN IMMEDIATE``: reading the latest version and writing the next is atomic."""
+    """Runs inside ``BEGIN IMMEDIATE``: reading the latest version and writing the next is atomic.
+
+    Raises:
+        ErasureConflict: a user of the workspace was erased since ``draft.erasure_generation``.
+    """
+    check_erasure_generation(conn, draft.workspace_id, draft.erasure_generation)
     key = (draft.workspace_id, draft.scope.value, draft.scope_id, draft.kind.value)
     latest = conn.execute(
         "SELECT id, version FROM summaries WHERE workspace_id = ? AND scope = ? AND scope_id = ? AND kind = ? "

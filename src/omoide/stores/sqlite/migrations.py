@@ -25,7 +25,7 @@ from datetime import datetime
 from omoide.errors import MigrationError
 from omoide.models import utcnow
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction
-from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4, V5, V6, V7, V8
+from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4, V5, V6, V7, V8, V9
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "api_keys: hashed API keys, one workspace each (HTTP API, MCP)", V6),
     Migration(7, "visibility: private knowledge and sessions with their members (backfilled from DM ids)", V7),
     Migration(8, "session messages: stored token counts", V8),
+    Migration(9, "erasure: per-workspace erasure generation and erased users (hashed)", V9),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -234,6 +234,8 @@ TABLES: tuple[str, ...] = (
     "store_meta",
     "search_generations",
     "memory_generations",
+    "erasure_state",
+    "erased_users",
 )
 
 V2: tuple[str, ...] = (
@@ -436,6 +438,29 @@ V8: tuple[str, ...] = (
 )
 """Migration 8: ``session_messages.token_count`` (a stored window is not re-encoded after a restart)."""
 
+V9: tuple[str, ...] = (
+    # one row per workspace that ever erased a user: every erasure bumps `generation`, and a
+    # job that read the workspace before (summaries, imports) re-checks it in its writing
+    # transaction, so it cannot write erased words back
+    """
+    CREATE TABLE erasure_state (
+        workspace_id  TEXT PRIMARY KEY,
+        generation    INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0)
+    ) WITHOUT ROWID
+    """,
+    # who was erased (SHA-256 of workspace and user, never the id itself) and when: imports and
+    # syncs skip their messages written before that time, so an old export cannot bring them back
+    """
+    CREATE TABLE erased_users (
+        workspace_id  TEXT NOT NULL,
+        user_hash     TEXT NOT NULL,
+        erased_at     TEXT NOT NULL,
+        PRIMARY KEY (workspace_id, user_hash)
+    ) WITHOUT ROWID
+    """,
+)
+"""Migration 9: user erasure bookkeeping (``erasure_state``, ``erased_users``)."""
+
 __all__ = [
     "FTS_TOKENIZE",
     "MEMORY_SCOPE_SQL",
@@ -448,5 +473,7 @@ __all__ = [
     "V5",
     "V6",
     "V7",
+    "V8",
+    "V9",
     "memory_scope_token",
 ]

@@ -58,6 +58,7 @@ from omoide.search.filters import SearchFilters, check_members
 from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
+from omoide.stores._erasure_common import ErasureState, check_workspace
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
     check_chunks,
@@ -82,6 +83,7 @@ from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import Capability, LexicalTable
 from omoide.stores.sqlite import _apikeys as akops
+from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
@@ -460,11 +462,18 @@ class SqliteStore:
         check_int("limit", limit, minimum=1)
         return await self._read("sessions_to_archive", kops.sessions_to_archive, idle_before, min_unarchived, limit)
 
-    async def add_source(self, source: SourceDraft, chunks: Sequence[ChunkDraft]) -> tuple[SourceId, list[ChunkId]]:
-        """Create a pending source with its chunks in one transaction; return their ids."""
+    async def add_source(
+        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
+    ) -> tuple[SourceId, list[ChunkId]]:
+        """Create a pending source with its chunks in one transaction; return their ids.
+
+        Raises:
+            ErasureConflict: ``erasure_generation`` is given and a user of the workspace was erased since.
+        """
         check_source(source)
         check_chunks(chunks)
-        return await self._write("add_source", kops.insert_source, source, list(chunks), utcnow())
+        generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
+        return await self._write("add_source", _add_source, source, list(chunks), utcnow(), generation)
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` pending (or lease-expired) sources, oldest first."""
@@ -804,8 +813,13 @@ class SqliteStore:
             check_tags(tags),
         )
 
+    async def erasure_state(self, workspace_id: str) -> ErasureState:
+        """The workspace's erasure generation and its erased users (hashed), for jobs that must not write them back."""
+        ws = check_workspace(workspace_id)
+        return await self._read("erasure_state", _erasure_state, ws)
+
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
-        """Erase the user's memories, sessions and messages in one transaction."""
+        """Apply the erasure rule (``docs/privacy.md``) to the user in one transaction; the receipt."""
         ws, user = check_scope(workspace_id, user_id)
         return await self._on_writer(
             "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user
@@ -940,3 +954,14 @@ def _close_when_done(future: Future[_Connections]) -> None:
 
 
 __all__ = ["DEFAULT_READERS", "SqliteStore"]
+
+
+def _erasure_state(conn: sqlite3.Connection, workspace_id: str) -> ErasureState:
+    return ErasureState(erasure.erasure_generation(conn, workspace_id), erasure.erased_users(conn, workspace_id))
+
+
+def _add_source(
+    conn: sqlite3.Connection, source: SourceDraft, chunks: list[ChunkDraft], now: datetime, generation: int | None
+) -> tuple[SourceId, list[ChunkId]]:
+    erasure.check_erasure_generation(conn, source.workspace_id, generation)
+    return kops.insert_source(conn, source, chunks, now)
