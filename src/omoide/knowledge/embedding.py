@@ -263,9 +263,21 @@ class EmbeddingProcessor:
         except _Transient as exc:
             await self._back_off(pending, report, error=_short(exc.cause))
             raise
-        await self._finish_all(list(pending), SourceStatus.READY)
-        report.ready += len(pending)
-        log.debug("embed_sources_ready", model=self.model, source_ids=list(pending))
+        # a chunk rewritten meanwhile (a user's erasure) lost its vector, or its new one was refused
+        # as stale: its source goes back to pending, and the next claim embeds it
+        unfinished = {
+            c.source_id
+            for c in await self.store.chunks_missing_embedding(
+                model=self.model, source_ids=list(pending), limit=settings.embed_batch_size
+            )
+        }
+        ready = [s for s in pending if s not in unfinished]
+        await self._finish_all(ready, SourceStatus.READY)
+        report.ready += len(ready)
+        if unfinished:
+            await self._finish_all([s for s in pending if s in unfinished], SourceStatus.PENDING)
+            log.info("embed_sources_changed_meanwhile", model=self.model, source_ids=sorted(unfinished))
+        log.debug("embed_sources_ready", model=self.model, source_ids=ready)
 
     async def _batch(
         self,

@@ -52,6 +52,7 @@ def _in(values: set[int] | list[int]) -> str:
 def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: datetime) -> ForgetReport:
     """Everything the erasure rule removes, in the caller's transaction; the receipt."""
     ws, user = workspace_id, user_id
+    conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left holding their words
     conn.execute(
         "INSERT INTO erasure_state (workspace_id, generation) VALUES (?, 1) "
         "ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1",
@@ -187,6 +188,12 @@ def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: d
             "WHERE id IN (SELECT value FROM json_each(?)) AND status <> 'pending'",
             (format_ts(now), ids),
         )
+
+    # full-text indexes keep deleted terms in their segments until merged: merge them now
+    if rewritten or chunks_deleted:
+        conn.execute("INSERT INTO knowledge_chunks_fts (knowledge_chunks_fts) VALUES ('optimize')")
+    if memories > 0:
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
 
     summaries = conn.execute(
         "DELETE FROM summaries WHERE workspace_id = ? AND scope = 'user' AND scope_id = ?", (ws, user)
