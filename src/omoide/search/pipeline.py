@@ -134,7 +134,7 @@ class SearchHit:
             "source_type": c.source_type,
             "source_title": c.source_title,
             "jump_url": self.jump_url,
-            "location": dict(c.location),
+            "location": {k: v for k, v in c.location.items() if k != "lines"},  # line offsets: internal
         }
 
 
