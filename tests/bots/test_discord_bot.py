@@ -30,6 +30,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from omoide import Memory
+from omoide.bots._erasure import kind_name
 from omoide.bots._split import DISCORD_LIMIT
 from omoide.bots.discord_bot import DiscordBotConfig, OmoideBot
 from omoide.errors import ProviderError
@@ -885,7 +886,7 @@ async def test_forget_me_asks_for_confirmation_and_erases_only_the_invoker(harne
     counts = dict(line.removeprefix("• ").rsplit(": ", 1) for line in receipt[1:])
     assert (counts["memories"], counts["sessions"], counts["messages"]) == ("1", "1", "2")
     report_kinds = (await harness.mem.forget_user(workspace=GUILD, user=ALICE["id"])).as_dict()
-    assert set(counts) == {kind.replace("_", " ") for kind in report_kinds}  # every kind, none left out
+    assert set(counts) == {kind_name(kind, "en") for kind in report_kinds}  # every kind, none left out
     assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
     assert await harness.mem.history(alices) == []
     assert len(await harness.mem.memories.list(GUILD, BOB["id"])) == 1

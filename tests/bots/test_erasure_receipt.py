@@ -11,7 +11,7 @@ def test_every_kind_is_shown_including_kinds_it_has_no_name_for():
         "Erased everything I kept about you in this server:",
         "• memories: 3",
         "• messages: 1,200",
-        "• chunks rewritten: 2",
+        "• knowledge chunks rewritten: 2",
         "• brand new kind: 1",
     ]
     assert describe_erasure(erased, "ja", where="ワークスペース").splitlines() == [

@@ -18,6 +18,7 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from omoide import Memory
+from omoide.bots._erasure import kind_name
 from omoide.bots.slack_bot import build_app, run_slack_bot, slack_tokens, time_ts, to_mrkdwn, ts_time
 from omoide.errors import ConfigError
 from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock
@@ -343,7 +344,7 @@ async def test_forget_me_confirms_then_erases_only_the_presser(mem: Memory, fake
     lines = done["text"].splitlines()
     assert lines[0] == "Erased everything I kept about you in this workspace:"
     kinds = (await mem.forget_user(workspace=TEAM, user=BOB)).as_dict()
-    assert [line.removeprefix("• ").rsplit(": ", 1)[0] for line in lines[1:]] == [k.replace("_", " ") for k in kinds]
+    assert [line.removeprefix("• ").rsplit(": ", 1)[0] for line in lines[1:]] == [kind_name(k, "en") for k in kinds]
     assert await stored(BOB) == (0, 0)
     assert len(fake_slack.posted()) == 2  # the two mention replies: everything else was ephemeral
 

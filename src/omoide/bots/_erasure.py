@@ -12,17 +12,27 @@ from typing import Literal
 
 Lang = Literal["ja", "en"]
 
-KIND_NAMES_JA: dict[str, str] = {
-    "memories": "メモリ",
-    "sessions": "会話セッション",
-    "messages": "メッセージ",
-    "summaries": "要約",
-    "chunks_rewritten": "書き換えた長期記憶の断片",
-    "chunks_deleted": "削除した長期記憶の断片",
-    "sources_deleted": "削除した長期記憶のソース",
-    "transcripts": "会話ログ",
+KIND_NAMES: dict[Lang, dict[str, str]] = {
+    "en": {
+        "summaries": "summary versions",
+        "chunks_rewritten": "knowledge chunks rewritten",
+        "chunks_deleted": "knowledge chunks deleted",
+        "sources_deleted": "knowledge sources deleted",
+        "transcripts": "transcript files",
+    },
+    "ja": {
+        "memories": "メモリ",
+        "sessions": "会話セッション",
+        "messages": "メッセージ",
+        "summaries": "要約（版）",
+        "chunks_rewritten": "書き換えた長期記憶の断片",
+        "chunks_deleted": "削除した長期記憶の断片",
+        "sources_deleted": "削除した長期記憶のソース",
+        "transcripts": "会話ログのファイル",
+    },
 }
-"""Japanese names of the kinds :meth:`ForgetReport.as_dict` counts (others show their key)."""
+"""Names of the kinds :meth:`ForgetReport.as_dict` counts; a kind not named here shows its key
+(in English with spaces for underscores)."""
 
 _HEADLINE: dict[Lang, tuple[str, str]] = {
     "en": (
@@ -37,10 +47,8 @@ _HEADLINE: dict[Lang, tuple[str, str]] = {
 
 
 def kind_name(kind: str, lang: Lang) -> str:
-    """A kind of erased record as a reader says it (``chunks_deleted`` → ``chunks deleted``)."""
-    if lang == "ja":
-        return KIND_NAMES_JA.get(kind, kind)
-    return kind.replace("_", " ")
+    """A kind of erased record as a reader says it (``chunks_deleted`` → ``knowledge chunks deleted``)."""
+    return KIND_NAMES[lang].get(kind) or (kind.replace("_", " ") if lang == "en" else kind)
 
 
 def describe_erasure(erased: Mapping[str, int], lang: Lang, *, where: str) -> str:
@@ -59,4 +67,4 @@ def describe_erasure(erased: Mapping[str, int], lang: Lang, *, where: str) -> st
     return "\n".join([done.format(where=where), *lines])
 
 
-__all__ = ["KIND_NAMES_JA", "describe_erasure", "kind_name"]
+__all__ = ["KIND_NAMES", "describe_erasure", "kind_name"]
