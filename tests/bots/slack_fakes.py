@@ -234,6 +234,44 @@ def slash_command(command: str, text: str, *, user: str, hook: str, fake: FakeSl
     }
 
 
+def block_action(
+    action_id: str,
+    value: str,
+    *,
+    user: str,
+    hook: str,
+    fake: FakeSlack,
+    channel: str = "C0GENERAL",
+    team: str = TEAM,
+) -> dict[str, Any]:
+    """A ``block_actions`` payload: ``user`` pressed a button of an ephemeral message the app sent."""
+    ts = new_ts()
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
+        "api_app_id": APP_ID,
+        "token": "XXYYZZ",
+        "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": True},
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "team": {"id": team, "domain": "acme"},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": channel, "name": "general"},
+        "state": {"values": {}},
+        "response_url": fake.response_url(hook),
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "b" + uuid.uuid4().hex[:4],
+                "text": {"type": "plain_text", "text": "button", "emoji": True},
+                "value": value,
+                "type": "button",
+                "action_ts": new_ts(),
+            }
+        ],
+    }
+
+
 async def socket_dispatch(
     app: AsyncApp, payload: dict[str, Any], *, kind: str = "events_api", retry_attempt: int | None = None
 ) -> BoltResponse:

@@ -30,6 +30,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from omoide import Memory
+from omoide.bots._erasure import kind_name
 from omoide.bots._split import DISCORD_LIMIT
 from omoide.bots.discord_bot import DiscordBotConfig, OmoideBot
 from omoide.errors import ProviderError
@@ -854,11 +855,17 @@ async def test_forget_me_asks_for_confirmation_and_erases_only_the_invoker(harne
     await harness.mem.remember("誕生日は3月15日", workspace=GUILD, user=ALICE["id"])
     await harness.mem.remember("好きな食べ物はラーメン", workspace=GUILD, user=BOB["id"])
     await harness.run(command("ask", [opt("question", "こんにちは")]))
+    await harness.run(command("ask", [opt("question", "やあ")], user=BOB))
+    alices = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"])
+    bobs = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=BOB["id"])
+    assert len(await harness.mem.history(alices)) == 2 and len(await harness.mem.history(bobs)) == 2
 
     before = len(harness.fake.calls)
     sent = await harness.run(command("forget-me"))
     prompt = harness.fake.calls[before]
     assert sent[0].ephemeral and "cannot be undone" in (sent[0].content or "")
+    for what in ("memories", "sessions", "every message", "long-term knowledge", "summaries", "transcripts"):
+        assert what in (sent[0].content or ""), what
     buttons = [c["custom_id"] for row in prompt.body["data"]["components"] for c in row["components"]]
     assert buttons == ["omoide:forget:yes", "omoide:forget:no"]
     assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1  # nothing erased yet
@@ -874,9 +881,16 @@ async def test_forget_me_asks_for_confirmation_and_erases_only_the_invoker(harne
     await harness.deliver("interaction_create", button_click("omoide:forget:yes", shown))
     done = harness.fake.sent(since=before)
     assert done[0].body["type"] == 7  # the confirmation message is updated in place
-    assert (done[0].content or "").startswith("Erased 1 memory, 1 session, 2 messages and ")
+    receipt = (done[0].content or "").splitlines()
+    assert receipt[0] == "Erased everything I kept about you in this server:"
+    counts = dict(line.removeprefix("• ").rsplit(": ", 1) for line in receipt[1:])
+    assert (counts["memories"], counts["sessions"], counts["messages"]) == ("1", "1", "2")
+    report_kinds = (await harness.mem.forget_user(workspace=GUILD, user=ALICE["id"])).as_dict()
+    assert set(counts) == {kind_name(kind, "en") for kind in report_kinds}  # every kind, none left out
     assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
+    assert await harness.mem.history(alices) == []
     assert len(await harness.mem.memories.list(GUILD, BOB["id"])) == 1
+    assert len(await harness.mem.history(bobs)) == 2
 
 
 async def test_forget_me_cancel_erases_nothing(harness: Harness):

@@ -18,6 +18,7 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from omoide import Memory
+from omoide.bots._erasure import kind_name
 from omoide.bots.slack_bot import build_app, run_slack_bot, slack_tokens, time_ts, to_mrkdwn, ts_time
 from omoide.errors import ConfigError
 from omoide.models import TextBlock, ToolResultBlock, ToolUseBlock
@@ -29,6 +30,7 @@ from .slack_fakes import (
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
+    block_action,
     direct_message,
     event_callback,
     http_dispatch,
@@ -279,6 +281,72 @@ async def test_memory_command_covers_only_the_invoking_users_memories(mem: Memor
     assert await memory("delete twelve", ALICE, "u2") == "Memory ids are numbers, e.g. `/memory delete 12`."
     assert await memory("list 3", ALICE, "u3") == "No memories on page 3."
     assert [m for m in fake_slack.calls if m[0] == "chat.postMessage"] == []  # all ephemeral
+
+
+async def test_forget_me_confirms_then_erases_only_the_presser(mem: Memory, fake_slack: FakeSlack):
+    app = _app(mem, fake_slack)
+    for user in (ALICE, BOB):  # each has a memory and a conversation in #general
+        await mem.remember(f"{user} likes green tea", workspace=TEAM, user=user)
+        await socket_dispatch(app, event_callback(mention("hello there", user=user)))
+    keys = {u: mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=u) for u in (ALICE, BOB)}
+    for key in keys.values():
+        assert len(await mem.history(key)) == 2
+
+    async def stored(user: str) -> tuple[int, int]:
+        return len(await mem.memories.list(TEAM, user)), len(await mem.history(keys[user]))
+
+    async def press(action_id: str, value: str, user: str, hook: str, *, http: bool = False) -> dict[str, Any]:
+        payload = block_action(action_id, value, user=user, hook=hook, fake=fake_slack)
+        if http:
+            response = await http_dispatch(app, {"payload": json.dumps(payload)}, form=True)
+        else:
+            response = await socket_dispatch(app, payload, kind="interactive")
+        assert response.status == 200
+        [body] = fake_slack.responses(hook)
+        return body
+
+    # the command only asks (in OMOIDE_ANSWER_LANGUAGE, ja by default): what goes, and two buttons
+    payload = slash_command("/memory", "forget-me", user=ALICE, hook="f0", fake=fake_slack)
+    assert (await socket_dispatch(app, payload, kind="slash_commands")).status == 200
+    [asked] = fake_slack.responses("f0")
+    assert asked["response_type"] == "ephemeral"
+    for what in ("メモリ", "メッセージ", "長期記憶", "要約", "会話ログ", "元に戻せません"):
+        assert what in asked["text"], what
+    [section, actions] = asked["blocks"]
+    assert section["text"]["text"] == asked["text"]
+    buttons = {b["action_id"]: b for b in actions["elements"]}
+    assert set(buttons) == {"omoide_forget_me_confirm", "omoide_forget_me_cancel"}
+    assert buttons["omoide_forget_me_confirm"]["style"] == "danger"
+    assert buttons["omoide_forget_me_confirm"]["value"] == "ja"
+    assert await stored(ALICE) == (1, 2)  # nothing erased yet
+
+    cancelled = await press("omoide_forget_me_cancel", "ja", ALICE, "f1")
+    assert cancelled["replace_original"] is True and "何も消去していません" in cancelled["text"]
+    assert await stored(ALICE) == (1, 2)
+
+    # Alice presses Erase: Alice's data goes (whatever the button carries), Bob's stays
+    done = await press("omoide_forget_me_confirm", "ja", ALICE, "f2")
+    assert done["replace_original"] is True and done["response_type"] == "ephemeral"
+    receipt = done["text"].splitlines()
+    assert receipt[0] == "このワークスペースであなたについて保存していたデータを消去しました:"
+    counts = dict(line.removeprefix("• ").removesuffix(" 件").rsplit(": ", 1) for line in receipt[1:])
+    assert (counts["メモリ"], counts["会話セッション"], counts["メッセージ"]) == ("1", "1", "2")
+    assert await stored(ALICE) == (0, 0)
+    assert await stored(BOB) == (1, 2)
+
+    # again (English this time, over HTTP mode): idempotent, nothing left to erase
+    again = await press("omoide_forget_me_confirm", "en", ALICE, "f3", http=True)
+    assert again["text"] == "I had nothing stored about you in this workspace: nothing was erased."
+    assert await stored(BOB) == (1, 2)
+
+    # an English receipt names every kind the report counts
+    done = await press("omoide_forget_me_confirm", "en", BOB, "f4")
+    lines = done["text"].splitlines()
+    assert lines[0] == "Erased everything I kept about you in this workspace:"
+    kinds = (await mem.forget_user(workspace=TEAM, user=BOB)).as_dict()
+    assert [line.removeprefix("• ").rsplit(": ", 1)[0] for line in lines[1:]] == [kind_name(k, "en") for k in kinds]
+    assert await stored(BOB) == (0, 0)
+    assert len(fake_slack.posted()) == 2  # the two mention replies: everything else was ephemeral
 
 
 def _write_slack_export(root: Path) -> Path:

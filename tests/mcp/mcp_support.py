@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 GUILD = "1290478288896131072"  # the sample export's guild
 SAMPLE = Path(omoide.__file__).parent / "sample_data" / "discord"
 OMOIDE = str(Path(sys.executable).parent / "omoide")
-TOOLS = {"remember", "recall", "list_memories", "forget_memory", "search", "ask", "build_context"}
+TOOLS = {"remember", "recall", "list_memories", "forget_memory", "forget_me", "search", "ask", "build_context"}
 
 
 async def make_sample_db(path: Path) -> str:

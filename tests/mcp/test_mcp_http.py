@@ -175,6 +175,48 @@ async def test_the_memory_user_comes_from_the_header_or_the_default(mem: omoide.
     assert not await mem.recall("ボブの秘密", workspace=GUILD, user="carol")
 
 
+async def test_forget_me_erases_the_scopes_user_only_after_confirmation(mem: omoide.Memory) -> None:
+    def channel_key(workspace: str, user: str) -> omoide.SessionKey:
+        return mem.session_key(platform="discord", workspace=workspace, channel="42", user=user)
+
+    for workspace, user in ((GUILD, "erin"), (GUILD, "gina"), (OTHER, "erin")):
+        await mem.remember(f"{user}の好きな花はひまわり", workspace=workspace, user=user)
+        await mem.append(channel_key(workspace, user), omoide.Message.user("こんにちは", author_id=user))
+
+    async def intact(workspace: str, user: str) -> bool:
+        stored = await mem.memories.list(workspace, user)
+        return len(stored) == 1 and len(await mem.history(channel_key(workspace, user))) == 1
+
+    async with serving(mem) as url:
+        async with session_at(url, "key-a", user="erin") as erin:
+            tools = {t.name: t for t in (await erin.list_tools()).tools}
+            hints = tools["forget_me"].annotations
+            assert hints is not None and hints.destructive_hint and not hints.read_only_hint
+            # without confirm=true: a tool error telling the model to ask first; nothing erased
+            for arguments in ({}, {"confirm": False}):
+                refused = await erin.call_tool("forget_me", arguments)
+                assert refused.is_error and "CONFIRMATION_REQUIRED" in text(refused) and "ask the user" in text(refused)
+            assert await intact(GUILD, "erin")
+
+            # a model naming another user or workspace changes nothing: the scope's user is erased
+            erased = await erin.call_tool("forget_me", {"confirm": True, "user": "gina", "workspace": OTHER})
+            done = ok(erased)
+            assert (done["workspace"], done["user"]) == (GUILD, "erin")
+            assert done["erased"]["memories"] == 1 and done["erased"]["sessions"] == 1
+            assert done["erased"]["messages"] == 1
+            assert "memories: 1" in text(erased) and "messages: 1" in text(erased)
+            again = await erin.call_tool("forget_me", {"confirm": True})  # idempotent
+            assert ok(again)["erased"] == dict.fromkeys(done["erased"], 0) and "nothing to erase" in text(again)
+
+        async with session_at(url, "key-a") as anonymous:  # no user: refused, like the memory tools
+            refused = await anonymous.call_tool("forget_me", {"confirm": True})
+            assert refused.is_error and "NO_USER" in text(refused)
+
+    assert await mem.memories.list(GUILD, "erin") == []
+    assert await mem.history(channel_key(GUILD, "erin")) == []
+    assert await intact(GUILD, "gina") and await intact(OTHER, "erin")
+
+
 async def test_a_real_api_key_through_omoide_mcp_http(sample_url: str, tmp_path: Path) -> None:
     """The command itself: ``omoide mcp --http`` checks bearer tokens with Memory.api_keys."""
     from mcp_support import OMOIDE, server_env

@@ -110,6 +110,8 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("ask", {"question": ""}, "INVALID_INPUT"),
     ("ask", {"question": "x", "language": "fr"}, "language"),
     ("build_context", {"thread": "123"}, "channel"),
+    ("forget_me", {}, "CONFIRMATION_REQUIRED"),
+    ("forget_me", {"confirm": False}, "ask the user"),
     ("no_such_tool", {}, "no_such_tool"),
 ]
 
@@ -129,6 +131,7 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
         assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
         assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
         assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
+        assert tools["forget_me"].annotations is not None and tools["forget_me"].annotations.destructive_hint
 
         for tool, arguments, expected in BAD_CALLS:
             failed = await session.call_tool(tool, arguments)

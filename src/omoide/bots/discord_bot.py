@@ -14,8 +14,9 @@ Thin by design: each handler reads the interaction or message, calls one or two
 * ``/sync`` (Manage Server or Administrator): this channel's (or thread's) history since
   the last sync or import into long-term memory (``Memory.ingest_cursor`` +
   ``Memory.ingest_messages``), with progress in the deferred response.
-* ``/forget-me``: erase the invoking user's memories, sessions and messages in this
-  server, after a confirmation button.
+* ``/forget-me``: erase everything stored about the invoking user in this server
+  (``Memory.forget_user``), after a confirmation button; the reply is the receipt, one
+  line per kind of record erased.
 
 Long replies are split at Discord's 2,000-character limit (:mod:`omoide.bots._split`).
 :func:`run_discord_bot` runs the bot with omoide's workers in the same event loop.
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import discord
 from discord import app_commands
 
+from omoide.bots._erasure import describe_erasure
 from omoide.bots._split import DISCORD_LIMIT, split_message
 from omoide.errors import ConfigError, NotFoundError, OmoideError
 from omoide.importers.discord_live import from_discord_message, readable_content
@@ -392,8 +394,9 @@ class OmoideBot(discord.Client):
         )
         view.origin = interaction
         await interaction.response.send_message(
-            "This erases **your memories, your conversation sessions and their messages** in this server "
-            "and cannot be undone. (Channel history synced into the server's knowledge stays.) Continue?",
+            "This erases **everything omoide keeps about you in this server**: your memories, your "
+            "conversation sessions and every message you wrote, your lines in the server's long-term "
+            "knowledge, the summaries drawn from them and your transcripts. It cannot be undone. Continue?",
             view=view,
             ephemeral=True,
         )
@@ -427,7 +430,7 @@ class ForgetConfirmation(discord.ui.View):
         report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
         self.stop()
         await interaction.response.edit_message(
-            content=report.describe(),
+            content=describe_erasure(report.as_dict(), "en", where="server"),
             view=None,
         )
 

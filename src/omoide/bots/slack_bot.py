@@ -23,6 +23,11 @@ Thin by design — each handler parses the event, calls :class:`omoide.Memory` a
   to its members (the user, and everyone who spoke in it).
 * **``/memory add|search|list|delete …``** edits the invoking user's own memories;
   responses are ephemeral. Another user's memory id is "not found".
+* **``/memory forget-me``** erases everything stored about the invoking user in the
+  workspace (``Memory.forget_user``) after they press *Erase my data* on an ephemeral
+  confirmation (Block Kit buttons, handled as ``block_actions``); the confirmation is then
+  replaced by the receipt, one line per kind of record erased, in the user's language.
+  The button erases the data of whoever presses it — never of a user id it carries.
 * Long replies are split at paragraph boundaries (:func:`split_reply`) into messages of at most
   :data:`MESSAGE_LIMIT` characters (Slack's hard limit is 40,000; long messages are
   collapsed and hard to read). Markdown from the model is rendered as Slack ``mrkdwn``,
@@ -47,6 +52,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncResp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from omoide.bots._erasure import describe_erasure
 from omoide.bots._split import split_message
 from omoide.engine import Memory
 from omoide.errors import ConfigError, InvalidInput, NotFoundError, OmoideError, ProviderError
@@ -71,6 +77,11 @@ MENTIONS_RESOLVED = 5
 """At most this many user mentions per message are looked up to show a name."""
 ACCEPTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 """Message subtypes that are a person talking (edits, joins and bot posts are not)."""
+FORGET_VERBS = frozenset({"forget-me", "forget_me", "forgetme"})
+"""``/memory`` verbs that ask to erase everything about the invoking user."""
+FORGET_CONFIRM = "omoide_forget_me_confirm"
+FORGET_CANCEL = "omoide_forget_me_cancel"
+"""The ``action_id`` of the confirmation's two buttons (their ``value`` is the reply language)."""
 
 Lang = Literal["ja", "en"]
 log = structlog.get_logger(__name__)
@@ -88,7 +99,8 @@ TEXTS: dict[Lang, dict[str, str]] = {
         "sources": "*Sources*",
         "memory_usage": (
             "Usage: `{cmd} add &lt;what to remember&gt;` · `{cmd} search &lt;query&gt;` · "
-            "`{cmd} list [page]` · `{cmd} delete &lt;id&gt;` — only your own memories."
+            "`{cmd} list [page]` · `{cmd} delete &lt;id&gt;` — only your own memories. "
+            "`{cmd} forget-me` erases everything I keep about you."
         ),
         "remembered": "Remembered as memory `#{id}`.",
         "updated": "Updated memory `#{id}` (you had told me nearly the same thing).",
@@ -102,6 +114,15 @@ TEXTS: dict[Lang, dict[str, str]] = {
         "model_failed": ":warning: The language model failed ({code}). Please try again in a moment.",
         "failed": ":warning: Something went wrong ({code}).",
         "no_answer": "(no answer)",
+        "forget_confirm": (
+            "This erases *everything I keep about you in this workspace*: your memories, your conversation "
+            "sessions and every message you wrote, your lines in long-term knowledge, the summaries drawn "
+            "from them and your transcripts. It cannot be undone. Continue?"
+        ),
+        "forget_yes": "Erase my data",
+        "forget_no": "Cancel",
+        "forget_cancelled": "Cancelled: nothing was erased.",
+        "workspace": "workspace",
     },
     "ja": {
         "empty_mention": "はい？質問と一緒にメンションするか、DM してください。",
@@ -111,6 +132,7 @@ TEXTS: dict[Lang, dict[str, str]] = {
         "memory_usage": (
             "使い方: `{cmd} add &lt;覚えること&gt;` · `{cmd} search &lt;検索語&gt;` · "
             "`{cmd} list [ページ]` · `{cmd} delete &lt;id&gt;` — 自分のメモリだけが対象です。"
+            "`{cmd} forget-me` であなたについてのデータをすべて消去します。"
         ),
         "remembered": "メモリ `#{id}` として覚えました。",
         "updated": "メモリ `#{id}` を更新しました（ほぼ同じ内容がすでにありました）。",
@@ -124,6 +146,15 @@ TEXTS: dict[Lang, dict[str, str]] = {
         "model_failed": ":warning: 言語モデルの呼び出しに失敗しました（{code}）。少し待ってからもう一度どうぞ。",
         "failed": ":warning: エラーが発生しました（{code}）。",
         "no_answer": "（回答なし）",
+        "forget_confirm": (
+            "このワークスペースで保存している*あなたについてのデータをすべて*消去します: メモリ、会話セッションと"
+            "あなたが書いたすべてのメッセージ、長期記憶の中のあなたの発言、それをもとにした要約、会話ログ。"
+            "元に戻せません。続けますか？"
+        ),
+        "forget_yes": "データを消去する",
+        "forget_no": "キャンセル",
+        "forget_cancelled": "キャンセルしました。何も消去していません。",
+        "workspace": "ワークスペース",
     },
 }
 
@@ -289,6 +320,8 @@ class SlackBot:
         app.event("message")(self.on_message)
         app.command(self.ask_command)(self.on_ask)
         app.command(self.memory_command)(self.on_memory)
+        app.action(FORGET_CONFIRM)(self.on_forget_confirm)
+        app.action(FORGET_CANCEL)(self.on_forget_cancel)
 
     # ---- helpers
 
@@ -545,6 +578,9 @@ class SlackBot:
         if not team or not isinstance(user, str):
             await self.respond(respond, t["memory_usage"].format(cmd=cmd))
             return
+        if verb in FORGET_VERBS:
+            await self._ask_to_forget(respond, self._lang(rest))
+            return
         try:
             reply = await self._memory(verb, rest, team=team, user=user, lang=lang)
         except OmoideError as exc:
@@ -578,6 +614,67 @@ class SlackBot:
                 return t["not_found"].format(id=number, cmd=cmd)
             return t["deleted"].format(id=number)
         return t["memory_usage"].format(cmd=cmd)
+
+    # ---- /memory forget-me
+
+    async def _ask_to_forget(self, respond: AsyncRespond, lang: Lang) -> None:
+        """The ephemeral confirmation of ``/memory forget-me``: what goes, and two buttons."""
+        t = TEXTS[lang]
+
+        def button(action_id: str, label: str, **style: str) -> dict[str, Any]:
+            text = {"type": "plain_text", "text": label}
+            return {"type": "button", "action_id": action_id, "text": text, "value": lang, **style}
+
+        blocks: list[dict[str, Any]] = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": t["forget_confirm"]}},
+            {
+                "type": "actions",
+                "elements": [
+                    button(FORGET_CONFIRM, t["forget_yes"], style="danger"),
+                    button(FORGET_CANCEL, t["forget_no"]),
+                ],
+            },
+        ]
+        await respond(text=t["forget_confirm"], blocks=blocks, response_type="ephemeral")
+
+    def _action_lang(self, body: Mapping[str, Any]) -> Lang:
+        for action in body.get("actions") or ():
+            value = action.get("value") if isinstance(action, Mapping) else None
+            if value == "ja":
+                return "ja"
+            if value == "en":
+                return "en"
+        return self.mem.settings.answer_language
+
+    async def on_forget_confirm(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
+    ) -> None:
+        """*Erase my data*: erase everything about the user who pressed it; the confirmation becomes the receipt."""
+        await ack()
+        lang = self._action_lang(body)
+        presser = body.get("user") or {}
+        user = presser.get("id") if isinstance(presser, Mapping) else None
+        team_of = body.get("team") or {}
+        team = context.team_id or (team_of.get("id") if isinstance(team_of, Mapping) else None)
+        if not (isinstance(user, str) and user and team):
+            log.warning("slack_forget_ignored", reason="missing user or team")
+            await respond(text=TEXTS[lang]["failed"].format(code="NO_USER"), replace_original=True)
+            return
+        try:
+            report = await self.mem.forget_user(workspace=team, user=user)
+        except OmoideError as exc:
+            log.warning("slack_forget_failed", workspace=team, code=exc.code, error=exc.message)
+            reply = self.error_text(exc, lang)
+        else:
+            log.info("slack_user_forgotten", workspace=team, erased=report.as_dict())
+            reply = escape(describe_erasure(report.as_dict(), lang, where=TEXTS[lang]["workspace"]))
+        await respond(text=reply, replace_original=True, response_type="ephemeral")
+
+    async def on_forget_cancel(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        """*Cancel*: the confirmation says nothing was erased."""
+        await ack()
+        lang = self._action_lang(body)
+        await respond(text=TEXTS[lang]["forget_cancelled"], replace_original=True, response_type="ephemeral")
 
 
 def _remember(cache: OrderedDict[str, _V], key: str, value: _V) -> None:

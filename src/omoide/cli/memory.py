@@ -172,6 +172,13 @@ def delete(
     run(main, json_errors=json_)
 
 
+ERASED = (
+    "their memories; their sessions and every message they wrote; their lines in long-term knowledge "
+    "(archived conversations and imported history); the summaries that drew on them; their transcripts"
+)
+"""What ``forget-user`` erases, as its confirmation prompt and ``--help`` say it."""
+
+
 def forget_user(
     workspace: WorkspaceOpt,
     user: UserOpt,
@@ -179,17 +186,38 @@ def forget_user(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Erase everything stored about a user in a workspace: memories, sessions and their messages."""
-    if not yes and not json_:
-        typer.confirm(f"Erase every memory, session and message of user {user} in workspace {workspace}?", abort=True)
+    """Erase everything stored about a user in a workspace, for good: their memories; their sessions
+    and every message they wrote; their lines in long-term knowledge (archived conversations and
+    imported history); the summaries that drew on them; their transcripts.
+
+    Asks first (on stderr) unless --yes. Prints the receipt: how many records of each kind were
+    erased (--json: {kind: count}). Running it again erases nothing and prints zeros.
+    """
+    if not yes:
+        typer.confirm(
+            f"Erase everything stored about user {user} in workspace {workspace}: {ERASED}? This cannot be undone.",
+            abort=True,
+            err=True,
+        )
 
     async def main() -> None:
         async with open_memory(db) as mem:
             report = await mem.forget_user(workspace=workspace, user=user)
+        erased = report.as_dict()
         if json_:
-            print_json(report.as_dict())
+            print_json(erased)
+            return
+        if any(erased.values()):
+            console.print(f"Erased user {user} in workspace {workspace}:", markup=False, highlight=False)
         else:
-            console.print(report.describe())
+            console.print(
+                f"Nothing was stored about user {user} in workspace {workspace}: nothing erased.",
+                markup=False,
+                highlight=False,
+            )
+        width = max((len(kind) for kind in erased), default=0)
+        for kind, count in erased.items():
+            console.print(f"  {kind.replace('_', ' '):<{width}}  {count:>7,}", markup=False, highlight=False)
 
     run(main, json_errors=json_)
 
@@ -197,7 +225,10 @@ def forget_user(
 def register(root: typer.Typer) -> None:
     """Add ``memory`` and ``forget-user`` to the root ``omoide`` app."""
     root.add_typer(app, name="memory")
-    root.command("forget-user", epilog="Example: omoide forget-user --workspace 123 --user 456 --yes")(forget_user)
+    root.command(
+        "forget-user",
+        epilog="Example: omoide forget-user -w 123 -u 456 (asks first; in scripts add --yes --json)",
+    )(forget_user)
 
 
 __all__ = ["app", "register"]

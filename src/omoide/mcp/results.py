@@ -8,6 +8,7 @@ tool's published output schema. Nothing here decides anything: it only renders w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -58,6 +59,16 @@ class MemoryPageOut(BaseModel):
 
 class ForgetOut(BaseModel):
     deleted: int = Field(description="The id of the memory that was deleted.")
+
+
+class ErasureOut(BaseModel):
+    """The receipt of ``forget_me``."""
+
+    workspace: str
+    user: str
+    erased: dict[str, int] = Field(
+        description="How many records of each kind were erased (memories, sessions, messages, …); all 0 when none."
+    )
 
 
 class HitOut(BaseModel):
@@ -174,6 +185,15 @@ def render_page(memories: list[MemoryRecord], *, page: int, page_size: int) -> C
     return result("\n".join(_memory_line(m) for m in out.memories), out)
 
 
+def render_erasure(erased: Mapping[str, int], *, workspace: str, user: str) -> CallToolResult:
+    """The receipt of an erasure: one ``kind: count`` per kind, whatever kinds there are."""
+    out = ErasureOut(workspace=workspace, user=user, erased=dict(erased))
+    if not any(out.erased.values()):
+        return result(f"Nothing was stored about user {user} in this workspace: nothing to erase.", out)
+    counts = ", ".join(f"{kind.replace('_', ' ')}: {n}" for kind, n in out.erased.items())
+    return result(f"Erased everything stored about user {user} in this workspace ({counts}).", out)
+
+
 # ---------------------------------------------------------------- knowledge
 
 
@@ -259,6 +279,7 @@ __all__ = [
     "CitationOut",
     "ContextMessageOut",
     "ContextPartOut",
+    "ErasureOut",
     "ForgetOut",
     "HitOut",
     "MemoryOut",
@@ -269,6 +290,7 @@ __all__ = [
     "SearchOut",
     "render_answer",
     "render_context",
+    "render_erasure",
     "render_page",
     "render_recall",
     "render_remember",

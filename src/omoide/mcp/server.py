@@ -1,11 +1,15 @@
 """The MCP tools over one :class:`omoide.Memory`: remember, recall, list_memories,
-forget_memory, search, ask and build_context.
+forget_memory, forget_me, search, ask and build_context.
 
 Whose data a call touches is never an argument: a :class:`McpScope` (the workspace, and
 the user whose memories these are) comes from the server's configuration on stdio, or
 from the authenticated API key on HTTP (see :mod:`omoide.mcp.transport`). The tool
 schemas have no workspace or user field, and anything a model adds to its arguments
 anyway is ignored — the same rule as the memory tools of :mod:`omoide.memories.tools`.
+
+``forget_me`` erases everything stored about the scope's user in its workspace
+(``Memory.forget_user``): it is annotated destructive, and it refuses unless called with
+``confirm: true`` — the model must ask the user first. Erasing is idempotent.
 
 ``search`` and ``ask`` take the scope's user as the viewer (public knowledge plus the
 private knowledge that user is a member of; see ``docs/search.md``, "Visibility"); a
@@ -34,6 +38,7 @@ from omoide.errors import OmoideError
 from omoide.mcp.results import (
     AskOut,
     BuildContextOut,
+    ErasureOut,
     ForgetOut,
     MemoryPageOut,
     RecallOut,
@@ -41,6 +46,7 @@ from omoide.mcp.results import (
     SearchOut,
     render_answer,
     render_context,
+    render_erasure,
     render_page,
     render_recall,
     render_remember,
@@ -54,7 +60,8 @@ if TYPE_CHECKING:
 SERVER_NAME = "omoide"
 INSTRUCTIONS = (
     "omoide is a memory engine. Use remember/recall/list_memories/forget_memory for what the user asks you "
-    "to remember about them (覚えておいて / 思い出して); search and ask for what was said in the workspace's "
+    "to remember about them (覚えておいて / 思い出して); forget_me only when the user asks you to erase "
+    "everything you keep about them, after they confirm; search and ask for what was said in the workspace's "
     "chat history (ask answers with [#n] citations and jump links); build_context for the assembled context "
     "a bot would send for a question. Every call is scoped to this server's workspace and user."
 )
@@ -241,6 +248,35 @@ def build_server(
         with _tool_errors():
             await mem.memories.delete(where.workspace, _memory_user(where), memory_id)
         return result(f"Deleted memory {memory_id}.", ForgetOut(deleted=memory_id))
+
+    @server.tool(
+        description=(
+            "Erase EVERYTHING stored about the user in this workspace (私のデータを全部消して): their memories, "
+            "their conversation sessions and messages, their lines in long-term knowledge, summaries drawn "
+            "from them and their transcripts. Cannot be undone. Use it only when the user asks for it, and "
+            "first ask them to confirm; then call it with confirm=true. Returns how many records of each "
+            "kind were erased."
+        ),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def forget_me(
+        ctx: Context[Any, Any],
+        confirm: Annotated[
+            bool, Field(description="true only after the user has explicitly confirmed the erasure.")
+        ] = False,
+    ) -> Annotated[CallToolResult, ErasureOut]:
+        where = resolve(ctx)
+        user = _memory_user(where)
+        if confirm is not True:
+            raise ToolError(
+                "CONFIRMATION_REQUIRED: nothing was erased. This erases everything stored about the user and "
+                "cannot be undone: ask the user to confirm first, then call forget_me with confirm=true"
+            )
+        with _tool_errors():
+            report = await mem.forget_user(workspace=where.workspace, user=user)
+        return render_erasure(report.as_dict(), workspace=where.workspace, user=user)
 
     # ---------------------------------------------------------------- knowledge
 

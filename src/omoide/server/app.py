@@ -77,9 +77,9 @@ def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: 
         max_body_bytes=settings.http_max_body_bytes,
         max_upload_bytes=settings.http_max_upload_bytes,
     )
-    from omoide.server.routes import admin, health, knowledge, memories, sessions
+    from omoide.server.routes import admin, health, knowledge, memories, sessions, users
 
-    for module in (sessions, memories, knowledge, admin, health):
+    for module in (sessions, memories, users, knowledge, admin, health):
         app.include_router(module.router)
     _add_problem_schema(app)
     return app

@@ -273,6 +273,20 @@ class MemoryUpdateIn(_In):
     metadata: dict[str, Any] | None = None
 
 
+class ErasureOut(BaseModel):
+    """The receipt of erasing a user: how many of each kind of record went."""
+
+    workspace_id: str = Field(examples=["1290478288896131072"])
+    user_id: str = Field(examples=["7"])
+    erased: dict[str, int] = Field(
+        description=(
+            "How many records of each kind were erased (memories, sessions, messages, summaries, …; "
+            "new kinds may appear). All zero when there was nothing (left) to erase."
+        ),
+        examples=[{"memories": 3, "sessions": 1, "messages": 12, "summaries": 2}],
+    )
+
+
 # ---------------------------------------------------------------- knowledge
 
 
