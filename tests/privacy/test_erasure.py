@@ -191,6 +191,9 @@ async def test_a_forgotten_user_is_nowhere_to_be_found(mem: Memory, settings: Se
         assert await retrievable(mem, needle, bob_key) == [], needle
         assert await text_columns_holding(mem.settings, needle) == [], needle
         assert files_holding(mem.settings.transcripts_dir, needle) == [], needle
+    # not even her id or name: no author list, member list, participant list or name map keeps it
+    # (memory_generations keeps a bare counter per user id: the recall caches' invalidation, no content)
+    assert [c for c in await text_columns_holding(mem.settings, ALICE) if not c.startswith("memory_generations.")] == []
     # Bob's words stay, in the chunks rewritten around Alice's lines and in the transcript they shared
     for word in ("bobword0", "bobword4", "bobimport2"):
         assert any(word in h.content for h in (await mem.search(word, workspace=WS, mode="lexical")).hits), word
@@ -254,3 +257,32 @@ def test_receipt_reads_and_adds() -> None:
         a.describe() == "Erased 1 memory, 1 session, 4 messages, 2 summary versions and 3 knowledge chunks rewritten."
     )
     assert ForgetReport(0, 0, 0).total == 0
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        (
+            "Discord conversation in #general with Alice, Bob · 10:00–11:00 UTC",
+            "Discord conversation in #general with Bob · 10:00–11:00 UTC",
+        ),
+        ("Discord conversation in #general with Bob, Alice · x", "Discord conversation in #general with Bob · x"),
+        ("Discord conversation in #general with Alice · x", "Discord conversation in #general · x"),
+        (
+            "Discord conversation in #general with Bob, Alice, Carol +2 · x",
+            "Discord conversation in #general with Bob, Carol +2 · x",
+        ),
+        (
+            "Discord conversation in #general with Bob, Alicent · x",
+            "Discord conversation in #general with Bob, Alicent · x",
+        ),
+    ],
+)
+def test_a_source_title_loses_their_name_only(title: str, expected: str) -> None:
+    from omoide.stores._erasure_common import scrub_source
+
+    metadata = {"participants": [ALICE, BOB], "participant_names": {ALICE: "Alice", BOB: "Bob"}}
+    scrubbed = scrub_source(title, metadata, ALICE)
+    assert scrubbed is not None
+    assert scrubbed[0] == expected
+    assert scrubbed[1] == {"participants": [BOB], "participant_names": {BOB: "Bob"}}

@@ -16,6 +16,7 @@ the backend-independent pieces:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,6 +94,39 @@ def content_hash(text: str) -> str:
 def stale_rows(current: Mapping[int, str], hashes: Sequence[tuple[int, str | None]]) -> set[int]:
     """Chunk ids whose embedding was made of other text than the chunk now holds."""
     return {cid for cid, h in hashes if h is not None and cid in current and content_hash(current[cid]) != h}
+
+
+def scrub_source(
+    title: str | None, metadata: Mapping[str, Any], user_id: str
+) -> tuple[str | None, dict[str, Any]] | None:
+    """A source's title and metadata without the user; ``None``: neither names them.
+
+    Metadata loses them from ``participants`` and ``participant_names``; a title listing the
+    people of a conversation (``… with Alice, Bob · …``, the archiver's) loses their name.
+    """
+    out = dict(metadata)
+    changed = False
+    participants = out.get("participants")
+    if isinstance(participants, list) and user_id in participants:
+        out["participants"] = [p for p in participants if p != user_id]
+        changed = True
+    names = out.get("participant_names")
+    name = None
+    if isinstance(names, dict) and user_id in names:
+        name = names[user_id] if isinstance(names[user_id], str) else None
+        out["participant_names"] = {k: v for k, v in names.items() if k != user_id}
+        changed = True
+    new_title = title
+    if title:
+        for who in dict.fromkeys((user_id, name)):
+            if not who:
+                continue
+            new_title = re.sub(
+                rf"(?<=with ){re.escape(who)}(, |(?= ·))|, {re.escape(who)}(?=[, ]|$)", "", new_title or ""
+            )
+            new_title = new_title.replace(" with  ·", " ·").replace(" with ·", " ·")
+        changed = changed or new_title != title
+    return (new_title, out) if changed else None
 
 
 def user_hash(workspace_id: str, user_id: str) -> str:
@@ -178,6 +212,7 @@ __all__ = [
     "content_hash",
     "join_lines",
     "line_spans",
+    "scrub_source",
     "spans_json",
     "stale_rows",
     "strip_user",

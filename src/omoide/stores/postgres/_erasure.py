@@ -23,7 +23,7 @@ import asyncpg
 
 from omoide.errors import ErasureConflict
 from omoide.memories.models import ForgetReport
-from omoide.stores._erasure_common import strip_user, user_hash
+from omoide.stores._erasure_common import scrub_source, strip_user, user_hash
 
 Scope = tuple[str | None, str | None]
 
@@ -171,13 +171,23 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
         ):
             touched.add(int(r["id"]))
         for r in await conn.fetch(
-            "UPDATE knowledge_sources SET metadata = jsonb_set(metadata, '{participants}', "
-            "(metadata->'participants') - $2) WHERE workspace_id = $1 AND jsonb_typeof(metadata->'participants') = "
-            "'array' AND (metadata->'participants') ? $2 RETURNING id",
+            "SELECT id, title, metadata FROM knowledge_sources WHERE workspace_id = $1 AND metadata::text LIKE $2 "
+            "FOR UPDATE",
             ws,
-            user,
+            f"%{user}%",
         ):
-            touched.add(int(r["id"]))
+            scrubbed = scrub_source(r["title"], json.loads(r["metadata"]), user)
+            if scrubbed is not None:
+                await conn.execute(
+                    "UPDATE knowledge_sources SET title = $2, metadata = $3::jsonb WHERE id = $1",
+                    r["id"],
+                    scrubbed[0],
+                    json.dumps(scrubbed[1], ensure_ascii=False),
+                )
+                touched.add(int(r["id"]))
+        await conn.execute(
+            "UPDATE sessions SET members = members - $2 WHERE workspace_id = $1 AND members ? $2", ws, user
+        )
         if touched:
             doomed = await conn.fetch(
                 "DELETE FROM knowledge_sources s WHERE s.id = ANY($1::bigint[]) AND ((s.private AND s.members = "

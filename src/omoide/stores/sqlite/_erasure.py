@@ -15,7 +15,7 @@ from datetime import datetime
 
 from omoide.errors import ErasureConflict
 from omoide.memories.models import ForgetReport
-from omoide.stores._erasure_common import strip_user, user_hash
+from omoide.stores._erasure_common import scrub_source, strip_user, user_hash
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 Scope = tuple[str | None, str | None]
@@ -157,15 +157,22 @@ def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: d
         params,
     ).fetchall():
         touched.add(int(row[0]))
-    participants = "json_extract(metadata, '$.participants')"
-    for row in conn.execute(
-        f"UPDATE knowledge_sources SET metadata = json_set(metadata, '$.participants', "
-        f"json((SELECT json_group_array(value) FROM json_each(metadata, '$.participants') WHERE value <> :user))) "
-        f"WHERE workspace_id = :ws AND json_type(metadata, '$.participants') = 'array' "
-        f"AND {has_user.format(col=participants)} RETURNING id",
-        params,
+    for source_id, title, metadata in conn.execute(
+        "SELECT id, title, metadata FROM knowledge_sources WHERE workspace_id = ? AND metadata LIKE ?",
+        (ws, f"%{user}%"),
     ).fetchall():
-        touched.add(int(row[0]))
+        scrubbed = scrub_source(title, json.loads(metadata), user)
+        if scrubbed is not None:
+            conn.execute(
+                "UPDATE knowledge_sources SET title = ?, metadata = ? WHERE id = ?",
+                (scrubbed[0], json.dumps(scrubbed[1], ensure_ascii=False), source_id),
+            )
+            touched.add(int(source_id))
+    conn.execute(
+        f"UPDATE sessions SET members = {without_user.format(col='members')} "
+        f"WHERE workspace_id = :ws AND {has_user.format(col='members')}",
+        params,
+    )
     if touched:
         ids = _in(touched)
         # private to nobody now, or with no chunk left: gone
