@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from omoide.errors import InvalidInput
+from omoide.errors import ErasureConflict, InvalidInput
 from omoide.providers.tokens import get_token_counter
 from omoide.text import tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
@@ -63,6 +63,17 @@ class ErasureState:
             return False
         when = self.erased.get(user_hash(workspace_id, author_id))
         return when is not None and at <= when
+
+
+def check_generation(workspace_id: str, expected: int, current: int) -> None:
+    """Raise :class:`~omoide.errors.ErasureConflict` when an erasure happened since a job read ``expected``."""
+    if current != expected:
+        raise ErasureConflict(
+            f"a user of workspace {workspace_id!r} was erased while this job ran; it must re-read and retry",
+            workspace_id=workspace_id,
+            expected=expected,
+            current=current,
+        )
 
 
 def check_workspace(workspace_id: object) -> str:
@@ -208,6 +219,7 @@ __all__ = [
     "ChunkRewrite",
     "ErasureState",
     "LineSpan",
+    "check_generation",
     "check_workspace",
     "content_hash",
     "join_lines",

@@ -21,9 +21,8 @@ from typing import Any
 
 import asyncpg
 
-from omoide.errors import ErasureConflict
 from omoide.memories.models import ForgetReport
-from omoide.stores._erasure_common import scrub_source, strip_user, user_hash
+from omoide.stores._erasure_common import check_generation, scrub_source, strip_user, user_hash
 
 Scope = tuple[str | None, str | None]
 
@@ -53,13 +52,7 @@ async def check_erasure_generation(conn: asyncpg.Connection, workspace_id: str, 
     current = int(
         await conn.fetchval("SELECT generation FROM erasure_state WHERE workspace_id = $1 FOR SHARE", workspace_id)
     )
-    if current != expected:
-        raise ErasureConflict(
-            f"a user of workspace {workspace_id!r} was erased while this job ran; it must re-read and retry",
-            workspace_id=workspace_id,
-            expected=expected,
-            current=current,
-        )
+    check_generation(workspace_id, expected, current)
 
 
 def _count(status: str) -> int:

@@ -13,9 +13,8 @@ import json
 import sqlite3
 from datetime import datetime
 
-from omoide.errors import ErasureConflict
 from omoide.memories.models import ForgetReport
-from omoide.stores._erasure_common import scrub_source, strip_user, user_hash
+from omoide.stores._erasure_common import check_generation, scrub_source, strip_user, user_hash
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 Scope = tuple[str | None, str | None]
@@ -36,13 +35,7 @@ def check_erasure_generation(conn: sqlite3.Connection, workspace_id: str, expect
     if expected is None:
         return
     current = erasure_generation(conn, workspace_id)
-    if current != expected:
-        raise ErasureConflict(
-            f"a user of workspace {workspace_id!r} was erased while this job ran; it must re-read and retry",
-            workspace_id=workspace_id,
-            expected=expected,
-            current=current,
-        )
+    check_generation(workspace_id, expected, current)
 
 
 def _in(values: set[int] | list[int]) -> str:
