@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from omoide import Memory
@@ -142,3 +144,34 @@ async def test_request_id_is_bound_for_logs(client, tenants, memory):
     response = await client.get("/readyz", headers={"X-Request-ID": "log-me"})
     assert response.status_code == 503
     assert any(e.get("request_id") == "log-me" and e.get("event") == "http_error" for e in seen), seen
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_errors_need_no_package_beyond_the_server_extra(client, tenants, monkeypatch):
+    """`pip install 'omoide[server]'` brings no orjson: error bodies must not need it (they were all 500s)."""
+    monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` now raises ImportError
+    h = tenants.ha
+    _is_problem(await client.get("/v1/status"), 401, "AUTHENTICATION_FAILED")
+    _is_problem(await client.get("/v1/nothing-here", headers=h), 404, "NOT_FOUND")
+    broken = await client.post(
+        "/v1/sessions/messages", headers={**h, "content-type": "application/json"}, content=b'{"session": '
+    )
+    _is_problem(broken, 422, "INVALID_INPUT")
+    _is_problem(await client.post("/v1/search", headers=h, json={"query": ""}), 400, "INVALID_INPUT")
+    big = {"session": SESSION, "text": "x" * (70 * 1024)}
+    _is_problem(await client.post("/v1/sessions/messages", headers=h, json=big), 413, "REQUEST_TOO_LARGE")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_deeply_nested_json_is_422(client, tenants):
+    """JSON nested past the parser's recursion limit is a malformed body: 422 as docs/http.md says, not 400."""
+    deep = b'{"session": ' + b"[" * 5000 + b"]" * 5000 + b', "text": "x"}'
+    response = await client.post(
+        "/v1/sessions/messages", headers={**tenants.ha, "content-type": "application/json"}, content=deep
+    )
+    body = _is_problem(response, 422, "INVALID_INPUT")
+    assert "nested" in body["detail"] and body["errors"][0]["loc"] == ["body"]
+    not_utf8 = await client.post(
+        "/v1/sessions/messages", headers={**tenants.ha, "content-type": "application/json"}, content=b'{"text": "\xff"}'
+    )
+    assert "UTF-8" in _is_problem(not_utf8, 422, "INVALID_INPUT")["detail"]

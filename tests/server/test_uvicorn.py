@@ -120,4 +120,6 @@ def test_real_uvicorn_server(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0, stderr
+    assert f"omoide HTTP API on {base} (docs: {base}/docs)" in stderr, stderr  # where it listens, at start

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from omoide import __version__
 from omoide.cli import bots, context, imports, knowledge, mcp_server, memory, search, server, sessions, summaries
@@ -105,7 +106,7 @@ def providers(json_: JsonOption = False) -> None:
         table = Table("role", "spec", "usable", "notes")
         for row in rows:
             spec = f"{row.spec} (default)" if row.is_default else row.spec
-            table.add_row(row.role, spec, "[green]yes[/]" if row.usable else "[red]no[/]", row.reason)
+            table.add_row(row.role, escape(spec), "[green]yes[/]" if row.usable else "[red]no[/]", escape(row.reason))
         console.print(table)
     if not all(row.usable for row in rows):
         raise typer.Exit(1)

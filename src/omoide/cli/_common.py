@@ -2,7 +2,12 @@
 
 Commands are thin: they parse options, call :class:`omoide.Memory`, and render. Every
 :class:`~omoide.errors.OmoideError` is shown as one line (plus a hint) and exits 1; with
-``--json`` the error is printed as ``{"error": {"code": ..., "message": ...}}``.
+``--json`` the error is printed as ``{"error": {"code": ..., "message": ...}}``. A command whose
+extra is not installed says which one (:func:`needs_extra`).
+
+Text that is not ours (messages, names, URLs, hints such as ``pip install 'omoide[postgres]'``)
+goes through :func:`rich.markup.escape` before rich prints it, or rich reads ``[postgres]`` as a
+style and drops it.
 """
 
 from __future__ import annotations
@@ -12,17 +17,18 @@ import dataclasses
 import enum
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from omoide.engine import Memory
-from omoide.errors import OmoideError
+from omoide.errors import ConfigError, OmoideError
 from omoide.settings import load_settings
 
 T = TypeVar("T")
@@ -48,16 +54,45 @@ async def open_memory(db: str | None) -> AsyncIterator[Memory]:
         yield mem
 
 
+@contextmanager
+def needs_extra(extra: str, what: str) -> Iterator[None]:
+    """Turn a missing third-party module imported in the block into a :class:`ConfigError` that
+    names the extra to install (a missing module of omoide itself is a bug and stays one).
+
+    Example:
+        >>> with needs_extra("server", "omoide serve"):  # doctest: +SKIP
+        ...     import uvicorn
+    """
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.partition(".")[0] == "omoide":
+            raise
+        raise ConfigError(
+            f"{what} needs the {extra} extra ({exc.name} is not installed): pip install 'omoide[{extra}]'"
+        ) from None
+
+
+def print_error(message: str) -> None:
+    """``Error: MESSAGE`` on stderr, the message printed as it is (no rich markup in it)."""
+    err_console.print(f"[bold red]Error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def fail(exc: OmoideError, *, json_errors: bool = False) -> typer.Exit:
+    """Print ``exc`` (as JSON with ``json_errors``) and return the ``Exit(1)`` to raise."""
+    if json_errors:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False))
+    else:
+        print_error(exc.message)
+    return typer.Exit(1)
+
+
 def run(main: Callable[[], Awaitable[T]], *, json_errors: bool = False) -> T:
     """Run an async command body; turn omoide errors into a clean message and exit code 1."""
     try:
         return asyncio.run(_call(main))
     except OmoideError as exc:
-        if json_errors:
-            print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False))
-        else:
-            err_console.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
-        raise typer.Exit(1) from None
+        raise fail(exc, json_errors=json_errors) from None
     except KeyboardInterrupt:
         err_console.print("[yellow]Interrupted.[/]")
         raise typer.Exit(130) from None
@@ -107,7 +142,10 @@ __all__ = [
     "JsonOption",
     "console",
     "err_console",
+    "fail",
+    "needs_extra",
     "open_memory",
+    "print_error",
     "print_json",
     "progress_bars",
     "run",

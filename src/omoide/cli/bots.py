@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from omoide.cli._common import DbOption, console, open_memory, run
+from omoide.cli._common import DbOption, console, needs_extra, open_memory, run
 from omoide.errors import ConfigError
 
 WorkersOption = Annotated[
@@ -42,16 +42,14 @@ def discord_bot(
     """
 
     async def main() -> None:
+        with needs_extra("discord", "omoide discord"):
+            from omoide.bots.discord_bot import DiscordBotConfig, run_discord_bot
         token = os.environ.get("DISCORD_TOKEN", "").strip()
         if not token:
             raise ConfigError(
                 "set DISCORD_TOKEN to your bot's token "
                 "(Discord Developer Portal → your application → Bot → Reset Token); see docs/discord.md"
             )
-        try:
-            from omoide.bots.discord_bot import DiscordBotConfig, run_discord_bot
-        except ImportError as exc:
-            raise ConfigError(f"the Discord bot needs discord.py: pip install 'omoide[discord]' ({exc})") from None
         config = DiscordBotConfig(command_guild=guild, mentions=mentions, sync_commands=sync_commands)
         async with open_memory(db) as mem:
             console.print("Starting the Discord bot (Ctrl-C stops it)…")
@@ -76,10 +74,8 @@ def slack_bot(
     """
 
     async def main() -> None:
-        try:
+        with needs_extra("slack", "omoide slack"):
             from omoide.bots.slack_bot import run_slack_bot, slack_tokens
-        except ImportError as exc:
-            raise ConfigError(f"the Slack bot needs slack-bolt: pip install 'omoide[slack]' ({exc})") from None
         bot_token, app_token = slack_tokens()
         async with open_memory(db) as mem:
             console.print("Starting the Slack bot over Socket Mode (Ctrl-C stops it)…")

@@ -27,7 +27,7 @@ from typing import Annotated, Protocol
 import typer
 
 from omoide.chat import ChatRunner, Conversation, SessionConversation, TranscriptConversation
-from omoide.cli._common import err_console, run
+from omoide.cli._common import print_error, run
 from omoide.engine import Memory
 from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
 from omoide.models import KeyPolicy, Message
@@ -341,7 +341,7 @@ async def _loop(repl: Repl, settings: Settings) -> None:
             elif not await repl.handle(line, stream):
                 break
         except OmoideError as exc:
-            err_console.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
+            print_error(exc.message)
     print("Bye.", flush=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
@@ -31,10 +32,10 @@ def context(
         console.print(Panel(built.system, title="system", expand=False), markup=False)
         for m in built.messages:
             who = m.author_name or m.author_id or m.role
-            console.print(f"[bold]{who}[/] ({m.role}): ", end="", highlight=False)
+            console.print(f"[bold]{escape(who)}[/] ({m.role}): ", end="", highlight=False)
             console.print(m.text, highlight=False, markup=False)
         dropped = f"; left out: {', '.join(built.dropped)}" if built.dropped else ""
-        console.print(f"[dim]{built.tokens} / {built.budget} tokens, {len(built.parts)} part(s){dropped}[/]")
+        console.print(f"[dim]{built.tokens} / {built.budget} tokens, {len(built.parts)} part(s){escape(dropped)}[/]")
 
     run(main, json_errors=json_)
 

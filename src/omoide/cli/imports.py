@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 
 from omoide.cli._common import (
@@ -112,9 +113,11 @@ def import_(
         highlight=False,
     )
     if "embedded_with" in data:
-        console.print(f"Embedded {data['embedded_chunks']} chunk(s) with {data['embedded_with']}.", highlight=False)
+        console.print(
+            f"Embedded {data['embedded_chunks']} chunk(s) with {data['embedded_with']}.", highlight=False, markup=False
+        )
     for problem in data["problems"]:
-        err_console.print(f"[yellow]Skipped:[/] {problem}", highlight=False)
+        err_console.print(f"[yellow]Skipped:[/] {escape(str(problem))}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from omoide.cli._common import DbOption, err_console, run
+from omoide.cli._common import DbOption, err_console, needs_extra, run
 from omoide.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -68,11 +68,15 @@ def mcp(
     stdio: one process serves one workspace and one user.
 
     HTTP: every request needs an API key (Authorization: Bearer <key>), which decides the workspace.
+
+    Needs the mcp extra: pip install 'omoide\\[mcp]'.
     """
 
     async def main() -> None:
         from omoide.engine import Memory
-        from omoide.mcp import McpScope, serve_http, serve_stdio
+
+        with needs_extra("mcp", "omoide mcp"):
+            from omoide.mcp import McpScope, serve_http, serve_stdio
         from omoide.settings import load_settings
 
         overrides: dict[str, Any] = {"database_url": db} if db else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
@@ -28,7 +29,13 @@ IdArg = Annotated[int, typer.Argument(help="Memory id (see `omoide memory list`)
 def _table(memories: list[MemoryRecord], *, scores: list[str] | None = None) -> Table:
     table = Table("id", "category", "tags", "content", "updated (UTC)", *(["score"] if scores else []))
     for i, m in enumerate(memories):
-        row = [str(m.id), m.category, ", ".join(m.tags), m.content, m.updated_at.strftime("%Y-%m-%d %H:%M")]
+        row = [
+            str(m.id),
+            escape(m.category),
+            escape(", ".join(m.tags)),
+            escape(m.content),
+            m.updated_at.strftime("%Y-%m-%d %H:%M"),
+        ]
         table.add_row(*row, *([scores[i]] if scores else []))
     return table
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 
@@ -108,16 +109,16 @@ def render_hits(result: SearchResult) -> None:
     if not result.hits:
         console.print("No results.")
     for hit in result.hits:
-        console.print(f"[bold]{hit.rank}.[/] [dim]{hit.score:.4f}[/]  {_where(hit)}", highlight=False)
+        console.print(f"[bold]{hit.rank}.[/] [dim]{hit.score:.4f}[/]  {escape(_where(hit))}", highlight=False)
         text = hit.content if len(hit.content) <= 400 else hit.content[:400] + "…"
         console.print(text, highlight=False, markup=False)
         if hit.jump_url:
-            console.print(f"[dim]{hit.jump_url}[/]", highlight=False)
+            console.print(f"[dim]{escape(hit.jump_url)}[/]", highlight=False)
         if hit.ranks:
             console.print("[dim]ranks: " + ", ".join(f"{k}={v}" for k, v in hit.ranks.items()) + "[/]")
         console.print()
     for note in result.notes:
-        err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
+        err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
 
 
 def render_answer(result: AnswerResult) -> None:
@@ -129,7 +130,7 @@ def render_answer(result: AnswerResult) -> None:
             url = f"  {c.hit.jump_url}" if c.hit.jump_url else ""
             console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False)
     for note in result.notes:
-        err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
+        err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings.items())
     if timings:
         err_console.print(f"[dim]{timings}[/]", highlight=False)

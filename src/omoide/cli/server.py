@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    needs_extra,
+    open_memory,
+    print_json,
+    run,
+)
+from omoide.errors import OmoideError
 
 keys_app = typer.Typer(
     help="API keys of the HTTP API and MCP server (one workspace each).",
@@ -31,7 +45,9 @@ def create(
         if json_:
             print_json(created.as_dict())
         else:
-            console.print(f"Created API key {created.record.id} for workspace {created.record.workspace_id!r}.")
+            console.print(
+                f"Created API key {created.record.id} for workspace {created.record.workspace_id!r}.", markup=False
+            )
             console.print("Token (shown once; store it now):", style="bold")
             print(created.token)
 
@@ -57,7 +73,12 @@ def list_keys(
         for k in found:
             revoked = "" if k.revoked_at is None else k.revoked_at.strftime("%Y-%m-%d %H:%M")
             table.add_row(
-                str(k.id), k.workspace_id, k.name, k.prefix + "…", k.created_at.strftime("%Y-%m-%d %H:%M"), revoked
+                str(k.id),
+                escape(k.workspace_id),
+                escape(k.name),
+                k.prefix + "…",
+                k.created_at.strftime("%Y-%m-%d %H:%M"),
+                revoked,
             )
         console.print(table)
 
@@ -78,7 +99,9 @@ def revoke(
         if json_:
             print_json(record.as_dict())
         else:
-            console.print(f"Revoked API key {record.id} ({record.prefix}…, workspace {record.workspace_id!r}).")
+            console.print(
+                f"Revoked API key {record.id} ({record.prefix}…, workspace {record.workspace_id!r}).", markup=False
+            )
 
     run(main, json_errors=json_)
 
@@ -93,22 +116,42 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "warning",
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = False,
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /docs and /openapi.json); the workers run in-process unless --no-workers."""
-    import uvicorn
+    """Serve the HTTP API (OpenAPI at /docs and /openapi.json); the workers run in-process unless --no-workers.
 
-    from omoide.errors import OmoideError
-    from omoide.server import create_app
-    from omoide.settings import load_settings
-
+    Needs the server extra: pip install 'omoide\\[server]'.
+    """
     try:
+        with needs_extra("server", "omoide serve"):
+            import uvicorn
+
+            from omoide.server import create_app
+        from omoide.settings import load_settings
+        from omoide.stores import check_backend
+
         settings = load_settings(**({"database_url": db} if db else {}))
+        check_backend(settings.database_url)
     except OmoideError as exc:
-        typer.echo(f"Error: {exc.message}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     app = create_app(settings, workers=not no_workers)
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=access_log, loop=loop, http=http)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log, loop=loop, http=http)
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # listening: say where (the real port when --port 0)
+                bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
+                base = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
+                err_console.print(
+                    f"omoide HTTP API on {base} (docs: {base}/docs). Ctrl-C stops it.",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops: exit 0, as uvicorn.run does
+        Server(config).run()
 
 
 def _has(module: str) -> bool:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
@@ -22,7 +23,7 @@ KeyArg = Annotated[str, typer.Argument(help="Session key, e.g. discord:123:c=456
 
 def _row(s: Session) -> list[str]:
     return [
-        s.key,
+        escape(str(s.key)),
         s.status.value,
         str(s.last_seq),
         str(s.last_seq - s.archived_seq),
@@ -62,7 +63,7 @@ def _print_messages(messages: list[Message]) -> None:
     for m in messages:
         who = m.author_name or m.author_id or m.role
         stamp = m.created_at.strftime("%Y-%m-%d %H:%M")
-        console.print(f"[dim]#{m.seq} {stamp}[/] [bold]{who}[/] ({m.role})", highlight=False)
+        console.print(f"[dim]#{m.seq} {stamp}[/] [bold]{escape(who)}[/] ({m.role})", highlight=False)
         for block in m.content:
             data = block.to_dict()
             if data["type"] == "text":
@@ -91,7 +92,7 @@ def show(
             print_json({"session": session, "messages": messages})
             return
         console.print(
-            f"[bold]{session.key}[/]  status={session.status.value} messages={session.last_seq} "
+            f"[bold]{escape(str(session.key))}[/]  status={session.status.value} messages={session.last_seq} "
             f"archived_through={session.archived_seq} version={session.version}",
             highlight=False,
         )
@@ -125,10 +126,12 @@ def append(
         if json_:
             print_json({"created": created, "message": stored})
         elif created:
-            console.print(f"Stored message #{stored.seq} in {key}.", highlight=False)
+            console.print(f"Stored message #{stored.seq} in {key}.", highlight=False, markup=False)
         else:
             console.print(
-                f"Message {message_id} was already stored as #{stored.seq}; nothing changed.", highlight=False
+                f"Message {message_id} was already stored as #{stored.seq}; nothing changed.",
+                highlight=False,
+                markup=False,
             )
 
     run(main, json_errors=json_)
@@ -146,7 +149,9 @@ def reset(key: KeyArg, db: DbOption = None) -> None:
     async def main() -> None:
         async with open_memory(db) as mem:
             session = await mem.reset(key)
-        console.print(f"Reset {session.key}: the window now starts after message #{session.window_start_seq}.")
+        console.print(
+            f"Reset {session.key}: the window now starts after message #{session.window_start_seq}.", markup=False
+        )
 
     run(main)
 
@@ -164,7 +169,9 @@ def delete(
     async def main() -> None:
         async with open_memory(db) as mem:
             deleted = await mem.sessions.delete(key)
-        console.print(f"Deleted {key}." if deleted else f"No session {key}; nothing deleted.", highlight=False)
+        console.print(
+            f"Deleted {key}." if deleted else f"No session {key}; nothing deleted.", highlight=False, markup=False
+        )
 
     run(main)
 
@@ -207,7 +214,7 @@ def export(
             typer.echo(text, nl=False)
         else:
             output.write_text(text, encoding="utf-8")
-            console.print(f"Wrote {len(messages)} message(s) to {output}.", highlight=False)
+            console.print(f"Wrote {len(messages)} message(s) to {output}.", highlight=False, markup=False)
 
     run(main)
 

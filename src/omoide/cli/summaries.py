@@ -50,7 +50,9 @@ def show(
             print_json([s.as_dict() for s in found])
             return
         if not found:
-            console.print(f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker).")
+            console.print(
+                f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker).", markup=False
+            )
             return
         for s in found:
             stamp = s.created_at.strftime("%Y-%m-%d %H:%M")

@@ -7,6 +7,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from omoide import __version__
 from omoide.engine import Memory
@@ -56,7 +57,9 @@ def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: 
                 await stack.enter_async_context(memory.workers())
             yield
 
-    app = FastAPI(
+    # /docs (Swagger UI) and /redoc load their scripts and styles from this server (fastapi-offline ships
+    # them), not from a CDN: the docs work offline and behind a firewall
+    app = FastAPIOffline(
         title="omoide",
         version=__version__,
         description=DESCRIPTION,

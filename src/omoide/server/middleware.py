@@ -10,7 +10,7 @@ import structlog
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from omoide.server.problems import RequestTooLarge
+from omoide.server.problems import RequestTooLarge, problem_bytes
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 UPLOAD_PATHS = ("/v1/imports",)
@@ -74,8 +74,6 @@ class RequestContextMiddleware:
 
 
 async def _too_large(scope: Scope, send: Send, limit: int, request_id: str) -> None:
-    import orjson
-
     what = "an export upload" if scope["path"].startswith(UPLOAD_PATHS) else "the request body"
     body: dict[str, Any] = {
         "type": "https://omoide.dev/problems/request-too-large",
@@ -85,7 +83,7 @@ async def _too_large(scope: Scope, send: Send, limit: int, request_id: str) -> N
         "code": RequestTooLarge.code,
         "request_id": request_id,
     }
-    payload = orjson.dumps(body)
+    payload = problem_bytes(body)
     await send(
         {
             "type": "http.response.start",

@@ -7,6 +7,7 @@ Every error body has ``type``, ``title``, ``status``, ``detail`` and omoide's st
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import structlog
@@ -94,8 +95,6 @@ def problem(
     **extra: Any,
 ) -> Response:
     """A problem+json response."""
-    import orjson
-
     body: dict[str, Any] = {
         "type": TYPE_BASE + code.lower().replace("_", "-"),
         "title": _TITLES.get(status, "Error"),
@@ -107,7 +106,12 @@ def problem(
     if request_id:
         body["request_id"] = request_id
     body.update(extra)
-    return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+    return Response(problem_bytes(body), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem_bytes(body: dict[str, Any]) -> bytes:
+    """A problem body as compact UTF-8 JSON."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _jsonable_errors(errors: Any) -> list[dict[str, Any]]:
@@ -117,6 +121,12 @@ def _jsonable_errors(errors: Any) -> list[dict[str, Any]]:
             {"loc": [str(p) for p in err.get("loc", ())], "msg": str(err.get("msg", "")), "type": err.get("type")}
         )
     return out[:20]
+
+
+_UNPARSABLE: dict[type[BaseException], str] = {
+    RecursionError: "the JSON is nested too deeply",
+    UnicodeDecodeError: "the body is not valid UTF-8",
+}
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -144,6 +154,12 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            # FastAPI's 400 for a body its JSON parser gave up on other than by JSONDecodeError (nested
+            # past the recursion limit, not UTF-8): a malformed body, 422 like any other
+            msg = _UNPARSABLE.get(type(exc.__cause__), "the body could not be parsed")
+            errors = [{"loc": ["body"], "msg": msg, "type": "json_invalid"}]
+            return problem(422, f"body: {msg}", code=InvalidInput.code, request=request, errors=errors)
         code = {
             401: "AUTHENTICATION_FAILED",
             404: "NOT_FOUND",
@@ -199,5 +215,6 @@ __all__ = [
     "RequestTooLarge",
     "install_problem_handlers",
     "problem",
+    "problem_bytes",
     "status_for",
 ]

@@ -30,19 +30,36 @@ def open_store(
     settings = settings or load_settings()
     url = url or settings.database_url
     do_migrate = settings.migrate_on_start if migrate is None else migrate
-    if url.startswith("sqlite:///"):
-        from omoide.stores.sqlite import SqliteStore
+    check_backend(url)
+    if url.startswith(_POSTGRES):
+        from omoide.stores.postgres import PostgresStore
 
-        return SqliteStore(url, settings=settings, migrate=do_migrate)
-    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url, settings=settings, migrate=do_migrate)
+    from omoide.stores.sqlite import SqliteStore
+
+    return SqliteStore(url, settings=settings, migrate=do_migrate)
+
+
+def check_backend(url: str) -> None:
+    """Check that ``url`` names a backend omoide has and whose extra is installed (no connection).
+
+    Raises:
+        ConfigError: unknown URL scheme, or the backend's extra is not installed (says which).
+    """
+    if url.startswith("sqlite:///"):
+        return
+    if url.startswith(_POSTGRES):
         try:
-            from omoide.stores.postgres import PostgresStore
+            import omoide.stores.postgres  # noqa: F401
         except ImportError as exc:  # asyncpg / pgvector missing
             raise ConfigError(
                 f"PostgreSQL support is not installed ({exc.name} is missing): pip install 'omoide[postgres]'"
             ) from exc
-        return PostgresStore(url, settings=settings, migrate=do_migrate)
+        return
     raise ConfigError(f"database URL {url!r} is not supported: use sqlite:///PATH or postgresql://…")
 
 
-__all__ = ["Capability", "Lifecycle", "SessionStore", "open_store"]
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+__all__ = ["Capability", "Lifecycle", "SessionStore", "check_backend", "open_store"]
