@@ -31,13 +31,22 @@ Input conventions (prompt builders rely on these):
   conversation (each prefixed with its ``author_name`` when set). The system prompt is
   never summarised, only searched for evidence and the instruction.
 
-Answering: evidence blocks are split into sentences; each sentence, prefixed with its
-block's metadata, is scored by ``0.5 × cosine`` (question vs sentence embeddings from
-the embedder, min-max scaled over the candidates) ``+ 0.5 ×`` the IDF-weighted share of
-the question's search tokens it contains (Latin words of 4+ letters also match by
-prefix: ``paint`` ~ ``painted``). The best sentence and any others within 75 % of its
-score (at most ``max_quotes``) are quoted, best first. When no sentence shares a token
-with the question the answer says so and quotes the closest sentences anyway.
+Answering: evidence blocks are split into sentences (a short lead-in that names what is
+asked — "原因わかりました。", "Found the cause." — is joined to the sentence after it); each
+sentence, prefixed with its block's metadata, is scored by ``0.5 × cosine`` (question vs
+sentence embeddings from the embedder, min-max scaled over the candidates) ``+ 0.5 ×`` the
+IDF-weighted share of the question's content tokens it contains (question words such as
+"why"/誰 do not count; Latin words of 4+ letters also match by prefix: ``paint`` ~
+``painted``). The score then prefers a sentence that *answers* over one that restates the
+question: questions are ranked 30 % lower, a sentence whose content words are nearly all
+the question's own (an echo) 25 % lower, and when the question asks for something with a
+telling form — a cause (なぜ/原因/理由/why), a time (いつ/何時/when), a place (どこ/場所/where),
+a person (誰/who), an amount (いくら/何人/how much/many), a means (どうやって/how) — a
+sentence on the question's topic gains a bonus for each cue of it (ので/ため/because/due to,
+dates and times, venues, "I'll", numbers with units, "by"/"using"/で直す…; at most two)
+and one without any cue is ranked 30 % lower. The best sentence and any others within
+75 % of its score (at most ``max_quotes``) are quoted, best first. When no sentence shares
+a token with the question the answer says so and quotes the closest sentences anyway.
 
 Summarising: sentences with at least 3 content tokens (search tokens minus stopwords and
 chat fillers such as "thanks", "wow", "よろしく") that are not questions form the pool
@@ -46,7 +55,7 @@ marginal relevance (λ = 0.7) picks salient, non-redundant ones, relevance being
 of the cosine to the pool's centroid and an informativeness prior (content tokens / 12,
 capped at 1). It takes a third of the sentences — at least 2, at most
 ``max_summary_sentences`` — while they fit the ``max_tokens`` budget, and prints them in
-their original order. Questions in the evidence are also ranked 15 % lower when answering.
+their original order.
 
 Output starts with a label in the request's language — ``（抽出モード: LLM なし）`` for
 Japanese, ``(extractive mode: no LLM)`` otherwise — then one quoted sentence per line.
@@ -55,6 +64,7 @@ Japanese, ``(extractive mode: no LLM)`` otherwise — then one quoted sentence p
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -86,7 +96,14 @@ LABEL_JA = "（抽出モード: LLM なし）"
 LABEL_EN = "(extractive mode: no LLM)"
 MIN_SUMMARY_CONTENT_TOKENS = 3
 INFO_SATURATION = 12
-QUESTION_PENALTY = 0.85
+QUESTION_PENALTY = 0.7
+ECHO_PENALTY = 0.75
+ECHO_NOVELTY = 0.25
+CUE_BONUS = 0.35
+MAX_CUES = 2
+CUE_BASE_WEIGHT = 0.5
+CUE_MISS_PENALTY = 0.7
+LEAD_IN_MAX_TOKENS = 2
 MMR_LAMBDA = 0.7
 QUOTE_RATIO = 0.75
 SUMMARY_RATIO = 1 / 3
@@ -141,12 +158,196 @@ CHAT_FILLERS = frozenset(
 """Chat words that carry no content; a summary sentence needs content beyond them."""
 
 
+_CLOSERS = " \t\"'”’」』）)】]"
+
+
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith(("?", "？"))
+    return text.rstrip(_CLOSERS).endswith(("?", "？"))
+
+
+_TIME_CUES = (
+    r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}/\d{1,2}|\d{4}-\d{2}-\d{2}|\d+\s*(?:月|日|時|年)|[月火水木金土日]曜"
+    r"|[(（][月火水木金土日][)）]|今日|明日|昨日|明後日|今週|来週|先週|今月|来月|先月|今年|来年|午前|午後|夕方|朝|夜"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:today|tomorrow|yesterday|tonight|noon|midnight)\b"
+    r"|\b(?:next|last|this) (?:week|month|year)\b|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)"
+    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sept?|oct|nov|dec)\.? \d{1,2}\b|\b(?:in|on|at|by|until) \d"
+)
+_QUESTION_TYPES: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+    # (type, what in the question asks for it, what in a sentence answers it)
+    (
+        "amount",
+        re.compile(
+            r"いくら|何円|何人|何名|何個|何件|何回|いくつ|どのくらい|どれくらい|どれぐらい|予算|費用|値段|料金|金額|人数"
+            r"|\bhow (?:much|many|long|big|large|often)\b|\bcost\b|\bprice\b|\bbudget\b|\bfee\b",
+            re.I,
+        ),
+        re.compile(
+            r"\d[\d,.]*\s*(?:円|万|千|ドル|人|名|個|件|回|%|％|GB|MB|KB|ms|秒|分|時間|日間|週間|か月|ヶ月|年間)"
+            r"|[¥$€£]\s?\d|\b\d[\d,.]*\s*(?:yen|dollars?|euros?|people|persons?|percent|times|minutes?|hours?|days?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "why",
+        re.compile(r"なぜ|何故|なんで|どうして|原因|理由|\bwhy\b|\breasons?\b|\bcause[sd]?\b", re.I),
+        re.compile(
+            r"ので|ため|原因|理由|せい|おかげ|から[、。,！!]|からです|からだ|から$|だって"
+            r"|\bbecause\b|\bdue to\b|\bcaused?\b|\breasons?\b|\bso that\b|\bas a result\b|\btherefore\b"
+            r"|\bthat's why\b|\bsince\b|\bowing to\b",
+            re.I,
+        ),
+    ),
+    (
+        "when",
+        re.compile(
+            r"いつ|何時|何日|何曜|何月|日時|日程|時間|時期|\bwhen\b|\bwhat (?:time|date|day)\b|\bwhich (?:day|date)\b",
+            re.I,
+        ),
+        re.compile(_TIME_CUES, re.I),
+    ),
+    (
+        "where",
+        re.compile(r"どこ|何処|場所|会場|\bwhere\b|\bwhich (?:place|venue|room|city)\b|\bwhat (?:place|venue)\b", re.I),
+        re.compile(
+            r"会場|場所|駅|ビル|[0-9]+\s*(?:F|階)\b|店|区|市|県|リージョン|ホール|ルーム|スペース|オフィス|カフェ"
+            r"|\bvenue\b|\broom\b|\bstation\b|\bbuilding\b|\bhall\b|\bcaf[eé]\b|\boffice\b|\bfloor\b"
+            r"|\b(?:at|in) (?:the )?[A-Z][\w-]+",
+        ),
+    ),
+    (
+        "who",
+        re.compile(r"誰|だれ|どなた|担当|\bwho(?:m|se)?\b", re.I),
+        re.compile(
+            r"担当|私が|僕が|俺が|わたしが|がやります|がやる|が作|が書|さんが|くんが|ちゃんが"
+            r"|\bI(?:'ll| will| am|'m)\b|\bresponsible\b|\bown(?:s|er)?\b|\bin charge\b|\b(?:made|wrote|built) by\b",
+        ),
+    ),
+    (
+        "how",
+        re.compile(r"どうやって|どのように|どうやり|どう(?:直|し|す|や|解決|対応)|方法|やり方|\bhow\b", re.I),
+        re.compile(
+            r"使って|使う|使い|導入|切り替え|置き換え|により|によって|ことで|方法|手順|で(?:直|解決|対応|修正|いき)"
+            r"|\bby\b|\busing\b|\buse[sd]?\b|\bwith\b|\bswitch(?:ed)?\b|\breplac|\bvia\b|\binstead\b",
+            re.I,
+        ),
+    ),
+)
+"""Question types, in order (the first that matches wins): the words that ask for one, and the
+cues that a sentence answering it tends to carry (a cause, a time, a place, a person, an amount, a method)."""
+
+
+def answer_cues(question: str) -> re.Pattern[str] | None:
+    """The cues of an answer to ``question``'s type (``None``: a what/which question with no telling cue)."""
+    for _name, asks, cues in _QUESTION_TYPES:
+        if asks.search(question):
+            return cues
+    return None
+
+
+QUESTION_WORDS = frozenset(
+    {"whi", "why", "what", "when", "where", "who", "whom", "whose", "which", "how", "誰", "何", "何故", "何処", "如何"}
+)
+"""Search tokens of the words that ask (stemmed: "why" → "whi"): what a question shares with a
+sentence through them is not content."""
+
+LIGHT_VERBS = frozenset(
+    {
+        "為る",
+        "居る",
+        "出来る",
+        "成る",
+        "有る",
+        "在る",
+        "遣る",
+        "致す",
+        "下さる",
+        "貰う",
+        "呉れる",
+        "置く",
+        "仕舞う",
+        "分かる",
+    }
+)
+"""Japanese verbs that carry grammar more than content (する, いる, できる, なる, ある, …)."""
 
 
 def _content_tokens(text: str) -> list[str]:
-    return [t for t in tokenize_for_search(text) if t not in ENGLISH_STOPWORDS and not HIRAGANA_ONLY.fullmatch(t)]
+    return [
+        t
+        for t in tokenize_for_search(text)
+        if t not in ENGLISH_STOPWORDS and t not in QUESTION_WORDS and not HIRAGANA_ONLY.fullmatch(t)
+    ]
+
+
+def _substance(text: str) -> set[str]:
+    """The content words of ``text`` without chat fillers and light verbs."""
+    return set(_content_tokens(text)) - CHAT_FILLERS - LIGHT_VERBS
+
+
+def _answer_sentences(text: str, asked: set[str]) -> list[str]:
+    """The sentences of one message, a short lead-in joined to the sentence after it.
+
+    A lead-in is not a question, has at most ``LEAD_IN_MAX_TOKENS`` content words and
+    names something the question asks about (``asked``: its content words), as
+    "原因わかりました。" does for "…の原因は？" or "The reason is simple." for "What was the
+    reason …?": what it announces is in the next sentence, so the two are quoted together.
+    """
+    out: list[str] = []
+    pending = ""
+    for sentence in split_sentences(text):
+        if pending:
+            sep = "" if pending.endswith(("。", "！", "？", "：", "…")) else " "
+            sentence, pending = f"{pending}{sep}{sentence}", ""
+        content = _substance(sentence)
+        lead_in = 0 < len(content) <= LEAD_IN_MAX_TOKENS and any(_matches(t, asked) for t in content)
+        if lead_in and not _is_question(sentence):
+            pending = sentence
+            continue
+        out.append(sentence)
+    if pending:
+        out.append(pending)
+    return out
+
+
+def _prefer_answers(
+    question: str, texts: Sequence[str], scores: Sequence[float], lexical: Sequence[float]
+) -> list[float]:
+    """Scores adjusted so that a sentence that *answers* beats one that restates the question.
+
+    * a question (ends in ``?``/``？``, closing quotes aside) is ranked ``QUESTION_PENALTY`` lower;
+    * an echo — a sentence whose content words are nearly all the question's own (fewer
+      ``ECHO_NOVELTY`` or less of them new, e.g. "the nightly backup failed again" for "why did
+      the nightly backup fail?") — is ranked ``ECHO_PENALTY`` lower;
+    * when the question asks for something with a telling form (a cause for why, a time or
+      date for when, a place for where, a person for who, a number with a unit for how
+      much/many, a means for how), a sentence that shares a content word with the question
+      gains ``CUE_BONUS`` for each different cue in it (at most ``MAX_CUES``; scaled by
+      ``CUE_BASE_WEIGHT`` + its lexical overlap, at most 1), and a sentence with no cue (or a
+      question) is ranked ``CUE_MISS_PENALTY`` lower.
+    """
+    cues = answer_cues(question)
+    asked = _substance(question)
+    out: list[float] = []
+    for text, score, overlap in zip(texts, scores, lexical, strict=True):
+        asks = _is_question(text)
+        if asks:
+            score *= QUESTION_PENALTY
+        content = _substance(text)
+        if asked and content:
+            new = [t for t in content if not _matches(t, asked)]
+            if len(new) / len(content) <= ECHO_NOVELTY:
+                score *= ECHO_PENALTY
+        if asks and cues is not None:
+            score *= CUE_MISS_PENALTY  # a question carries no answer, whatever words it has
+        elif cues is not None:
+            found = {m.group(0).lower() for m in cues.finditer(text)}
+            if found and overlap > 0:  # a cue counts when the sentence shares a word with the question
+                score += CUE_BONUS * min(len(found), MAX_CUES) * min(1.0, CUE_BASE_WEIGHT + overlap)
+            else:
+                score *= CUE_MISS_PENALTY
+        out.append(score)
+    return out
 
 
 class ExtractiveChatModel:
@@ -240,18 +441,19 @@ class ExtractiveChatModel:
 
     async def _answer(self, request: Request, budget: int) -> list[str]:
         ja = request.japanese
+        asked = _substance(request.question)
         candidates = [
             _Candidate(s, 0, evidence=ev, speaker=who)
             for ev in request.evidence
             for who, said in split_chat_lines(ev.text)
-            for s in split_sentences(said)
+            for s in _answer_sentences(said, asked)
         ]
         from_conversation = not candidates
         if from_conversation:
             said = [
                 _Candidate(s, i, speaker=p.speaker)
                 for i, p in enumerate(request.passages)
-                for s in split_sentences(p.text)
+                for s in _answer_sentences(p.text, asked)
             ]
             # a chat repeats itself: quote each sentence once, and prefer what was stated over what was asked
             unique = list({c.text: c for c in reversed(said)}.values())[::-1]
@@ -266,9 +468,7 @@ class ExtractiveChatModel:
         if not request.question.strip():
             return await self._summarise(request, budget)
         scores, lexical = await self._score(request.question, [c.scored_text for c in candidates])
-        scores = [
-            sc * QUESTION_PENALTY if _is_question(c.text) else sc for sc, c in zip(scores, candidates, strict=True)
-        ]
+        scores = _prefer_answers(request.question, [c.text for c in candidates], scores, lexical)
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
         best = scores[order[0]]
         chosen = [i for i in order if scores[i] >= QUOTE_RATIO * best][: self.max_quotes]
