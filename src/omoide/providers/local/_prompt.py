@@ -21,7 +21,7 @@ EVIDENCE_MARKER = re.compile(r"^[ \t]*\[#(\d+)\][ \t]*", re.MULTILINE)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _META = re.compile(r"^(\([^()\n]{1,80}\)|（[^（）\n]{1,80}）|【[^【】\n]{1,80}】|\[[^\[\]\n]{1,80}\])\s*")
 _QUESTION_LABEL = re.compile(
-    r"^[ \t]*(?:question|q|質問|問い|問)[ \t]*[:：][ \t]*(?P<q>.+)$", re.IGNORECASE | re.MULTILINE
+    r"^[ \t]*(?P<label>question|q|質問|問い|問)[ \t]*[:：][ \t]*(?P<q>.+)$", re.IGNORECASE | re.MULTILINE
 )
 _SUMMARISE = re.compile(
     r"\bsummari[sz](?:e|es|ed|ing)\b|\brecap\b|\btl;?dr\b"
@@ -165,12 +165,18 @@ def parse_request(messages: Sequence[Message], system: str | None) -> Request:
     elif not evidence:
         passages = conversation  # a question in a plain chat: the conversation so far is the evidence
     sample = question or instruction or " ".join(e.text for e in evidence[:5]) or " ".join(p.text for p in passages[:5])
+    labelled = list(_QUESTION_LABEL.finditer(instruction)) if question else []
+    japanese = (
+        not labelled[-1].group("label").isascii()  # the prompt's own language: 質問: or Question:
+        if labelled
+        else is_japanese(sample[:2000])
+    )
     return Request(
         mode="summarise" if summarise else "answer",
         question=question,
         evidence=evidence,
         passages=passages,
-        japanese=is_japanese(sample[:2000]),
+        japanese=japanese,
     )
 
 

@@ -59,6 +59,8 @@ their original order.
 
 Output starts with a label in the request's language — ``（抽出モード: LLM なし）`` for
 Japanese, ``(extractive mode: no LLM)`` otherwise — then one quoted sentence per line.
+The request's language is the prompt's when the question is labelled (``質問:`` Japanese,
+``Question:`` English), else that of the question (or the text summarised).
 """
 
 from __future__ import annotations
