@@ -156,7 +156,7 @@ async def test_stream_yields_lines_then_done(model: ExtractiveChatModel) -> None
     assert deltas[0] == LABEL_JA + "\n"
 
 
-async def test_tools_are_never_called_and_usage_is_counted(model: ExtractiveChatModel) -> None:
+async def test_a_prompt_with_evidence_calls_no_tool_and_usage_is_counted(model: ExtractiveChatModel) -> None:
     tool = ToolSpec("recall", "search memories", {"type": "object"})
     messages = [Message.user(JA_PROMPT)]
     r = await model.complete(messages, tools=[tool])

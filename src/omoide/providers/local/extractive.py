@@ -2,8 +2,16 @@
 
 omoide's default :class:`~omoide.providers.base.ChatModel` when no LLM is configured.
 It never invents text: every line of its output after the label is a sentence copied
-from its input, with the evidence's citation marker. It never calls tools
-(``stop_reason`` is ``end_turn``, or ``max_tokens`` when not even one sentence fits).
+from its input, with the evidence's citation marker (``stop_reason`` is ``end_turn``, or
+``max_tokens`` when not even one sentence fits).
+
+Memory tools: when ``remember`` / ``recall`` / ``delete_memory`` are offered, an explicit
+request in the last user message — 「犬の名前はポチだと覚えて」, "Remember that my dog is
+called Pochi", 「…を忘れて」, "Forget that …" (see ``_requests``) — becomes a tool call
+(``stop_reason`` ``tool_use``) and, once the result is back, a short confirmation quoting the
+fact. A question in a chat (no evidence blocks) first calls ``recall`` and is answered from
+the remembered facts that share a word with it, else from the conversation as usual. No
+other tool is ever called, and memory tool rounds are never quoted as conversation.
 
 Input conventions (prompt builders rely on these):
 
@@ -65,17 +73,21 @@ The request's language is the prompt's when the question is labelled (``質問:`
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import re
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput
-from omoide.models import Message, TextBlock
+from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.providers.base import (
     ChatResponse,
     Embedder,
@@ -87,10 +99,11 @@ from omoide.providers.base import (
     ToolSpec,
     Usage,
 )
-from omoide.providers.local._prompt import Evidence, Request, parse_request
+from omoide.providers.local._prompt import Evidence, Request, parse_request, split_evidence
+from omoide.providers.local._requests import read_request
 from omoide.providers.local.hashing import ENGLISH_STOPWORDS, HashingEmbedder
 from omoide.providers.tokens import get_token_counter
-from omoide.text import split_sentences, tokenize_for_search
+from omoide.text import is_japanese, split_sentences, tokenize_for_search
 from omoide.text._normalize import HIRAGANA_ONLY
 from omoide.text.chat_lines import split_chat_lines
 
@@ -402,21 +415,28 @@ class ExtractiveChatModel:
             raise InvalidInput("ExtractiveChatModel.complete needs at least one message")
         if max_tokens < 1:
             raise InvalidInput(f"max_tokens must be at least 1, got {max_tokens}")
-        request = parse_request(messages, system)
-        label = LABEL_JA if request.japanese else LABEL_EN
-        budget = max_tokens - self._counter.count(label) - 1
-        if request.mode == "summarise":
-            lines = await self._summarise(request, budget)
+        usage_in = self._counter.count_messages(messages, system=system, tools=tools)
+        offered = {t.name for t in tools}
+        step = await self._memory_step(messages, system, offered, max_tokens) if offered else None
+        if isinstance(step, ToolUseBlock):
+            return ChatResponse(
+                content=(step,), stop_reason="tool_use", usage=Usage(input_tokens=usage_in), model=self.model_id
+            )
+        if step is not None:
+            label, lines = step
         else:
-            lines = await self._answer(request, budget)
+            request = parse_request(_without_tool_rounds(messages), system)
+            label = LABEL_JA if request.japanese else LABEL_EN
+            budget = max_tokens - self._counter.count(label) - 1
+            if request.mode == "summarise":
+                lines = await self._summarise(request, budget)
+            else:
+                lines = await self._answer(request, budget)
         text, stop = self._fit([label, *lines], max_tokens)
         return ChatResponse(
             content=(TextBlock(text),),
             stop_reason=stop,
-            usage=Usage(
-                input_tokens=self._counter.count_messages(messages, system=system, tools=tools),
-                output_tokens=self._counter.count(text),
-            ),
+            usage=Usage(input_tokens=usage_in, output_tokens=self._counter.count(text)),
             model=self.model_id,
         )
 
@@ -434,10 +454,81 @@ class ExtractiveChatModel:
         response = await self.complete(
             messages, system=system, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
         )
-        lines = response.text.split("\n")
+        lines = response.text.split("\n") if response.text else []
         for i, line in enumerate(lines):
             yield TextDelta(line + ("\n" if i < len(lines) - 1 else ""))
         yield StreamDone(response)
+
+    # ------------------------------------------------------------------ memory tools
+
+    async def _memory_step(
+        self, messages: Sequence[Message], system: str | None, offered: set[str], max_tokens: int
+    ) -> ToolUseBlock | tuple[str, list[str]] | None:
+        """Act on an explicit memory request with the offered memory tools (see ``_requests``).
+
+        Returns the next tool call, the answer's label and lines, or ``None`` when the turn
+        is not about memories (then the model answers as usual).
+        """
+        asked_at = _last_text_turn(messages)
+        if asked_at is None:
+            return None
+        said = _text_of(messages[asked_at])
+        ja = is_japanese(said)
+        label = LABEL_JA if ja else LABEL_EN
+        request = read_request(said)
+        done = _tool_results(messages[asked_at + 1 :])
+        if not done:  # the first round: call a tool, or answer as usual
+            if request is not None and request.kind == "remember" and "remember" in offered:
+                return _call("remember", {"content": request.fact})
+            if request is not None and request.kind == "forget" and {"recall", "delete_memory"} <= offered:
+                return _call("recall", {"query": request.fact, "limit": 3})
+            if request is None and "recall" in offered and _asks(said) and not split_evidence(said)[0]:
+                return _call("recall", {"query": said, "limit": 5})
+            return None
+        name, args, result, error = done[-1]
+        if error:
+            failed = "記憶の操作に失敗しました:" if ja else "The memory tool failed:"
+            return label, [failed, f"- {_payload_message(result)}"]
+        if name == "remember":
+            saved = result if isinstance(result, dict) else {}
+            head = "覚えました（以前の記憶を更新）:" if ja and saved.get("updated") else "覚えました:"
+            if not ja:
+                head = "I've updated what I remembered:" if saved.get("updated") else "I'll remember that:"
+            return label, [head, _quote(str(saved.get("content") or args.get("content", "")), ja)]
+        if name == "delete_memory":
+            gone = next((r for n, _a, r, _e in done if n == "recall" and isinstance(r, list) and r), [])
+            content = str(gone[0].get("content", "")) if gone and isinstance(gone[0], dict) else ""
+            head = "忘れました:" if ja else "Forgotten:"
+            return label, [head, _quote(content, ja)] if content else [head]
+        if name == "recall":
+            hits = [h for h in result if isinstance(h, dict) and h.get("content")] if isinstance(result, list) else []
+            if request is not None and request.kind == "forget":
+                if hits and "delete_memory" in offered and isinstance(hits[0].get("id"), int):
+                    return _call("delete_memory", {"memory_id": hits[0]["id"]})
+                return label, [
+                    f"「{request.fact}」に当たる記憶は見つかりませんでした。"
+                    if ja
+                    else f"I found nothing remembered about “{request.fact}”."
+                ]
+            lines = await self._recalled(said, [str(h["content"]) for h in hits], ja)
+            if lines:
+                return label, lines
+            return None  # nothing remembered answers it: answer from the conversation
+        return None
+
+    async def _recalled(self, question: str, memories: list[str], ja: bool) -> list[str]:
+        """Quote the remembered facts that answer ``question`` (those sharing a word with it)."""
+        if not memories:
+            return []
+        scores, lexical = await self._score(question, memories)
+        scores = _prefer_answers(question, memories, scores, lexical)
+        order = [i for i in sorted(range(len(memories)), key=lambda i: (-scores[i], i)) if lexical[i] > 0]
+        if not order:
+            return []
+        best = scores[order[0]]
+        chosen = [i for i in order if scores[i] >= QUOTE_RATIO * best][: self.max_quotes]
+        head = "覚えていること:" if ja else "From what you asked me to remember:"
+        return [head, *(_quote(memories[i], ja) for i in chosen)]
 
     # ------------------------------------------------------------------ answering
 
@@ -573,6 +664,91 @@ class ExtractiveChatModel:
             return "\n".join(kept), "end_turn"
         # not even the label, a header and one quote fit: cut the text at the budget
         return _truncate(self._counter, "\n".join(lines), max_tokens), "max_tokens"
+
+
+def _text_of(message: Message) -> str:
+    return "\n".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+
+
+def _last_text_turn(messages: Sequence[Message]) -> int | None:
+    """Index of the last user message with text (tool results after it are this turn's rounds)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role == "user" and _text_of(m):
+            return i
+        if m.role == "user" and not any(isinstance(b, ToolResultBlock) for b in m.content):
+            return None
+    return None
+
+
+MEMORY_TOOL_NAMES = frozenset({"remember", "recall", "list_memories", "delete_memory"})
+
+
+def _without_tool_rounds(messages: Sequence[Message]) -> list[Message]:
+    """The conversation as the extractive model reads it: memory tool rounds are bookkeeping.
+
+    When the turn ends in memory tool results, it is read as of the user's question (the
+    results were already used, or did not answer it); tool calls and results before the
+    last message are left out. Other tool results in the last message stay (evidence).
+    """
+    asked_at = _last_text_turn(messages)
+    if asked_at is not None and asked_at < len(messages) - 1:
+        rounds = _tool_results(messages[asked_at + 1 :])
+        if rounds and all(name in MEMORY_TOOL_NAMES for name, *_ in rounds):
+            messages = messages[: asked_at + 1]
+    kept: list[Message] = []
+    for i, m in enumerate(messages):
+        if i < len(messages) - 1 and any(isinstance(b, (ToolUseBlock, ToolResultBlock)) for b in m.content):
+            text = tuple(b for b in m.content if isinstance(b, TextBlock) and b.text.strip())
+            if not text:
+                continue
+            m = dataclasses.replace(m, content=text)
+        kept.append(m)
+    return kept
+
+
+def _tool_results(messages: Sequence[Message]) -> list[tuple[str, dict[str, Any], Any, bool]]:
+    """``(tool name, arguments, parsed result, is_error)`` of the tool rounds in ``messages``, in order."""
+    calls: dict[str, ToolUseBlock] = {}
+    out: list[tuple[str, dict[str, Any], Any, bool]] = []
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                calls[b.id] = b
+            elif isinstance(b, ToolResultBlock) and b.tool_use_id in calls:
+                call = calls[b.tool_use_id]
+                try:
+                    parsed: Any = json.loads(b.content)
+                except ValueError:
+                    parsed = b.content
+                out.append((call.name, dict(call.input), parsed, b.is_error))
+    return out
+
+
+def _payload_message(result: Any) -> str:
+    if isinstance(result, dict):
+        return str(result.get("message") or result.get("error") or result)
+    return str(result)
+
+
+def _call(name: str, arguments: dict[str, Any]) -> ToolUseBlock:
+    return ToolUseBlock(f"toolu_extractive_{uuid.uuid4().hex[:16]}", name, arguments)
+
+
+def _quote(text: str, ja: bool) -> str:
+    return f"- 「{text}」" if ja else f"- “{text}”"
+
+
+_ASKS = re.compile(
+    r"^(?:what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|was|were|can|could)\b"
+    r"|(?:何|なに|なん|誰|だれ|いつ|どこ|どれ|どの|なぜ|どうして|いくつ|いくら)",
+    re.IGNORECASE,
+)
+
+
+def _asks(text: str) -> bool:
+    """Whether a message asks something (a question mark, or a question word)."""
+    return _is_question(text) or bool(_ASKS.search(text.strip()))
 
 
 def _truncate(counter: TokenCounter, text: str, max_tokens: int) -> str:
