@@ -285,3 +285,25 @@ async def test_a_short_lead_in_is_quoted_with_the_sentence_it_announces(model: E
         "「原因わかりました。トークナイザが空白でしか単語を分割していないので、日本語が1トークンになります。」"
         in r.text
     )
+
+
+async def test_a_summary_merge_reads_sentences_not_prompt_headings_or_earlier_quotes(
+    model: ExtractiveChatModel,
+) -> None:
+    from omoide.providers.local.extractive import summary_lines
+
+    garbled = "- 「- 「- 「[2026-11-25 22:22] u1: 資料は前日までに Slack に共有してください。」」」"
+    assert summary_lines(garbled) == [("u1", "資料は前日までに Slack に共有してください。")]
+    assert summary_lines("## 新しい短期要約\n（なし）\n(summary of the earlier part)\n要点（原文からの抜粋）:") == []
+    merge = (
+        "これまでの長期要約と新しい短期要約を統合し、channel: c1 の長期要約を更新してください。\n\n"
+        "## これまでの長期要約\n（抽出モード: LLM なし）\n要点（原文からの抜粋）:\n"
+        "- alice: 「来週の勉強会は木曜19時から渋谷の会議室で開きます。」\n- 「懇親会の予算は一人3,000円です。」\n\n"
+        "## 新しい短期要約\n（抽出モード: LLM なし）\n要点（原文からの抜粋）:\n"
+        "- alice: 「来週の勉強会は木曜19時から渋谷の会議室で開きます。」\n- bob: 「発表は pgvector の HNSW についてです。」"
+    )
+    r = await model.complete([Message.user(merge)])
+    lines = r.text.splitlines()
+    assert lines[:2] == ["（抽出モード: LLM なし）", "要点（原文からの抜粋）:"]
+    assert all(re.fullmatch(r"- (?:\w+: )?「[^「」#]+」", line) for line in lines[2:]), r.text
+    assert sum("勉強会" in line for line in lines) <= 1  # a sentence in both summaries is quoted once

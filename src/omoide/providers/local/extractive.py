@@ -99,7 +99,7 @@ from omoide.providers.base import (
     ToolSpec,
     Usage,
 )
-from omoide.providers.local._prompt import Evidence, Request, parse_request, split_evidence
+from omoide.providers.local._prompt import OWN_LABELS, Evidence, Request, parse_request, split_evidence
 from omoide.providers.local._requests import read_request
 from omoide.providers.local.hashing import ENGLISH_STOPWORDS, HashingEmbedder
 from omoide.providers.tokens import get_token_counter
@@ -171,6 +171,49 @@ CHAT_FILLERS = frozenset(
     }
 )  # fmt: skip
 """Chat words that carry no content; a summary sentence needs content beyond them."""
+
+
+SUMMARY_HEADERS = ("要点（原文からの抜粋）:", "Key points (quoted from the source):")
+_MD_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
+_PAREN_ONLY = re.compile(r"^(?:\([^()]*\)|（[^（）]*）)$")
+_BULLET = re.compile(r"^(?:[-*•・]|\d{1,3}[.)])\s+")
+_QUOTED = re.compile(r"^(?:「(?P<ja>.*)」|“(?P<en>.*)”)(?:\s*\[#\d+\])*$")
+_SPEAKER_QUOTE = re.compile(r"^(?P<who>[^「“:：\n]{1,80})[:：]\s*(?P<said>「.*」|“.*”)(?:\s*\[#\d+\])*$")
+_TRANSCRIPT_LINE = re.compile(
+    r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?\]\s*(?P<who>[^:：\n]{1,80}?)[:：]\s*(?P<said>.*)$"
+)
+
+
+def summary_lines(text: str) -> list[tuple[str | None, str]]:
+    """``(speaker, text)`` of each line worth summarising in a summarise prompt's text.
+
+    A summary prompt carries more than conversation: markdown headings (``## 新しい短期要約``),
+    parenthesised placeholders (``（なし）``, ``(summary of the earlier part)``), and earlier
+    summaries — this model's own output, with its label, header, bullets and quote marks.
+    Headings, placeholders, labels and headers are dropped; bullets and quotes are unwrapped
+    (however deeply nested) and a ``speaker: 「…」`` or ``[time] speaker: …`` line gives its
+    speaker, so a merge of summaries reads the sentences themselves and quotes them once.
+    """
+    out: list[tuple[str | None, str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or _MD_HEADING.match(line) or _PAREN_ONLY.match(line):
+            continue
+        if line.startswith(OWN_LABELS) or line in SUMMARY_HEADERS:
+            continue
+        speaker: str | None = None
+        while True:
+            if m := _BULLET.match(line):
+                line = line[m.end() :].strip()
+            elif m := _QUOTED.match(line):
+                line = (m.group("ja") if m.group("ja") is not None else m.group("en")).strip()
+            elif (m := _SPEAKER_QUOTE.match(line)) or (m := _TRANSCRIPT_LINE.match(line)):
+                speaker, line = m.group("who").strip(), m.group("said").strip()
+            else:
+                break
+        if line and not _PAREN_ONLY.match(line):
+            out.append((speaker, line))
+    return out
 
 
 _CLOSERS = " \t\"'”’」』）)】]"
@@ -614,10 +657,13 @@ class ExtractiveChatModel:
                     for s in split_sentences(said)
                 )
         else:
+            seen: set[str] = set()
             for passage in request.passages:
-                candidates.extend(
-                    _Candidate(s, len(candidates), speaker=passage.speaker) for s in split_sentences(passage.text)
-                )
+                for who, said in summary_lines(passage.text):
+                    for sentence in split_sentences(said):
+                        if sentence not in seen:  # a merge sees earlier summaries' sentences again
+                            seen.add(sentence)
+                            candidates.append(_Candidate(sentence, len(candidates), speaker=who or passage.speaker))
         if not candidates:
             return ["要約する内容がありません。" if ja else "There is nothing to summarise."]
         info = [len(set(_content_tokens(c.text)) - CHAT_FILLERS) for c in candidates]
