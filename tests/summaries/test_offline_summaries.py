@@ -4,13 +4,21 @@ many merges — on a real store, in Japanese and English."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shlex
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from omoide import Memory
+from omoide.cli import app
 from omoide.models import Message
+from omoide.sample_data import discord_export_paths
+from omoide.settings import Settings
 from omoide.summaries.models import SummaryKind, SummaryScope
 
 SAID = {
@@ -94,3 +102,74 @@ async def test_repeated_merges_stay_flat_bullet_lists_of_what_was_said(settings:
         assert "要点（原文からの抜粋）" in system or "Key points" in system  # the summaries are in it
         assert not SUMMARY_PROMPT.search(system), system  # none of the summary prompts' own text
         assert "「- " not in system and "“- " not in system
+
+
+# ---- the help example works on the demo data: its export is imported history
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What ``omoide demo`` leaves behind: the sample export imported (and embedded) in SQLite."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+
+    async def load() -> None:
+        settings = Settings(database_url=f"sqlite:///{path}", embedder="hashing", transcripts_dir=path.parent)
+        async with Memory.open(settings) as mem:
+            await mem.import_export(discord_export_paths())
+
+    asyncio.run(load())
+    return path
+
+
+def test_the_summaries_show_help_example_prints_a_summary_on_the_demo_data(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omoide.cli.summaries import DEMO_EXAMPLE
+
+    db = tmp_path / "demo.db"
+    db.write_bytes(demo_db.read_bytes())
+
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+    runner = CliRunner()
+    help_text = " ".join(runner.invoke(app, ["summaries", "show", "--help"]).stdout.split())
+    assert " ".join(DEMO_EXAMPLE.split()) in help_text
+    commands = DEMO_EXAMPLE.removeprefix("Example: ").split("   (")[0].split(" && ")
+    outputs = []
+    for command in commands:  # run exactly what the help says, on the demo database
+        argv = shlex.split(command)
+        assert argv[0] == "omoide"
+        result = runner.invoke(app, [*argv[1:], "--db", f"sqlite:///{db}"])
+        assert result.exit_code == 0, result.stdout + result.stderr
+        outputs.append(result.stdout)
+    shown = outputs[-1]
+    assert "short_term · channel 1290479547187331073" in shown and "long_term · channel" in shown
+    assert "No summary" not in shown
+    assert re.search(r"- \S+: 「", shown)  # bullets of what was said in #dev
+    assert not SUMMARY_PROMPT.search(shown) and "「- " not in shown
+
+
+async def test_summarise_imported_reads_each_channel_and_thread_once_and_since(demo_db: Path, tmp_path: Path) -> None:
+    from omoide.knowledge.archiver import knowledge_store
+    from omoide.summaries.imported import summarise_imported
+
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(demo_db.read_bytes())
+    settings = Settings(database_url=f"sqlite:///{copy}", embedder="hashing", transcripts_dir=tmp_path)
+    async with Memory.open(settings) as mem:
+        generator, store = mem.summary_generator(), knowledge_store(mem.store)
+        everything = await summarise_imported(generator, store)
+        assert everything.messages == 336  # the export's messages, each once despite the chunks' overlap
+        assert len([s for s in everything.scopes if s.startswith("channel:")]) == 4
+        assert [s for s in everything.scopes if s.startswith("thread:")] == ["thread:1429801575383171072"]
+        assert everything.workspaces == 1
+        later = await summarise_imported(
+            generator, store, workspace="1290478288896131072", since=datetime(2025, 11, 10, tzinfo=UTC)
+        )
+        assert 0 < later.messages < 336
+        dev = await generator.store.summary_history(
+            "1290478288896131072", SummaryScope.CHANNEL, "1290479547187331073", SummaryKind.SHORT_TERM
+        )
+        assert len(dev) == 2 and dev[0].source_message_count < dev[1].source_message_count
+        for summary in dev:
+            assert not SUMMARY_PROMPT.search(summary.content) and "「- " not in summary.content
+        assert await summarise_imported(generator, store, workspace="nothing-here") == type(everything)()

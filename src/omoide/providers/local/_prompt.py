@@ -136,6 +136,18 @@ def is_summarise_request(system: str, instruction: str) -> bool:
     return bool(_SUMMARISE.search(system) or _SUMMARISE.search(instruction))
 
 
+_DATA_START = re.compile(r"^\s*(?:\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|#{1,6}\s|[-*•・]\s|[（(]抽出モード|\(extractive mode)")
+
+
+def _is_instruction(paragraph: str) -> bool:
+    """Whether a paragraph of a summarise request is the request itself, not text to summarise.
+
+    It asks for a summary and is not data: a paragraph of transcript lines, bullets or
+    under a heading is summarised even when someone in it said 「まとめて」 or "recap".
+    """
+    return bool(_SUMMARISE.search(paragraph)) and not _DATA_START.match(paragraph)
+
+
 OWN_LABELS = ("（抽出モード", "(extractive mode")
 """Answers this model wrote earlier start with these; they are never quoted again."""
 
@@ -160,7 +172,7 @@ def parse_request(messages: Sequence[Message], system: str | None) -> Request:
         if message_text(m).strip() and not message_text(m).startswith(OWN_LABELS)
     )
     if summarise and not evidence:
-        own = [p for p in _paragraphs(instruction) if not _SUMMARISE.search(p)]
+        own = [p for p in _paragraphs(instruction) if not _is_instruction(p)]
         passages = tuple(Passage(p) for p in own) if own else conversation
     elif not evidence:
         passages = conversation  # a question in a plain chat: the conversation so far is the evidence
