@@ -307,3 +307,17 @@ async def test_a_summary_merge_reads_sentences_not_prompt_headings_or_earlier_qu
     assert lines[:2] == ["（抽出モード: LLM なし）", "要点（原文からの抜粋）:"]
     assert all(re.fullmatch(r"- (?:\w+: )?「[^「」#]+」", line) for line in lines[2:]), r.text
     assert sum("勉強会" in line for line in lines) <= 1  # a sentence in both summaries is quoted once
+
+
+async def test_a_transcript_that_says_summarise_is_summarised_not_taken_for_the_instruction(
+    model: ExtractiveChatModel,
+) -> None:
+    prompt = (
+        "次の会話（channel: c1）を、後で思い出せるように箇条書きで要約してください。\n\n"
+        "[2025-10-07 12:15] Kenji: 議事録はあとで私がまとめて共有します。\n"
+        "[2025-10-07 12:16] Emily: The release moves to Tuesday October 28 because of a regression.\n"
+        "[2025-10-07 12:17] はるか: 次回の定例は木曜の19時から渋谷の会議室でやります。"
+    )
+    r = await model.complete([Message.user(prompt)])
+    assert "要約する内容がありません" not in r.text
+    assert "Kenji: 「議事録はあとで私がまとめて共有します。」" in r.text or "はるか: 「次回の定例" in r.text

@@ -35,9 +35,14 @@ Input conventions (prompt builders rely on these):
   its last paragraph ending in ``?``/``？``, else its last paragraph (evidence removed).
   Evidence with no question at all is summarised.
 * **What is summarised**: the evidence blocks if there are any; else the paragraphs of
-  the last user message that are not the instruction; else the earlier messages of the
-  conversation (each prefixed with its ``author_name`` when set). The system prompt is
-  never summarised, only searched for evidence and the instruction.
+  the last user message that are not the instruction (a paragraph of transcript lines,
+  bullets or under a heading is data even when someone in it says 「まとめて」); else the
+  earlier messages of the conversation (each prefixed with its ``author_name`` when set).
+  The system prompt is never summarised, only searched for evidence and the instruction.
+  Summary prompts' markdown headings, placeholders such as ``（なし）`` and earlier
+  summaries' labels and headers are skipped; earlier summaries' bullets and quotes are
+  unwrapped and ``[time] speaker: text`` / ``speaker: 「…」`` lines give the speaker
+  (:func:`summary_lines`), so a merge of summaries quotes sentences, never quotes of quotes.
 
 Answering: evidence blocks are split into sentences (a short lead-in that names what is
 asked — "原因わかりました。", "Found the cause." — is joined to the sentence after it); each
