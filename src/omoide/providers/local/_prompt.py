@@ -136,7 +136,9 @@ def is_summarise_request(system: str, instruction: str) -> bool:
     return bool(_SUMMARISE.search(system) or _SUMMARISE.search(instruction))
 
 
-_DATA_START = re.compile(r"^\s*(?:\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|#{1,6}\s|[-*•・]\s|[（(]抽出モード|\(extractive mode)")
+_DATA_START = re.compile(
+    r"^\s*(?:\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|#{1,6}\s|[-*•・]\s|[（(]抽出モード|\(extractive mode)"
+)
 
 
 def _is_instruction(paragraph: str) -> bool:

@@ -790,16 +790,18 @@ def _quote(text: str, ja: bool) -> str:
     return f"- 「{text}」" if ja else f"- “{text}”"
 
 
-_ASKS = re.compile(
-    r"^(?:what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|was|were|can|could)\b"
-    r"|(?:何|なに|なん|誰|だれ|いつ|どこ|どれ|どの|なぜ|どうして|いくつ|いくら)",
-    re.IGNORECASE,
-)
+_ASKS_EN = re.compile(r"^(?:what|who|whom|whose|when|where|which|why|how)\b", re.IGNORECASE)
+_ASKS_JA = re.compile(r"(?:何|なに|なん|誰|だれ|いつ|どこ|どれ|どの|なぜ|どうして|いくつ|いくら)")
+_ASKS_JA_END = re.compile(r"(?:か|の|かな|っけ|は)[。\s]*$")
 
 
 def _asks(text: str) -> bool:
-    """Whether a message asks something (a question mark, or a question word)."""
-    return _is_question(text) or bool(_ASKS.search(text.strip()))
+    """Whether a message asks something: a question mark, an English question word first, or
+    a Japanese question word with a questioning ending (「犬の名前は何だっけ」)."""
+    said = text.strip()
+    if _is_question(said) or _ASKS_EN.match(said):
+        return True
+    return bool(_ASKS_JA.search(said) and _ASKS_JA_END.search(said))
 
 
 def _truncate(counter: TokenCounter, text: str, max_tokens: int) -> str:
