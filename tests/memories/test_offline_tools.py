@@ -143,3 +143,13 @@ def test_read_request(text: str, expected: tuple[str, str] | None) -> None:
     from omoide.providers.local._requests import read_request
 
     assert read_request(text) == (None if expected is None else _request(*expected))
+
+
+async def test_after_forgetting_the_forget_request_is_not_quoted_as_the_answer(offline: Memory) -> None:
+    key = offline.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+    await offline.chat(key, Message.user("犬の名前はポチだと覚えて", author_id="u1"), tools=True)
+    await offline.reset(key)
+    await offline.chat(key, Message.user("犬の名前を忘れて", author_id="u1"), tools=True)
+    reply = await offline.chat(key, Message.user("犬の名前は？", author_id="u1"), tools=True)
+    assert await offline.memories.list("g1", "u1") == []
+    assert "ポチ" not in reply.text and "忘れて" not in reply.text, reply.text

@@ -54,7 +54,10 @@ def show(
             print_json([s.as_dict() for s in found])
             return
         if not found:
-            console.print(f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker).")
+            console.print(
+                f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker); "
+                "for imported history (omoide import, omoide demo), `omoide summarise --imported`."
+            )
             return
         for s in found:
             stamp = s.created_at.strftime("%Y-%m-%d %H:%M")

@@ -594,6 +594,7 @@ class ExtractiveChatModel:
             said = [
                 _Candidate(s, i, speaker=p.speaker)
                 for i, p in enumerate(request.passages)
+                if not _is_forget_request(p.text)  # "forget X" is no evidence that X holds
                 for s in _answer_sentences(p.text, asked)
             ]
             # a chat repeats itself: quote each sentence once, and prefer what was stated over what was asked
@@ -793,6 +794,11 @@ def _quote(text: str, ja: bool) -> str:
 _ASKS_EN = re.compile(r"^(?:what|who|whom|whose|when|where|which|why|how)\b", re.IGNORECASE)
 _ASKS_JA = re.compile(r"(?:何|なに|なん|誰|だれ|いつ|どこ|どれ|どの|なぜ|どうして|いくつ|いくら)")
 _ASKS_JA_END = re.compile(r"(?:か|の|かな|っけ|は)[。\s]*$")
+
+
+def _is_forget_request(text: str) -> bool:
+    found = read_request(text)
+    return found is not None and found.kind == "forget"
 
 
 def _asks(text: str) -> bool:
