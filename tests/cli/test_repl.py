@@ -118,6 +118,38 @@ def test_repl_resumes_latest_session_and_exits_on_eof(tmp_path):
     child.expect(pexpect.EOF)
 
 
+async def test_repl_keeps_what_it_is_asked_to_remember_offline(tmp_path):
+    """Issue 14 §4: 「覚えて」 / "Remember that …" with no LLM is kept (in the database) and
+    recalled in a new session, not answered with "No evidence was found"."""
+    child = spawn(tmp_path, OMOIDE_EMBEDDER="hashing")
+    say(child, "Remember that my dog is called Pochi")
+    child.expect("Assistant > ")
+    child.expect("I'll remember that:")
+    child.expect("my dog is called Pochi")
+    say(child, "犬の名前はポチだと覚えて")
+    child.expect("覚えました:")
+    say(child, "Do you remember my cat?")  # a question about remembering stores nothing
+    child.expect("Assistant > ")
+    say(child, "/new later")
+    say(child, "What is my dog called?")
+    child.expect("From what you asked me to remember:")
+    child.expect("my dog is called Pochi")
+    say(child, "犬の名前は？")
+    child.expect("覚えていること:")
+    child.expect("犬の名前はポチ")
+    say(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    from omoide import Memory
+    from omoide.settings import Settings
+
+    async with Memory.open(Settings(database_url=f"sqlite:///{tmp_path / 'omoide.db'}")) as mem:
+        kept = await mem.memories.list("default", "local")
+        assert sorted(m.content for m in kept) == ["my dog is called Pochi", "犬の名前はポチ"]
+
+
 async def test_repl_on_database_sessions(tmp_path, db_url):
     child = spawn(tmp_path, "--db", db_url, "--agent", "cli")
     say(child, "/new alpha")

@@ -156,7 +156,7 @@ async def test_stream_yields_lines_then_done(model: ExtractiveChatModel) -> None
     assert deltas[0] == LABEL_JA + "\n"
 
 
-async def test_tools_are_never_called_and_usage_is_counted(model: ExtractiveChatModel) -> None:
+async def test_a_prompt_with_evidence_calls_no_tool_and_usage_is_counted(model: ExtractiveChatModel) -> None:
     tool = ToolSpec("recall", "search memories", {"type": "object"})
     messages = [Message.user(JA_PROMPT)]
     r = await model.complete(messages, tools=[tool])
@@ -210,3 +210,114 @@ async def test_a_plain_chat_question_quotes_the_conversation_so_far():
     assert "これまでの会話から該当する発言" in answer
     assert "ラーメンが大好きです" in answer
     assert answer.count("抽出モード") == 1
+
+
+# ---- answers, not restatements (issue 14 §4): the sentence that answers beats the one that asks
+
+
+@pytest.mark.parametrize(
+    ("evidence", "question", "answer"),
+    [
+        (
+            "[#1] (Ana) The nightly backup failed again last night.\n"
+            "[#2] (Ben) Can someone check why the nightly backup failed?\n"
+            "[#3] (Ben) It failed because the disk on the backup server was full.",
+            "Why did the nightly backup fail?",
+            "because the disk",
+        ),
+        (
+            "[#1] (あおい) 次の定例会議はいつですか？\n"
+            "[#2] (はるか) 定例会議の議事録を共有しました。\n"
+            "[#3] (はるか) 次の定例会議は12月3日(水) 15:00 からです。",
+            "次の定例会議はいつ？",
+            "12月3日",
+        ),
+        (
+            "[#1] (Sam) We talked about the conference tickets today.\n"
+            "[#2] (Lee) What do the conference tickets cost this year?\n"
+            "[#3] (Sam) Tickets cost $120 per person, lunch included.",
+            "How much do the conference tickets cost?",
+            "$120",
+        ),
+        (
+            "[#1] (けんじ) 忘年会の場所、どこにしますか？\n"
+            "[#2] (ゆい) 忘年会の参加者を募集しています。\n"
+            "[#3] (ゆい) 忘年会は新宿駅の近くの居酒屋「かもめ」でやります。",
+            "忘年会の場所は？",
+            "新宿駅",
+        ),
+        (
+            "[#1] (Mia) Login keeps failing for some users.\n"
+            "[#2] (Raj) Found the cause. Sessions expired after one minute due to a typo in the config.",
+            "What is the cause of the login failures?",
+            "due to a typo",
+        ),
+        (
+            "[#1] (だいち) ログインできない不具合が出ています。\n"
+            "[#2] (そら) 理由がわかりました。セッションの有効期限が1分に設定されていたためです。",
+            "ログインできない不具合の理由は？",
+            "有効期限",
+        ),
+        (
+            "[#1] (Emily) Who will write the release notes for v2?\n"
+            "[#2] (Marco) The release notes for v2 are due on Friday.\n"
+            "[#3] (Kenji) I'll write the release notes, I'm in charge of the docs anyway.",
+            "Who writes the release notes for v2?",
+            "I'll write",
+        ),
+    ],
+    ids=["why-en", "when-ja", "how-much-en", "where-ja", "cause-en", "reason-ja", "who-en"],
+)
+async def test_quotes_the_sentence_that_answers_first(
+    model: ExtractiveChatModel, evidence: str, question: str, answer: str
+) -> None:
+    r = await model.complete([Message.user(f"{evidence}\n\nQuestion: {question}")])
+    first_quote = r.text.split("\n")[2]
+    assert answer in first_quote, r.text
+
+
+async def test_a_short_lead_in_is_quoted_with_the_sentence_it_announces(model: ExtractiveChatModel) -> None:
+    evidence = (
+        "[#1] (Kenji) 原因わかりました。トークナイザが空白でしか単語を分割していないので、日本語が1トークンになります。"
+    )
+    r = await model.complete([Message.user(f"{evidence}\n\n質問: 検索が0件になる原因は？")])
+    assert (
+        "「原因わかりました。トークナイザが空白でしか単語を分割していないので、日本語が1トークンになります。」"
+        in r.text
+    )
+
+
+async def test_a_summary_merge_reads_sentences_not_prompt_headings_or_earlier_quotes(
+    model: ExtractiveChatModel,
+) -> None:
+    from omoide.providers.local.extractive import summary_lines
+
+    garbled = "- 「- 「- 「[2026-11-25 22:22] u1: 資料は前日までに Slack に共有してください。」」」"
+    assert summary_lines(garbled) == [("u1", "資料は前日までに Slack に共有してください。")]
+    assert summary_lines("## 新しい短期要約\n（なし）\n(summary of the earlier part)\n要点（原文からの抜粋）:") == []
+    merge = (
+        "これまでの長期要約と新しい短期要約を統合し、channel: c1 の長期要約を更新してください。\n\n"
+        "## これまでの長期要約\n（抽出モード: LLM なし）\n要点（原文からの抜粋）:\n"
+        "- alice: 「来週の勉強会は木曜19時から渋谷の会議室で開きます。」\n- 「懇親会の予算は一人3,000円です。」\n\n"
+        "## 新しい短期要約\n（抽出モード: LLM なし）\n要点（原文からの抜粋）:\n"
+        "- alice: 「来週の勉強会は木曜19時から渋谷の会議室で開きます。」\n- bob: 「発表は pgvector の HNSW についてです。」"
+    )
+    r = await model.complete([Message.user(merge)])
+    lines = r.text.splitlines()
+    assert lines[:2] == ["（抽出モード: LLM なし）", "要点（原文からの抜粋）:"]
+    assert all(re.fullmatch(r"- (?:\w+: )?「[^「」#]+」", line) for line in lines[2:]), r.text
+    assert sum("勉強会" in line for line in lines) <= 1  # a sentence in both summaries is quoted once
+
+
+async def test_a_transcript_that_says_summarise_is_summarised_not_taken_for_the_instruction(
+    model: ExtractiveChatModel,
+) -> None:
+    prompt = (
+        "次の会話（channel: c1）を、後で思い出せるように箇条書きで要約してください。\n\n"
+        "[2025-10-07 12:15] Kenji: 議事録はあとで私がまとめて共有します。\n"
+        "[2025-10-07 12:16] Emily: The release moves to Tuesday October 28 because of a regression.\n"
+        "[2025-10-07 12:17] はるか: 次回の定例は木曜の19時から渋谷の会議室でやります。"
+    )
+    r = await model.complete([Message.user(prompt)])
+    assert "要約する内容がありません" not in r.text
+    assert "Kenji: 「議事録はあとで私がまとめて共有します。」" in r.text or "はるか: 「次回の定例" in r.text

@@ -2,6 +2,10 @@
 
 Outcomes:
 
+* **language**: the ``language`` argument, else ``GenerationConfig.language``
+  (``OMOIDE_ANSWER_LANGUAGE``) — except with the offline extractive model, whose answer
+  follows the question's language (Japanese if it reads as Japanese, else English), so the
+  labels, headings and messages all match the quoted answer.
 * **no data**: the search found nothing → seed 004's 「まだ同期されたメッセージがありません…」
   (or, when filters narrowed the search, "nothing matches the filters"), localised; the
   model is not called.
@@ -36,6 +40,7 @@ from omoide.providers.tokens import get_token_counter
 from omoide.search.filters import SearchFilters
 from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, check_query
 from omoide.settings import Settings
+from omoide.text import is_japanese
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,15 @@ class Answerer:
     def counter(self) -> TokenCounter:
         return get_token_counter() if self._counter is None else self._counter
 
+    def _language(self, question: str, model: ChatModel) -> Language:
+        """The language when the caller gave none: the configured one, except offline.
+
+        The offline extractive model quotes the evidence and labels its answer in the
+        question's language, so its answer's headings (and the prompt) follow the question
+        too — never an English quote under a Japanese 「根拠」 heading.
+        """
+        return question_language(question) if model.provider == "extractive" else self.config.language
+
     async def ask(
         self,
         question: str,
@@ -153,7 +167,8 @@ class Answerer:
             AnswerFailed: the chat model failed (code ``CHAT_FAILED``).
         """
         text = check_query(question)
-        lang = check_language(self.config.language if language is None else language)
+        model = self._model()
+        lang = check_language(self._language(text, model) if language is None else language)
         found = await self.pipeline.search(text, filters, k=k, mode=mode)
         timings = dict(found.timings)
         if not found.hits:
@@ -161,7 +176,6 @@ class Answerer:
             return AnswerResult(message, (), (), timings, found.notes, True, found.fallback, "", lang)
 
         prompt = build_prompt(text, found.hits, asker=asker, language=lang)
-        model = self._model()
         notes = list(found.notes)
 
         def fewer_passages(_sent: Prompt, tokens: int, limit: int) -> Prompt | None:
@@ -232,8 +246,13 @@ class Answerer:
         )
 
 
+def question_language(question: str) -> Language:
+    """``ja`` when ``question`` reads as Japanese, else ``en``."""
+    return "ja" if is_japanese(question) else "en"
+
+
 def _as_call(prompt: AnswerPrompt) -> Prompt:
     return Prompt([Message.user(prompt.user)], system=prompt.system)
 
 
-__all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig"]
+__all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig", "question_language"]

@@ -4,6 +4,11 @@ Sessions are JSONL agent transcripts under ``OMOIDE_TRANSCRIPTS_DIR`` by default
 REPL keeps no state of its own, so every command is a call on the library
 (:class:`~omoide.chat.ChatRunner` and the transcript store).
 
+Every turn offers the memory tools (remember, recall, list, delete) for ``--user`` in the
+workspace ``--agent``: memories live in the database (``--db``, else ``OMOIDE_DATABASE_URL``,
+opened at the first tool call), so 「犬の名前はポチだと覚えて」 / "Remember that …" is kept —
+offline too, by the extractive model — and recalled in any later session.
+
 Ctrl-C while an answer is streaming cancels that answer, not the session: the request to
 the provider is closed, ``[answer cancelled]`` is printed and the prompt comes back. The
 user's message stays stored (it was said); nothing of the cancelled answer is stored (no
@@ -26,11 +31,11 @@ from typing import Annotated, Protocol
 
 import typer
 
-from omoide.chat import ChatRunner, Conversation, SessionConversation, TranscriptConversation
+from omoide.chat import ChatRunner, Conversation, SessionConversation, ToolExecutor, TranscriptConversation
 from omoide.cli._common import print_error, run
 from omoide.engine import Memory
 from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
-from omoide.models import KeyPolicy, Message
+from omoide.models import KeyPolicy, Message, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings, load_settings
 from omoide.transcripts import TranscriptStore
 
@@ -147,14 +152,46 @@ class DatabaseSpace:
         )
 
 
+@dataclass
+class LocalMemoryTools:
+    """The memory tools for the REPL's user, on the database opened at the first call.
+
+    With transcripts (no ``--db``) nothing is opened until the model calls a memory tool;
+    then the configured database (``OMOIDE_DATABASE_URL``) keeps the memories.
+    """
+
+    settings: Settings
+    stack: contextlib.AsyncExitStack
+    workspace: str
+    user: str
+    mem: Memory | None = None
+
+    async def __call__(self, call: ToolUseBlock) -> ToolResultBlock:
+        from omoide.memories.tools import MemoryToolExecutor
+
+        if self.mem is None:
+            self.mem = await self.stack.enter_async_context(Memory.open(self.settings))
+        return await MemoryToolExecutor(self.mem.memories, workspace=self.workspace, user=self.user)(call)
+
+
 class Repl:
     """The REPL's state machine: one current session, commands, and turns."""
 
-    def __init__(self, space: SessionSpace, runner: ChatRunner, out: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        space: SessionSpace,
+        runner: ChatRunner,
+        out: Callable[[str], None],
+        *,
+        memory_tools: ToolExecutor | None = None,
+        max_tool_rounds: int = 4,
+    ) -> None:
         self.space = space
         self.runner = runner
         self.out = out
         self.current: _Current | None = None
+        self.memory_tools = memory_tools
+        self.max_tool_rounds = max_tool_rounds
 
     async def start(self, session: str | None) -> None:
         if session:
@@ -203,7 +240,19 @@ class Repl:
 
     async def say(self, text: str, on_text: Callable[[str], None]) -> None:
         assert self.current is not None
-        result = await self.runner.turn(self.current.conversation, Message.user(text), on_text=on_text)
+        if self.memory_tools is None:
+            result = await self.runner.turn(self.current.conversation, Message.user(text), on_text=on_text)
+        else:
+            from omoide.memories.tools import MEMORY_TOOLS
+
+            result = await self.runner.turn(
+                self.current.conversation,
+                Message.user(text),
+                tools=MEMORY_TOOLS,
+                execute_tool=self.memory_tools,
+                max_tool_rounds=self.max_tool_rounds,
+                on_text=on_text,
+            )
         if result.stage == 1:
             self.out(f"(cut {result.truncated} oversized tool result(s) to fit the context window)")
         elif result.stage == 2:
@@ -288,11 +337,15 @@ async def _cancellable(work: Awaitable[object]) -> bool:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-async def run_repl(settings: Settings, *, agent: str, session: str | None, system: str, use_db: bool) -> None:
+async def run_repl(
+    settings: Settings, *, agent: str, session: str | None, system: str, use_db: bool, user: str = "local"
+) -> None:
     async with contextlib.AsyncExitStack() as stack:
         space: SessionSpace
+        tools = LocalMemoryTools(settings, stack, workspace=agent, user=user)
         if use_db:  # the database is opened (and migrated) only when sessions live there
             mem = await stack.enter_async_context(Memory.open(settings))
+            tools.mem = mem
             runner = mem.chat_runner(system=system)
             space = DatabaseSpace(mem, agent)
             where = f"database sessions of workspace {agent!r} in {settings.database_url}"
@@ -302,7 +355,13 @@ async def run_repl(settings: Settings, *, agent: str, session: str | None, syste
             where = f"sessions in {settings.transcripts_dir}"
         model = runner.model
         print(f"omoide chat — model {model.provider}:{model.model_id}, {where}", flush=True)
-        repl = Repl(space, runner, lambda text: print(text, flush=True))
+        repl = Repl(
+            space,
+            runner,
+            lambda text: print(text, flush=True),
+            memory_tools=tools,
+            max_tool_rounds=settings.memory_tool_rounds,
+        )
         await repl.start(session)
         await _loop(repl, settings)
 
@@ -362,6 +421,9 @@ def chat(
             "--db", help="Keep the sessions in this database (sqlite:///… or postgresql://…) instead of JSONL."
         ),
     ] = None,
+    user: Annotated[
+        str, typer.Option(help="Whose memories 「覚えて」 / 'remember that …' keeps (in workspace --agent).")
+    ] = "local",
 ) -> None:
     """Chat in the terminal with session memory: /new /switch /list /context /compact /help /exit.
 
@@ -372,6 +434,8 @@ def chat(
         overrides["database_url"] = db
 
     async def main() -> None:
-        await run_repl(load_settings(**overrides), agent=agent, session=session, system=system, use_db=db is not None)
+        await run_repl(
+            load_settings(**overrides), agent=agent, session=session, system=system, use_db=db is not None, user=user
+        )
 
     run(main)

@@ -10,17 +10,21 @@ from rich.panel import Panel
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 from omoide.summaries.models import SummaryKind, SummaryScope
 
+DEMO_EXAMPLE = (
+    "Example: omoide summarise --imported && "
+    "omoide summaries show 1290479547187331073 --workspace 1290478288896131072   (on the data of omoide demo)"
+)
+"""Works after ``omoide demo``: its export is imported history, summarised by ``--imported``
+(the live summariser reads only the last 24 h of conversation)."""
+
 app = typer.Typer(
     help="Rolling short-term and long-term summaries (seed 003).",
-    epilog="Example: omoide summaries show 1290479547187331073 --workspace 1290478288896131072",
+    epilog=DEMO_EXAMPLE,
     no_args_is_help=True,
 )
 
 
-@app.command(
-    "show",
-    epilog="Example: omoide summaries show 1290479547187331073 --scope channel --workspace 1290478288896131072 --history",
-)
+@app.command("show", epilog=DEMO_EXAMPLE)
 def show(
     workspace: Annotated[str, typer.Option("--workspace", "--guild", "-w", help="Workspace id.")],
     scope_id: Annotated[str | None, typer.Argument(help="Channel, thread or user id (omit for the workspace).")] = None,
@@ -51,7 +55,9 @@ def show(
             return
         if not found:
             console.print(
-                f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker).", markup=False
+                f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker); "
+                "for imported history (omoide import, omoide demo), `omoide summarise --imported`.",
+                markup=False,
             )
             return
         for s in found:
@@ -66,10 +72,29 @@ def summarise(
     now: Annotated[
         bool, typer.Option("--now", help="Ignore the triggers: summarise every scope with messages.")
     ] = False,
+    imported: Annotated[
+        bool,
+        typer.Option(
+            "--imported",
+            help="Summarise the history imported into long-term memory (omoide import / demo), every "
+            "public channel and thread, instead of the live conversation of the last summary window.",
+        ),
+    ] = False,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "--guild", "-w", help="With --imported: only this workspace.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="With --imported: messages from this time on (2025-10-01, 30d).")
+    ] = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
     """Run one summariser pass: channels, threads and users whose triggers fired (seed 003)."""
+    if imported:
+        _summarise_imported(workspace, since, db, json_)
+        return
+    if workspace is not None or since is not None:
+        raise typer.BadParameter("--workspace and --since go with --imported")
 
     async def main() -> dict[str, object]:
         async with open_memory(db) as mem:
@@ -92,10 +117,43 @@ def summarise(
     )
 
 
+def _summarise_imported(workspace: str | None, since: str | None, db: str | None, json_: bool) -> None:
+    from omoide.cli.search import parse_time
+    from omoide.knowledge.archiver import knowledge_store
+    from omoide.summaries.imported import summarise_imported
+
+    start = parse_time(since, option="--since")
+
+    async def main() -> dict[str, object]:
+        async with open_memory(db) as mem:
+            with err_console.status("Summarising the imported history…", spinner="dots"):
+                report = await summarise_imported(
+                    mem.summary_generator(), knowledge_store(mem.store), workspace=workspace, since=start
+                )
+        return report.as_dict()
+
+    data = run(main, json_errors=json_)
+    if json_:
+        print_json(data)
+        return
+    updated = data["updated"]
+    assert isinstance(updated, list)
+    if not updated:
+        console.print("No imported history to summarise. Import a chat export first (omoide import, omoide demo).")
+        return
+    console.print(
+        f"Summarised {data['messages']} imported message(s) of {len(updated)} channel(s) and thread(s) "
+        f"({data['workspaces']} workspace summaries). Show one: omoide summaries show CHANNEL_ID --workspace ID"
+    )
+
+
 def register(root: typer.Typer) -> None:
     """Add ``summaries`` and ``summarise`` to the root ``omoide`` app."""
     root.add_typer(app, name="summaries")
-    root.command("summarise", epilog="Example: omoide summarise --now --json")(summarise)
+    root.command(
+        "summarise",
+        epilog="Example: omoide summarise --now --json   (imported history: omoide summarise --imported --since 2025-10-01)",
+    )(summarise)
 
 
 __all__ = ["app", "register"]

@@ -299,6 +299,39 @@ class SummaryGenerator:
         )
         return await self.store.save_summary(draft, new_version=False)
 
+    async def summarise_lines(
+        self,
+        workspace_id: str,
+        scope: SummaryScope,
+        scope_id: str,
+        lines: Sequence[str],
+        *,
+        latest_at: datetime | None,
+    ) -> Summary:
+        """Steps 4–5 for conversation lines read elsewhere (imported history, see
+        :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
+
+        ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first.
+        """
+        texts = _PROMPTS[self._language()]
+
+        def render(items: Sequence[str]) -> str:
+            return texts["short"].format(scope=scope.value, name=scope_id, body="\n".join(items))
+
+        content = await self.summarise_parts(render, list(lines))
+        draft = SummaryDraft(
+            workspace_id,
+            scope,
+            scope_id,
+            SummaryKind.SHORT_TERM,
+            content,
+            source_message_count=len(lines),
+            source_latest_message_at=latest_at,
+        )
+        short = await self.store.save_summary(draft, new_version=self.config.enabled)
+        await self._merge_long_term(short)
+        return short
+
     async def update_workspace(self, workspace_id: str) -> Summary | None:
         """Step 6: the workspace's long-term summary from every channel's long-term summary."""
         generation = (await self.store.erasure_state(workspace_id)).generation

@@ -21,7 +21,7 @@ EVIDENCE_MARKER = re.compile(r"^[ \t]*\[#(\d+)\][ \t]*", re.MULTILINE)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _META = re.compile(r"^(\([^()\n]{1,80}\)|（[^（）\n]{1,80}）|【[^【】\n]{1,80}】|\[[^\[\]\n]{1,80}\])\s*")
 _QUESTION_LABEL = re.compile(
-    r"^[ \t]*(?:question|q|質問|問い|問)[ \t]*[:：][ \t]*(?P<q>.+)$", re.IGNORECASE | re.MULTILINE
+    r"^[ \t]*(?P<label>question|q|質問|問い|問)[ \t]*[:：][ \t]*(?P<q>.+)$", re.IGNORECASE | re.MULTILINE
 )
 _SUMMARISE = re.compile(
     r"\bsummari[sz](?:e|es|ed|ing)\b|\brecap\b|\btl;?dr\b"
@@ -136,6 +136,20 @@ def is_summarise_request(system: str, instruction: str) -> bool:
     return bool(_SUMMARISE.search(system) or _SUMMARISE.search(instruction))
 
 
+_DATA_START = re.compile(
+    r"^\s*(?:\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|#{1,6}\s|[-*•・]\s|[（(]抽出モード|\(extractive mode)"
+)
+
+
+def _is_instruction(paragraph: str) -> bool:
+    """Whether a paragraph of a summarise request is the request itself, not text to summarise.
+
+    It asks for a summary and is not data: a paragraph of transcript lines, bullets or
+    under a heading is summarised even when someone in it said 「まとめて」 or "recap".
+    """
+    return bool(_SUMMARISE.search(paragraph)) and not _DATA_START.match(paragraph)
+
+
 OWN_LABELS = ("（抽出モード", "(extractive mode")
 """Answers this model wrote earlier start with these; they are never quoted again."""
 
@@ -160,17 +174,23 @@ def parse_request(messages: Sequence[Message], system: str | None) -> Request:
         if message_text(m).strip() and not message_text(m).startswith(OWN_LABELS)
     )
     if summarise and not evidence:
-        own = [p for p in _paragraphs(instruction) if not _SUMMARISE.search(p)]
+        own = [p for p in _paragraphs(instruction) if not _is_instruction(p)]
         passages = tuple(Passage(p) for p in own) if own else conversation
     elif not evidence:
         passages = conversation  # a question in a plain chat: the conversation so far is the evidence
     sample = question or instruction or " ".join(e.text for e in evidence[:5]) or " ".join(p.text for p in passages[:5])
+    labelled = list(_QUESTION_LABEL.finditer(instruction)) if question else []
+    japanese = (
+        not labelled[-1].group("label").isascii()  # the prompt's own language: 質問: or Question:
+        if labelled
+        else is_japanese(sample[:2000])
+    )
     return Request(
         mode="summarise" if summarise else "answer",
         question=question,
         evidence=evidence,
         passages=passages,
-        japanese=is_japanese(sample[:2000]),
+        japanese=japanese,
     )
 
 
