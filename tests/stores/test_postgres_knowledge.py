@@ -16,6 +16,7 @@ from omoide.keys import session_key
 from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.models import Message
 from omoide.settings import Settings
+from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_common import vector_index_name
 from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
@@ -250,11 +251,12 @@ async def test_halfvec_round_trip_and_model_of_another_size(store: PostgresStore
         [ChunkDraft(content="x", lexical="x", token_count=1)],
     )
     vector = np.array([0.1, -0.25, 0.5, 65504.0], dtype=np.float32)
-    assert await store.put_embeddings(model="m4", dimensions=4, rows=[EmbeddingRow(chunk, vector, "b2:1")]) == 1
+    digest = content_hash("x")  # of the chunk's text: a vector of other text would be refused
+    assert await store.put_embeddings(model="m4", dimensions=4, rows=[EmbeddingRow(chunk, vector, digest)]) == 1
     row = await admin.fetchrow(
         "SELECT workspace_id, dimensions, content_hash, vector_dims(embedding) AS d FROM chunk_embeddings"
     )
-    assert (row["workspace_id"], row["dimensions"], row["content_hash"], row["d"]) == ("g7", 4, "b2:1", 4)
+    assert (row["workspace_id"], row["dimensions"], row["content_hash"], row["d"]) == ("g7", 4, digest, 4)
     got = await store.get_embedding(chunk, model="m4")
     assert got is not None
     np.testing.assert_allclose(got, vector, rtol=1e-3)

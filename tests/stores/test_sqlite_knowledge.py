@@ -15,6 +15,7 @@ from omoide.keys import session_key
 from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.models import Message
 from omoide.settings import Settings
+from omoide.stores._erasure_common import content_hash
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
 
@@ -74,12 +75,12 @@ async def test_vectors_are_float32_little_endian_blobs(store: SqliteStore) -> No
         [ChunkDraft(content="x", lexical="x", token_count=1)],
     )
     vector = np.linspace(-1, 1, 16, dtype=np.float32)
-    await store.put_embeddings(model="m16", dimensions=16, rows=[EmbeddingRow(chunk, vector, "b2:abc")])
+    await store.put_embeddings(model="m16", dimensions=16, rows=[EmbeddingRow(chunk, vector, content_hash("x"))])
     with _raw(store) as conn:
         blob, dims, digest, workspace = conn.execute(
             "SELECT embedding, dimensions, content_hash, workspace_id FROM chunk_embeddings"
         ).fetchone()
-    assert (len(blob), dims, digest, workspace) == (64, 16, "b2:abc", "g1")
+    assert (len(blob), dims, digest, workspace) == (64, 16, content_hash("x"), "g1")
     assert np.array_equal(np.frombuffer(blob, dtype="<f4"), vector)
     got = await store.get_embedding(chunk, model="m16")
     assert got is not None and np.array_equal(got, vector)  # exact: no half precision on SQLite

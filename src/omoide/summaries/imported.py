@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from omoide.errors import ErasureConflict
 from omoide.knowledge.models import KnowledgeSource
 from omoide.stores.base import KnowledgeStore
 from omoide.summaries.models import SummaryScope
@@ -90,6 +91,8 @@ async def summarise_imported(
         sources.extend(page)
         if len(page) < PAGE:
             break
+    # read before the chunks: a summary of lines an erasure removes meanwhile is refused when saved
+    generations = {ws: (await generator.store.erasure_state(ws)).generation for ws in {s.workspace_id for s in sources}}
     groups: dict[tuple[str, SummaryScope, str], dict[str, None]] = {}
     for source in sorted(sources, key=lambda s: s.id):
         where = _scope(source)
@@ -109,7 +112,17 @@ async def summarise_imported(
             lines = [line for line in lines if _stamp(line) >= since]
         if not lines:
             continue
-        await generator.summarise_lines(workspace_id, scope, scope_id, lines, latest_at=_stamp(lines[-1]))
+        try:
+            await generator.summarise_lines(
+                workspace_id,
+                scope,
+                scope_id,
+                lines,
+                latest_at=_stamp(lines[-1]),
+                erasure_generation=generations[workspace_id],
+            )
+        except ErasureConflict:
+            continue  # someone was erased meanwhile; the next run summarises what remains
         report.scopes.append(f"{scope.value}:{scope_id}")
         report.messages += len(lines)
         if scope is SummaryScope.CHANNEL:

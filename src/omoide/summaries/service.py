@@ -307,11 +307,16 @@ class SummaryGenerator:
         lines: Sequence[str],
         *,
         latest_at: datetime | None,
+        erasure_generation: int | None = None,
     ) -> Summary:
         """Steps 4–5 for conversation lines read elsewhere (imported history, see
         :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
 
-        ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first.
+        ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first. ``erasure_generation``:
+        the workspace's, read before the lines were (see :class:`~omoide.summaries.models.SummaryDraft`).
+
+        Raises:
+            ErasureConflict: a user of the workspace was erased since ``erasure_generation``.
         """
         texts = _PROMPTS[self._language()]
 
@@ -327,9 +332,10 @@ class SummaryGenerator:
             content,
             source_message_count=len(lines),
             source_latest_message_at=latest_at,
+            erasure_generation=erasure_generation,
         )
         short = await self.store.save_summary(draft, new_version=self.config.enabled)
-        await self._merge_long_term(short)
+        await self._merge_long_term(short, erasure_generation)
         return short
 
     async def update_workspace(self, workspace_id: str) -> Summary | None:
