@@ -369,7 +369,10 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
     except OSError as exc:
         run.problem(source, "", f"cannot read the file: {exc.strerror or exc}")
         return
-    except (JSONError, ValueError) as exc:  # RecordError is a ValueError
+    except JSONError as exc:
+        run.problem(source, "", f"not a DiscordChatExporter JSON export: the file is not valid JSON ({_one_line(exc)})")
+        return
+    except ValueError as exc:  # RecordError is a ValueError
         run.problem(source, "", f"not a DiscordChatExporter JSON export: {_one_line(exc)}")
         return
     if not has_messages:

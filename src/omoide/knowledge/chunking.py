@@ -39,6 +39,7 @@ from omoide.errors import ConfigError
 from omoide.knowledge.models import ChunkDraft
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
+from omoide.text.lexical import lexical_text
 
 Strategy = Literal["message_based", "token_based"]
 STRATEGIES: tuple[Strategy, ...] = ("message_based", "token_based")
@@ -123,6 +124,39 @@ def format_message(message: Message) -> str:
     return f"[{format_time(message.created_at)}] **{author_label(message)}**: {render_body(message)}"
 
 
+def split_text(body: str, *, budget: int, encoding: Any = None) -> list[str]:
+    """Cut ``body`` at token boundaries into pieces of at most ``budget`` tokens (minus a margin).
+
+    The one splitter of a message too long for a chunk, for archived sessions
+    (:class:`Chunker`) and imported exports alike (:func:`omoide.knowledge.importing.window_chunks`).
+
+    Args:
+        body: the text.
+        budget: the tokens a piece may take (what is left of ``chunk_max_tokens`` after its header).
+        encoding: a tiktoken encoding (default: ``cl100k_base``, loaded once per process).
+    """
+    if encoding is None:
+        from omoide.providers.tokens import load_encoding
+
+        encoding = load_encoding()
+    size = max(16, budget - _SPLIT_MARGIN)
+    tokens = encoding.encode_ordinary(body)
+    _, offsets = encoding.decode_with_offsets(tokens)
+    pieces: list[str] = []
+    start = 0
+    while start < len(tokens):
+        end = min(start + size, len(tokens))
+        lo = offsets[start]
+        hi = offsets[end] if end < len(tokens) else len(body)
+        if hi <= lo:  # one character spans the whole slice (cannot happen for sane sizes)
+            hi = lo + 1
+        piece = body[lo:hi].strip()
+        if piece:
+            pieces.append(piece)
+        start = end
+    return pieces or [body]
+
+
 @dataclass(frozen=True, slots=True)
 class _Unit:
     """A formatted message, or one part of a message too long for a chunk."""
@@ -191,22 +225,7 @@ class Chunker:
 
     def _split(self, body: str, *, budget: int) -> list[str]:
         """Cut ``body`` at token boundaries into pieces of at most ``budget`` tokens (minus a margin)."""
-        size = max(16, budget - _SPLIT_MARGIN)
-        tokens = self._encoding.encode_ordinary(body)
-        _, offsets = self._encoding.decode_with_offsets(tokens)
-        pieces: list[str] = []
-        start = 0
-        while start < len(tokens):
-            end = min(start + size, len(tokens))
-            lo = offsets[start]
-            hi = offsets[end] if end < len(tokens) else len(body)
-            if hi <= lo:  # one character spans the whole slice (cannot happen for sane sizes)
-                hi = lo + 1
-            piece = body[lo:hi].strip()
-            if piece:
-                pieces.append(piece)
-            start = end
-        return pieces or [body]
+        return split_text(body, budget=budget, encoding=self._encoding)
 
     # ------------------------------------------------------------------ windows
 
@@ -349,7 +368,7 @@ class Chunker:
         times = [m.created_at for m in messages]
         return ChunkDraft(
             content=content,
-            lexical=" ".join(token for unit in units for token in unit.lexical),
+            lexical=lexical_text(token for unit in units for token in unit.lexical),
             token_count=self.count(content),
             location=location,
             channel_id=channel_id,
@@ -369,4 +388,5 @@ __all__ = [
     "author_label",
     "format_message",
     "render_body",
+    "split_text",
 ]
