@@ -47,7 +47,7 @@ from omoide.importers._common import (
     require_str,
 )
 from omoide.importers._errors import UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, Rejected, checked, iter_items, load_whole, read_header
+from omoide.importers._jsonstream import JSONError, Rejected, checked, error_line, iter_items, load_whole, read_header
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 
 DM_GUILD_ID = "0"
@@ -410,8 +410,7 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
 
 def _one_line(exc: Exception) -> str:
     """The first line of an error message (yajl appends a context snippet and an arrow)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0].strip() if lines else type(exc).__name__
+    return error_line(exc)
 
 
 def iter_discord(

@@ -71,6 +71,18 @@ def too_deep_problem(max_depth: int = MAX_DEPTH) -> str:
     return f"nested deeper than {max_depth} levels of objects and arrays; the record is skipped"
 
 
+def error_line(exc: BaseException) -> str:
+    """An error's message on one line, without yajl's context snippet (which quotes raw bytes).
+
+    >>> error_line(JSONError(b"lexical error: invalid char in json text.\\n   \\x89PNG (right here) ------^\\n"))
+    'lexical error: invalid char in json text'
+    """
+    raw = exc.args[0] if exc.args else ""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(exc)
+    lines = text.strip().splitlines()
+    return " ".join(lines[0].split()).rstrip(".") if lines else type(exc).__name__
+
+
 def open_json(path: Path) -> IO[bytes]:
     """Open ``path`` for ijson, skipping a UTF-8 byte-order mark (raises ``OSError``)."""
     handle = path.open("rb")
@@ -258,6 +270,7 @@ __all__ = [
     "Rejected",
     "TooDeep",
     "checked",
+    "error_line",
     "iter_array",
     "iter_items",
     "load_whole",

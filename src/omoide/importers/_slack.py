@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from omoide.importers._common import ImportRun, RecordError, join_text, logger, natural_key, optional_str
 from omoide.importers._errors import ExportTooLarge, UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, NotAnArray, Rejected, iter_array
+from omoide.importers._jsonstream import JSONError, NotAnArray, Rejected, error_line, iter_array
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 from omoide.importers._slack_text import slack_text
 
@@ -154,12 +154,12 @@ class _Tree:
         """Refuse a zip whose directory already says it inflates too far (zipfile never reads
         past a member's declared size; :class:`_Inflating` checks the bytes actually read)."""
         limits = self.limits
-        total = sum(i.file_size for i in infos)
-        if total > limits.max_uncompressed_bytes:
-            raise self._too_large(total)
         for info in infos:
             if info.file_size > RATIO_GRACE_BYTES and info.file_size > limits.max_ratio * max(info.compress_size, 1):
                 raise self._too_compressed(info.filename, info.file_size, info.compress_size)
+        total = sum(i.file_size for i in infos)
+        if total > limits.max_uncompressed_bytes:
+            raise self._too_large(total)
 
     def _too_large(self, size: int) -> ExportTooLarge:
         limit = self.limits.max_uncompressed_bytes
@@ -622,8 +622,7 @@ def _first_team(tree: _Tree, days_by_folder: Mapping[str, list[str]]) -> str | N
 
 def _one_line(exc: BaseException) -> str:
     """An error message on one line (yajl appends a context snippet and an arrow)."""
-    lines = str(exc).strip().splitlines()
-    return " ".join(lines[0].split()) if lines else type(exc).__name__
+    return error_line(exc)
 
 
 __all__ = [

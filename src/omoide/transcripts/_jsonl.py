@@ -112,7 +112,8 @@ def _parse_line(raw: bytes, source: str, number: int, max_depth: int | None = No
     except ValueError as exc:
         raise _corrupt(source, number, f"invalid JSON ({exc})") from exc
     except RecursionError as exc:
-        raise _corrupt(source, number, "nested too deeply to decode (objects and arrays within each other)") from exc
+        limit = f"deeper than {max_depth} levels" if max_depth is not None else "too deeply to decode"
+        raise _corrupt(source, number, f"nested {limit} of objects and arrays") from exc
     if max_depth is not None and nesting_depth(decoded) > max_depth:
         raise _corrupt(source, number, f"nested deeper than {max_depth} levels of objects and arrays")
     try:
