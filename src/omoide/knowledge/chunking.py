@@ -159,8 +159,9 @@ def split_text(body: str, *, budget: int, encoding: Any = None) -> list[str]:
         else:
             # a piece of `size` tokens, never the block's last token (the block's end may cut a word)
             take = min(size, len(tokens) - (0 if last else 1))
-            _, offsets = encoding.decode_with_offsets(tokens[: take + 1])
-            cut = offsets[take] if take < len(offsets) else len(block)
+            # the characters of the first `take` tokens (a cut inside a character moves before it)
+            head = len(encoding.decode_bytes(tokens[:take]))
+            cut = len(block.encode("utf-8")[:head].decode("utf-8", "ignore"))
             if cut <= 0:  # one character spans the whole slice (cannot happen for sane sizes)
                 cut = 1
             chars_per_token = max(0.5, cut / max(take, 1))

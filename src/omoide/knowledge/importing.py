@@ -204,7 +204,7 @@ def window_chunks(window: MessageWindow, *, max_tokens: int) -> list[ChunkDraft]
 
 def _fitting(window: MessageWindow, group: list[tuple[ImportedMessage, str, int]], max_tokens: int) -> list[ChunkDraft]:
     """``group`` as one chunk, or halved until each part fits (joined lines can count a token more)."""
-    tokens = get_token_counter().count("\n".join(line for _, line, _ in group))
+    tokens = group[0][2] if len(group) == 1 else get_token_counter().count("\n".join(line for _, line, _ in group))
     if tokens <= max_tokens or len(group) == 1:
         return [_piece_chunk(window, group, tokens)]
     half = len(group) // 2
