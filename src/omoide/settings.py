@@ -229,8 +229,8 @@ class Settings(BaseSettings):
     import_max_compression_ratio: float = Field(
         100.0,
         ge=2,
-        description="Imports: highest uncompressed/compressed ratio of one Slack zip member larger than 1 MiB "
-        "(more: refused as a zip bomb, EXPORT_TOO_LARGE).",
+        description="Imports: highest uncompressed/compressed ratio of one Slack zip member larger than 1 MiB, "
+        "and of its JSON members together (more: refused as a zip bomb, EXPORT_TOO_LARGE).",
     )
 
     # ---- MCP server (issue 8)

@@ -117,6 +117,19 @@ def zip_bomb_ratio(folder: Path) -> Path:
     return _slack_zip(folder / FILES["zip_bomb_ratio"], {"general/2025-03-01.json": blanks})
 
 
+def zip_bomb_members(folder: Path) -> Path:
+    """A Slack zip of 48 day files of 1 MiB of blanks each: every member under the 1 MiB
+    exemption from the per-member ratio, ~1000 to 1 together."""
+
+    def blanks(out: Any) -> None:
+        out.write(b'[{"type": "message", "user": "U1", "ts": "1740823200.000100", "text": "')
+        out.write(b" " * (1024 * 1024 - 100))
+        out.write(b'"}]')
+
+    days: dict[str, bytes | Callable[[Any], None]] = {f"general/2025-01-{d:02d}.json": blanks for d in range(1, 49)}
+    return _slack_zip(folder / FILES["zip_bomb_members"], days)
+
+
 def zip_bomb_total(folder: Path) -> Path:
     """A Slack zip of three 2 MiB day files of random text (barely compressible): 6 MiB in total."""
     rng = random.Random(14)
@@ -209,6 +222,7 @@ FILES = {
     "good": "good.json",
     "nested_brackets": "nested.json",
     "zip_bomb_ratio": "bomb-ratio.zip",
+    "zip_bomb_members": "bomb-members.zip",
     "zip_bomb_total": "bomb-total.zip",
     "slack_deep": "slack-deep.zip",
     "jsonl_deep": "deep.jsonl",
@@ -222,6 +236,7 @@ FILES = {
 CORPUS: dict[str, Callable[[Path], Path]] = {
     "nested_brackets": nested_brackets,
     "zip_bomb_ratio": zip_bomb_ratio,
+    "zip_bomb_members": zip_bomb_members,
     "zip_bomb_total": zip_bomb_total,
     "slack_deep": slack_deep,
     "jsonl_deep": jsonl_deep,

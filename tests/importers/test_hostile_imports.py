@@ -110,7 +110,7 @@ def test_hostile_exports_are_refused_or_skipped_within_a_memory_ceiling(
         assert "omoide-upload" not in json.dumps(result["body"]), name
 
         ok, body = _outcome(result, via)
-        if name in ("zip_bomb_ratio", "zip_bomb_total", "not_an_export", "binary_file"):
+        if name in ("zip_bomb_ratio", "zip_bomb_members", "zip_bomb_total", "not_an_export", "binary_file"):
             assert not ok, (name, body)
             assert state == previous, name  # nothing was written
         else:
@@ -121,9 +121,11 @@ def test_hostile_exports_are_refused_or_skipped_within_a_memory_ceiling(
                 "messages[1]: nested deeper than 64 levels of objects and arrays; the record is skipped"
             ]
             assert body["problems"][0].startswith(str(corpus[name]) if via == "cli" else "nested.json: ")
-        elif name == "zip_bomb_ratio":
+        elif name in ("zip_bomb_ratio", "zip_bomb_members"):
             assert body["code"] == "EXPORT_TOO_LARGE"
             assert "OMOIDE_IMPORT_MAX_COMPRESSION_RATIO" in body["message"]
+            together = "(its JSON files together)" in body["message"]
+            assert together == (name == "zip_bomb_members")
         elif name == "zip_bomb_total":
             assert body["code"] == "EXPORT_TOO_LARGE"
             assert "OMOIDE_IMPORT_MAX_UNCOMPRESSED_BYTES" in body["message"]

@@ -92,7 +92,8 @@ class ZipLimits:
     Attributes:
         max_uncompressed_bytes: the JSON members together, uncompressed.
         max_ratio: one member's uncompressed size / compressed size (members of at most
-            :data:`RATIO_GRACE_BYTES` are exempt).
+            :data:`RATIO_GRACE_BYTES` are exempt), and the same for the JSON members
+            together (plus that grace once).
     """
 
     max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED_BYTES
@@ -113,6 +114,7 @@ class _Tree:
         self.path = path
         self.limits = limits
         self.inflated = 0  # bytes read out of the zip so far
+        self.compressed = 0  # compressed size of its JSON members
         self._zip: zipfile.ZipFile | None = None
         if path.is_dir():
             names = [p.relative_to(path).as_posix() for p in path.rglob("*.json") if p.is_file()]
@@ -152,14 +154,24 @@ class _Tree:
 
     def _check_declared(self, infos: list[zipfile.ZipInfo]) -> None:
         """Refuse a zip whose directory already says it inflates too far (zipfile never reads
-        past a member's declared size; :class:`_Inflating` checks the bytes actually read)."""
+        past a member's declared size; :class:`_Member` checks the bytes actually read).
+
+        The ratio applies to each member over :data:`RATIO_GRACE_BYTES` and to the JSON
+        members together (many small, highly compressed members are a bomb too)."""
         limits = self.limits
         for info in infos:
             if info.file_size > RATIO_GRACE_BYTES and info.file_size > limits.max_ratio * max(info.compress_size, 1):
                 raise self._too_compressed(info.filename, info.file_size, info.compress_size)
         total = sum(i.file_size for i in infos)
+        self.compressed = sum(i.compress_size for i in infos)
+        if total > self._ratio_allowance():
+            raise self._too_compressed(None, total, self.compressed)
         if total > limits.max_uncompressed_bytes:
             raise self._too_large(total)
+
+    def _ratio_allowance(self) -> float:
+        """The most the JSON members together may inflate to under the ratio limit."""
+        return self.limits.max_ratio * self.compressed + RATIO_GRACE_BYTES
 
     def _too_large(self, size: int) -> ExportTooLarge:
         limit = self.limits.max_uncompressed_bytes
@@ -171,12 +183,13 @@ class _Tree:
             limit="import_max_uncompressed_bytes",
         )
 
-    def _too_compressed(self, member: str, size: int, compressed: int) -> ExportTooLarge:
+    def _too_compressed(self, member: str | None, size: int, compressed: int) -> ExportTooLarge:
         ratio = size / max(compressed, 1)
+        where = f"{self.path}!{member}" if member is not None else f"{self.path} (its JSON files together)"
         return ExportTooLarge(
-            f"{self.path}!{member} is compressed {ratio:,.0f} to 1, more than the {self.limits.max_ratio:g} to 1 "
+            f"{where} is compressed {ratio:,.0f} to 1, more than the {self.limits.max_ratio:g} to 1 "
             "allowed by OMOIDE_IMPORT_MAX_COMPRESSION_RATIO (a zip bomb?); nothing was imported",
-            path=f"{self.path}!{member}",
+            path=f"{self.path}!{member}" if member is not None else str(self.path),
             limit="import_max_compression_ratio",
         )
 
@@ -222,6 +235,8 @@ class _Member:
             tree.inflated += len(data)
             if tree.inflated > tree.limits.max_uncompressed_bytes:
                 raise tree._too_large(tree.inflated)
+            if tree.inflated > tree._ratio_allowance():
+                raise tree._too_compressed(None, tree.inflated, tree.compressed)
             if self._read > RATIO_GRACE_BYTES and self._read > tree.limits.max_ratio * max(info.compress_size, 1):
                 raise tree._too_compressed(info.filename, self._read, info.compress_size)
         if first and data.startswith(b"\xef\xbb\xbf"):
