@@ -224,3 +224,50 @@ async def test_lexical_text_keeps_a_150k_distinct_word_chunk_storable(store: Any
     assert [s.title for s in sources] == ["salad"]
     chunks = await kstore.chunks_of_source(sources[0].id)
     assert chunks[0].lexical.split()[:3] == ["w0x", "w1x", "w2x"]
+
+
+@pytest.mark.postgres
+async def test_postgres_rejects_the_unbounded_lexical_text(pg_url: str, tmp_path: Path) -> None:
+    """Why lexical_text bounds: the plain join of 150k distinct words is refused by PostgreSQL
+    (SQLite's FTS5 takes it), and nothing of that source is written."""
+    from omoide.errors import OmoideError
+    from omoide.settings import Settings
+    from omoide.stores import open_store
+
+    text = " ".join(f"w{i}x" for i in range(150_000))
+    settings = Settings(database_url=pg_url, transcripts_dir=tmp_path / "t")
+    async with open_store(settings=settings) as store:
+        kstore = knowledge_store(store)
+        source = SourceDraft(workspace_id=hostile.GUILD, type="document", title="salad", metadata={})
+        with pytest.raises(OmoideError) as caught:
+            await kstore.add_source(source, [ChunkDraft(content=text, lexical=text, token_count=1)])
+        assert "tsvector" in str(caught.value)
+        assert await kstore.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0) == []
+
+
+def test_a_long_imported_message_is_split_as_the_archiver_splits_it(corpus: dict[str, Path]) -> None:
+    """63 KB in one message: one chunk of ~13k tokens before; now parts of ≤ chunk_max_tokens,
+    cut by the archiver's own splitter, in order, losing nothing."""
+    from omoide.importers import message_windows
+    from omoide.knowledge.chunking import Chunker, ChunkingOptions
+    from omoide.knowledge.importing import window_chunks
+    from omoide.models import Message
+    from omoide.providers.tokens import get_token_counter
+
+    export = read_export(corpus["long_message"])
+    (message,) = export.messages
+    (window,) = message_windows(export.messages, max_tokens=MAX_TOKENS)
+    assert window.oversized
+    drafts = window_chunks(window, max_tokens=MAX_TOKENS)
+    counter = get_token_counter()
+    assert all(counter.count(d.content) <= MAX_TOKENS for d in drafts)
+    assert [d.location["part"] for d in drafts] == list(range(1, len(drafts) + 1))
+    assert {d.location["parts"] for d in drafts} == {len(drafts)}
+    assert all(d.location["message_ids"] == [message.message_id] for d in drafts)
+    pieces = [d.content.split("): ", 1)[1] for d in drafts]
+    assert "".join(pieces).replace(" ", "") == message.text.replace(" ", "")
+
+    archived = Chunker(ChunkingOptions(max_tokens=MAX_TOKENS)).chunk(
+        [Message.user(message.text, author_name="Rin", created_at=message.created_at)]
+    )
+    assert abs(len(archived) - len(drafts)) <= 1  # the same splitter, headers of about the same size
