@@ -40,6 +40,10 @@ CEILING_MB = 450
 """Peak RSS allowed for the whole importing process during any one file (the process alone,
 tiktoken and the search tokenizer loaded, is ~120-190 MB; before the fixes the nested
 brackets alone needed more than 21 GB)."""
+GROWTH_MB = 150
+"""Peak RSS during one hostile file over the RSS just before it, where Linux lets the peak be
+reset per file (measured: at most +32 MB, for the 150k-word message; the 64 MiB zip member
+took +190 MB before the zip limits)."""
 MAX_TOKENS = 512  # the default chunk_max_tokens
 
 
@@ -98,8 +102,10 @@ def test_hostile_exports_are_refused_or_skipped_within_a_memory_ceiling(
     previous = results["good"]["state"]
     for name in hostile.CORPUS:
         result = results[name]
-        # memory: this file's import stayed under the ceiling
+        # memory: this file's import stayed under the ceiling, and grew the process by little
         assert result["peak_mb"] <= CEILING_MB, (name, result["peak_mb"])
+        if run["per_file"]:
+            assert result["peak_mb"] - result["rss_before_mb"] <= GROWTH_MB, (name, result)
         # the good data is untouched and still found
         state = result["state"]
         assert state["good_found"], name
@@ -145,8 +151,6 @@ def test_hostile_exports_are_refused_or_skipped_within_a_memory_ceiling(
             assert hostile.FILES[name] in body["message"]
             assert "start_array" not in body["message"] and "right here" not in body["message"]
         previous = state
-    if run["per_file"]:
-        assert results["nested_brackets"]["peak_mb"] - results["nested_brackets"]["rss_before_mb"] < 100
 
 
 @pytest.mark.parametrize(
