@@ -15,7 +15,9 @@ memory and time quadratic in the depth: 20 KB of ``[`` inside an ignored field t
 315 MB, 400 KB more than 21 GB. Without prefixes the parser's memory is linear in the
 depth and the builder never goes past :data:`MAX_DEPTH` levels: a record nested deeper is
 skipped (its events are read and dropped) and reported as a :class:`Rejected` item, so
-the reader lists it as a problem and carries on with the next record.
+the reader lists it as a problem and carries on with the next record. Building values in
+Python costs time (``read_export`` of a 44 MB, 100k-message export: ~17 s instead of ~12 s
+with ``ijson.items`` on a loaded 2-core machine), not memory.
 
 The header (``guild``, ``channel``, …) is read first and reading stops as soon as the
 ``messages`` array starts (DiscordChatExporter writes the header first), so reading it
