@@ -3,8 +3,10 @@
 :func:`import_export` reads DiscordChatExporter JSON, Slack exports and omoide JSONL
 transcripts with :mod:`omoide.importers`, and writes one knowledge source per conversation
 (channel or thread) and import, with one chunk per message window (seed 004's
-``message_windows``: cut by time gap, message count and ``chunk_max_tokens``). The sources
-are ``pending``, so the embedding worker (or ``omoide embed``) embeds them next.
+``message_windows``: cut by time gap, message count and ``chunk_max_tokens``) — or several
+when a window (one long message) is longer than ``chunk_max_tokens``: no imported chunk is
+(:func:`window_chunks`, with the archiver's splitter). The sources are ``pending``, so the
+embedding worker (or ``omoide embed``) embeds them next.
 
 * **Idempotent.** Each source records its conversation key in ``metadata`` and each chunk
   its platform message ids in ``location``. Before writing, the message ids already stored
