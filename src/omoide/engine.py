@@ -641,7 +641,8 @@ class Memory:
     ) -> ImportSummary:
         """Import chat exports (DiscordChatExporter JSON, Slack zip/folder, omoide JSONL) into long-term memory.
 
-        One knowledge source per channel or thread, one chunk per message window; messages
+        One knowledge source per channel or thread, one chunk per message window (several for a
+        window longer than ``chunk_max_tokens``: no chunk is longer); messages
         already imported (by platform message id) are skipped, so re-importing is safe. The
         new sources are pending: run :meth:`embed` (or the workers) to make them searchable
         by vector (they are searchable lexically at once).
@@ -656,8 +657,11 @@ class Memory:
                 of any workspace but ``workspace`` — a Discord export names its own guild.
 
         Raises:
-            UnrecognizedExport: a path is missing or not an export.
+            UnrecognizedExport: a path is missing or not an export, or not one record of the
+                paths could be read (nothing is written).
             MalformedExport: ``strict`` and a malformed record or file.
+            ExportTooLarge: a Slack zip inflates beyond ``import_max_uncompressed_bytes`` or
+                ``import_max_compression_ratio`` (nothing is written).
             InvalidInput: ``only_workspace`` and another workspace in the export.
         """
         from omoide.knowledge.importing import import_export

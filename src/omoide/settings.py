@@ -220,6 +220,18 @@ class Settings(BaseSettings):
     http_max_upload_bytes: int = Field(
         100 * 1024 * 1024, ge=1024, description="HTTP API: largest export upload (POST /v1/imports) in bytes."
     )
+    import_max_uncompressed_bytes: int = Field(
+        1024**3,
+        ge=1024,
+        description="Imports: most bytes of JSON a Slack export zip may inflate to, all members together "
+        "(more: the import is refused, EXPORT_TOO_LARGE).",
+    )
+    import_max_compression_ratio: float = Field(
+        100.0,
+        ge=2,
+        description="Imports: highest uncompressed/compressed ratio of one Slack zip member larger than 1 MiB, "
+        "and of its JSON members together (more: refused as a zip bomb, EXPORT_TOO_LARGE).",
+    )
 
     # ---- MCP server (issue 8)
     mcp_workspace: str | None = Field(

@@ -286,3 +286,21 @@ def test_a_source_title_loses_their_name_only(title: str, expected: str) -> None
     assert scrubbed is not None
     assert scrubbed[0] == expected
     assert scrubbed[1] == {"participants": [BOB], "participant_names": {BOB: "Bob"}}
+
+
+async def test_a_long_imported_message_cut_into_parts_is_erased_part_by_part(mem: Memory, settings: Settings) -> None:
+    t0 = utcnow() - timedelta(days=1)
+    long_text = " ".join(f"{MARK}{i} 長い文章です。" for i in range(900))
+    await mem.ingest_messages(
+        [
+            imported(10, BOB, "bobbefore ちょっと長い話をします。", at=t0),
+            imported(11, ALICE, long_text, at=t0 + timedelta(minutes=1)),
+            imported(12, BOB, "bobafter 読みました。", at=t0 + timedelta(minutes=2)),
+        ],
+        workspace=WS,
+    )
+    assert (await mem.store.knowledge_status(workspace_id=WS)).chunks >= 3  # her message was cut into parts
+    await mem.forget_user(workspace=WS, user=ALICE)
+    assert await text_columns_holding(mem.settings, MARK) == []
+    for word in ("bobbefore", "bobafter"):
+        assert (await mem.search(word, workspace=WS, mode="lexical")).hits, word

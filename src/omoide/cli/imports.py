@@ -87,7 +87,11 @@ def import_(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Import chat history into long-term memory; re-importing the same or an overlapping export adds only new messages."""
+    """Import chat history into long-term memory; re-importing the same or an overlapping export adds only new messages.
+
+    Exits 1 when nothing could be imported from the paths given (not an export, unreadable,
+    no messages, or a Slack zip beyond the size limits).
+    """
 
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
@@ -103,6 +107,22 @@ def import_(
                 )
 
     data = run(main, json_errors=json_)
+    if not data["messages"]:
+        if json_:
+            print_json(data)
+            raise typer.Exit(1)
+        where = ", ".join(str(p) for p in paths)
+        skipped = data["system_skipped"] + data["empty_skipped"]
+        why = f" ({skipped} system or empty record(s) skipped)" if skipped else ""
+        err_console.print(
+            f"[bold red]Error:[/] Nothing was imported: found no messages in {where}{why}; "
+            "check that it is a DiscordChatExporter .json file, a Slack export .zip or an omoide .jsonl "
+            "transcript (add --include-system to keep platform notifications).",
+            highlight=False,
+        )
+        for problem in data["problems"]:
+            err_console.print(f"[yellow]Skipped:[/] {problem}", highlight=False)
+        raise typer.Exit(1)
     if json_:
         print_json(data)
         return

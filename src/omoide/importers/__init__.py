@@ -15,7 +15,8 @@ Three formats are read, each by a streaming parser that yields
 collects the channels found, counts, and every malformed record or file as an
 :class:`ImportProblem` with its position (``file: messages[12]``, ``file: [3]``,
 ``file: line 7``); with ``strict=True`` the first one raises :class:`MalformedExport`
-instead. Messages are de-duplicated by ``(platform, workspace, thread or channel,
+instead. Records nested deeper than 64 levels are such problems; a Slack zip that would
+inflate beyond :class:`ZipLimits` raises :class:`ExportTooLarge`. Messages are de-duplicated by ``(platform, workspace, thread or channel,
 message id)`` across everything read with one report, so overlapping exports and
 re-read partitions yield each message once (the first copy wins). System notifications
 are skipped unless ``include_system=True``.
@@ -38,7 +39,7 @@ Example::
 
 from omoide.importers._auto import ExportFormat, ImportedExport, detect_format, iter_export, read_export
 from omoide.importers._discord import DM_GUILD_ID, iter_discord, jump_url, snowflake_time
-from omoide.importers._errors import MalformedExport, UnrecognizedExport
+from omoide.importers._errors import ExportTooLarge, MalformedExport, UnrecognizedExport
 from omoide.importers._model import (
     ConversationKey,
     ImportedAttachment,
@@ -49,7 +50,7 @@ from omoide.importers._model import (
     MessageKind,
     Platform,
 )
-from omoide.importers._slack import iter_slack
+from omoide.importers._slack import ZipLimits, iter_slack
 from omoide.importers._slack_text import slack_text
 from omoide.importers._transcripts import iter_transcripts
 from omoide.importers._windows import (
@@ -74,6 +75,7 @@ __all__ = [
     "SEPARATOR_TOKENS",
     "ConversationKey",
     "ExportFormat",
+    "ExportTooLarge",
     "ImportProblem",
     "ImportReport",
     "ImportedAttachment",
@@ -87,6 +89,7 @@ __all__ = [
     "Platform",
     "TextCounter",
     "UnrecognizedExport",
+    "ZipLimits",
     "detect_format",
     "iter_discord",
     "iter_export",

@@ -11,7 +11,7 @@ from omoide.importers._common import natural_key
 from omoide.importers._discord import iter_discord
 from omoide.importers._errors import UnrecognizedExport
 from omoide.importers._model import ImportedChannel, ImportedMessage, ImportProblem, ImportReport
-from omoide.importers._slack import iter_slack
+from omoide.importers._slack import ZipLimits, iter_slack
 from omoide.importers._transcripts import iter_transcripts
 
 ExportFormat: TypeAlias = Literal["discord", "slack", "omoide"]
@@ -64,6 +64,7 @@ def iter_export(
     strict: bool = False,
     include_system: bool = False,
     workspace_id: str | None = None,
+    limits: ZipLimits | None = None,
 ) -> Iterator[ImportedMessage]:
     """Stream the messages of one or more exports, detecting each one's format.
 
@@ -76,10 +77,12 @@ def iter_export(
         include_system: keep platform notifications (Discord and Slack).
         workspace_id: the workspace to record for Slack exports and transcripts (Discord
             exports name their guild themselves).
+        limits: how far a Slack zip may inflate (default :class:`ZipLimits`).
 
     Raises:
         UnrecognizedExport: a path does not exist or has no recognisable format.
         MalformedExport: in strict mode, the first malformed file or record.
+        ExportTooLarge: a Slack zip inflates beyond ``limits``.
     """
     report = report if report is not None else ImportReport()
     items = [paths] if isinstance(paths, str | Path) else list(paths)
@@ -89,7 +92,12 @@ def iter_export(
             yield from iter_discord(path, report=report, strict=strict, include_system=include_system)
         elif kind == "slack":
             yield from iter_slack(
-                path, report=report, strict=strict, include_system=include_system, workspace_id=workspace_id
+                path,
+                report=report,
+                strict=strict,
+                include_system=include_system,
+                workspace_id=workspace_id,
+                limits=limits,
             )
         else:
             yield from iter_transcripts(path, report=report, strict=strict, workspace_id=workspace_id)
@@ -120,6 +128,7 @@ def read_export(
     strict: bool = False,
     include_system: bool = False,
     workspace_id: str | None = None,
+    limits: ZipLimits | None = None,
 ) -> ImportedExport:
     """Read whole exports into memory, sorted by conversation and time.
 
@@ -129,6 +138,7 @@ def read_export(
     Raises:
         UnrecognizedExport: a path does not exist or has no recognisable format.
         MalformedExport: in strict mode, the first malformed file or record.
+        ExportTooLarge: a Slack zip inflates beyond ``limits``.
     """
     report = ImportReport()
     groups: dict[tuple[str, str, str, str | None], list[ImportedMessage]] = {}
@@ -139,6 +149,7 @@ def read_export(
         strict=strict,
         include_system=include_system,
         workspace_id=workspace_id,
+        limits=limits,
     ):
         groups.setdefault(message.conversation, []).append(message)
     ordered: list[ImportedMessage] = []

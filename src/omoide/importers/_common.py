@@ -38,7 +38,8 @@ class ImportRun:
         if self.strict:
             raise MalformedExport(f"malformed export: {item}", path=path, position=position, problem=problem)
         self.report.problems.append(item)
-        logger.warning("import_record_skipped", extra={"path": path, "position": position, "problem": problem})
+        # INFO, not WARNING: the problem is in the report the caller gets (the CLI prints it once)
+        logger.info("import_record_skipped", extra={"path": path, "position": position, "problem": problem})
 
 
 def parse_time(value: object, field: str) -> datetime:

@@ -47,7 +47,7 @@ from omoide.importers._common import (
     require_str,
 )
 from omoide.importers._errors import UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, iter_items, load_whole, read_header
+from omoide.importers._jsonstream import JSONError, Rejected, checked, error_line, iter_items, load_whole, read_header
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 
 DM_GUILD_ID = "0"
@@ -333,6 +333,9 @@ def _record(raw: Any, index: int, channel: _Channel, run: ImportRun, source: str
     """One message record → the message to yield, or None (reported, skipped or a duplicate)."""
     report = run.report
     report.records += 1
+    if isinstance(raw, Rejected):
+        run.problem(source, f"messages[{index}]", raw.problem)
+        return None
     try:
         message = _parse_message(raw, channel)
     except RecordError as exc:
@@ -361,12 +364,15 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
                 raise exc from None
             header = {k: v for k, v in document.items() if k != "messages"}
             has_messages = isinstance(document.get("messages"), list)
-            whole = document["messages"] if has_messages else None
+            whole = [checked(m) for m in document["messages"]] if has_messages else None
         channel = _Channel(header, source)
     except OSError as exc:
         run.problem(source, "", f"cannot read the file: {exc.strerror or exc}")
         return
-    except (JSONError, ValueError) as exc:  # RecordError is a ValueError
+    except JSONError as exc:
+        run.problem(source, "", f"not a DiscordChatExporter JSON export: the file is not valid JSON ({_one_line(exc)})")
+        return
+    except ValueError as exc:  # RecordError is a ValueError
         run.problem(source, "", f"not a DiscordChatExporter JSON export: {_one_line(exc)}")
         return
     if not has_messages:
@@ -387,6 +393,9 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
         except OSError as exc:
             run.problem(source, f"messages[{done}]", f"read failed: {exc.strerror or exc}")
             return
+        except ValueError as exc:  # not JSONError: the 'messages' array vanished between two reads
+            run.problem(source, f"messages[{done}]", f"cannot read the messages: {_one_line(exc)}")
+            return
         except JSONError as exc:
             document = load_whole(path) if whole is None else None
             messages = document.get("messages") if isinstance(document, dict) else None
@@ -396,13 +405,12 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
                 )
                 return
             whole = messages  # the file is valid JSON after all: carry on from the same record
-            items = iter(messages[done:])
+            items = (checked(m) for m in messages[done:])
 
 
 def _one_line(exc: Exception) -> str:
     """The first line of an error message (yajl appends a context snippet and an arrow)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0].strip() if lines else type(exc).__name__
+    return error_line(exc)
 
 
 def iter_discord(

@@ -4,8 +4,10 @@
 
     InvalidInput
     ├── UnrecognizedExport      the path is not an export of the expected kind, or cannot be read
-    └── MalformedExport         a record or file in an export is malformed (strict mode);
-                                ``details``: ``path``, ``position``, ``problem``
+    ├── MalformedExport         a record or file in an export is malformed (strict mode);
+    │                           ``details``: ``path``, ``position``, ``problem``
+    └── ExportTooLarge          an archive would inflate beyond the limits (a zip bomb);
+                                ``details``: ``path``, ``limit``
 """
 
 from __future__ import annotations
@@ -29,4 +31,16 @@ class MalformedExport(InvalidInput):
     code = "MALFORMED_EXPORT"
 
 
-__all__ = ["MalformedExport", "UnrecognizedExport"]
+class ExportTooLarge(InvalidInput):
+    """An export archive would inflate to more than the configured limits; nothing is imported.
+
+    Raised, whatever ``strict`` says, when a zip's JSON members add up to more than
+    ``OMOIDE_IMPORT_MAX_UNCOMPRESSED_BYTES`` or one of them is compressed more than
+    ``OMOIDE_IMPORT_MAX_COMPRESSION_RATIO`` to 1. ``details``: ``path`` (the archive, or
+    ``archive.zip!member``) and ``limit`` (which setting was exceeded).
+    """
+
+    code = "EXPORT_TOO_LARGE"
+
+
+__all__ = ["ExportTooLarge", "MalformedExport", "UnrecognizedExport"]

@@ -33,17 +33,17 @@ later) and its messages are yielded in ``ts`` order; conversations come in folde
 
 from __future__ import annotations
 
-import json
 import zipfile
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from omoide.importers._common import ImportRun, RecordError, join_text, logger, natural_key, optional_str
-from omoide.importers._errors import UnrecognizedExport
+from omoide.importers._errors import ExportTooLarge, UnrecognizedExport
+from omoide.importers._jsonstream import JSONError, NotAnArray, Rejected, error_line, iter_array
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 from omoide.importers._slack_text import slack_text
 
@@ -75,6 +75,31 @@ SYSTEM_SUBTYPES = frozenset(
         "tombstone",
     }
 )
+DEFAULT_MAX_UNCOMPRESSED_BYTES = 1024**3
+"""Default cap on the JSON a Slack zip may inflate to, in total (1 GiB)."""
+DEFAULT_MAX_COMPRESSION_RATIO = 100.0
+"""Default cap on one zip member's compression ratio (uncompressed : compressed)."""
+RATIO_GRACE_BYTES = 1024**2
+"""Members inflating to at most this many bytes are exempt from the ratio cap (tiny files compress well)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZipLimits:
+    """How far a Slack export zip may inflate (settings ``import_max_uncompressed_bytes`` and
+    ``import_max_compression_ratio``). A zip beyond either limit raises
+    :class:`~omoide.importers.ExportTooLarge` before anything is imported.
+
+    Attributes:
+        max_uncompressed_bytes: the JSON members together, uncompressed.
+        max_ratio: one member's uncompressed size / compressed size (members of at most
+            :data:`RATIO_GRACE_BYTES` are exempt), and the same for the JSON members
+            together (plus that grace once).
+    """
+
+    max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED_BYTES
+    max_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO
+
+
 _LISTS = (("channels.json", "channel"), ("groups.json", "group"), ("mpims.json", "mpim"), ("dms.json", "dm"))
 _MARKERS = ("channels.json", "users.json", "org_users.json")
 
@@ -85,14 +110,30 @@ _MARKERS = ("channels.json", "users.json", "org_users.json")
 class _Tree:
     """The files of an export, relative to its root (where ``channels.json`` is)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: ZipLimits) -> None:
         self.path = path
+        self.limits = limits
+        self.inflated = 0  # bytes read out of the zip so far
+        self.compressed = 0  # compressed size of its JSON members
         self._zip: zipfile.ZipFile | None = None
         if path.is_dir():
             names = [p.relative_to(path).as_posix() for p in path.rglob("*.json") if p.is_file()]
         elif zipfile.is_zipfile(path):
-            self._zip = zipfile.ZipFile(path)
-            names = [n for n in self._zip.namelist() if n.endswith(".json") and not n.startswith("__MACOSX/")]
+            try:
+                self._zip = zipfile.ZipFile(path)
+                infos = [
+                    i
+                    for i in self._zip.infolist()
+                    if i.filename.endswith(".json") and not i.filename.startswith("__MACOSX/")
+                ]
+                self._check_declared(infos)
+            except (zipfile.BadZipFile, OSError) as exc:
+                self.close()
+                raise UnrecognizedExport(f"cannot read the zip archive {path}: {exc}", path=str(path)) from exc
+            except ExportTooLarge:
+                self.close()
+                raise
+            names = [i.filename for i in infos]
         else:
             raise UnrecognizedExport(
                 f"not a Slack export: {path} is neither a directory nor a zip archive", path=str(path)
@@ -111,17 +152,109 @@ class _Tree:
             return f"{self.path}!{self.prefix}{name}"
         return str(self.path / self.prefix / name)
 
-    def read_json(self, name: str) -> Any:
-        """Decode one member (raises ``OSError``, ``KeyError``, ``ValueError``)."""
+    def _check_declared(self, infos: list[zipfile.ZipInfo]) -> None:
+        """Refuse a zip whose directory already says it inflates too far (zipfile never reads
+        past a member's declared size; :class:`_Member` checks the bytes actually read).
+
+        The ratio applies to each member over :data:`RATIO_GRACE_BYTES` and to the JSON
+        members together (many small, highly compressed members are a bomb too)."""
+        limits = self.limits
+        for info in infos:
+            if info.file_size > RATIO_GRACE_BYTES and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+                raise self._too_compressed(info.filename, info.file_size, info.compress_size)
+        total = sum(i.file_size for i in infos)
+        self.compressed = sum(i.compress_size for i in infos)
+        if total > self._ratio_allowance():
+            raise self._too_compressed(None, total, self.compressed)
+        if total > limits.max_uncompressed_bytes:
+            raise self._too_large(total)
+
+    def _ratio_allowance(self) -> float:
+        """The most the JSON members together may inflate to under the ratio limit."""
+        return self.limits.max_ratio * self.compressed + RATIO_GRACE_BYTES
+
+    def _too_large(self, size: int) -> ExportTooLarge:
+        limit = self.limits.max_uncompressed_bytes
+        return ExportTooLarge(
+            f"{self.path} inflates to more than {limit:,} bytes of JSON ({size:,} bytes or more), the limit set by "
+            "OMOIDE_IMPORT_MAX_UNCOMPRESSED_BYTES; nothing was imported (split the export, or raise the limit "
+            "if you trust it)",
+            path=str(self.path),
+            limit="import_max_uncompressed_bytes",
+        )
+
+    def _too_compressed(self, member: str | None, size: int, compressed: int) -> ExportTooLarge:
+        ratio = size / max(compressed, 1)
+        where = f"{self.path}!{member}" if member is not None else f"{self.path} (its JSON files together)"
+        return ExportTooLarge(
+            f"{where} is compressed {ratio:,.0f} to 1, more than the {self.limits.max_ratio:g} to 1 "
+            "allowed by OMOIDE_IMPORT_MAX_COMPRESSION_RATIO (a zip bomb?); nothing was imported",
+            path=f"{self.path}!{member}" if member is not None else str(self.path),
+            limit="import_max_compression_ratio",
+        )
+
+    def read_array(self, name: str) -> list[Any]:
+        """The items of one member's top-level JSON array, streamed; an item nested too deeply
+        is a :class:`Rejected`.
+
+        Raises:
+            OSError, KeyError, zipfile.BadZipFile, NotImplementedError, RuntimeError: unreadable.
+            JSONError: invalid JSON.
+            NotAnArray: the member is not a JSON array.
+            ExportTooLarge: the zip inflates beyond the limits.
+        """
         if self._zip is not None:
-            data = self._zip.read(self.prefix + name)
+            info = self._zip.getinfo(self.prefix + name)
+            source = _Member(self._zip.open(info), self, info)
         else:
-            data = (self.path / self.prefix / name).read_bytes()
-        return json.loads(data.decode("utf-8-sig"))
+            source = _Member((self.path / self.prefix / name).open("rb"), None, None)
+        with source:
+            return list(iter_array(source))
 
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+class _Member:
+    """One member being read: a UTF-8 byte-order mark skipped and, inside a zip, the bytes it
+    inflates to counted against the tree's limits."""
+
+    def __init__(self, raw: IO[bytes], tree: _Tree | None, info: zipfile.ZipInfo | None) -> None:
+        self._raw = raw
+        self._tree = tree
+        self._info = info
+        self._read = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size if size >= 0 else 64 * 1024)
+        first = self._read == 0
+        self._read += len(data)
+        tree, info = self._tree, self._info
+        if tree is not None and info is not None:
+            tree.inflated += len(data)
+            if tree.inflated > tree.limits.max_uncompressed_bytes:
+                raise tree._too_large(tree.inflated)
+            if tree.inflated > tree._ratio_allowance():
+                raise tree._too_compressed(None, tree.inflated, tree.compressed)
+            if self._read > RATIO_GRACE_BYTES and self._read > tree.limits.max_ratio * max(info.compress_size, 1):
+                raise tree._too_compressed(info.filename, self._read, info.compress_size)
+        if first and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> _Member:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_READ_ERRORS = (OSError, KeyError, ValueError, JSONError, zipfile.BadZipFile, NotImplementedError, RuntimeError)
+"""What reading one member can raise (RuntimeError: an encrypted member); ExportTooLarge is not among them."""
 
 
 def _obj(value: object) -> dict[str, Any]:
@@ -155,6 +288,9 @@ class _Meta:
         teams: Counter[str] = Counter()
         users_file = "users.json" if "users.json" in tree.names else "org_users.json"
         for i, user in enumerate(self._list(tree, users_file, run)):
+            if isinstance(user, Rejected):
+                run.problem(tree.label(users_file), f"[{i}]", user.problem)
+                continue
             if not isinstance(user, dict) or not isinstance(user.get("id"), str):
                 run.problem(tree.label(users_file), f"[{i}]", "a user needs a string 'id'")
                 continue
@@ -176,6 +312,9 @@ class _Meta:
         self._raw: list[tuple[str, str, dict[str, Any]]] = []  # folder, kind, entry
         for file, kind in _LISTS:
             for i, entry in enumerate(self._list(tree, file, run)):
+                if isinstance(entry, Rejected):
+                    run.problem(tree.label(file), f"[{i}]", entry.problem)
+                    continue
                 if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
                     run.problem(tree.label(file), f"[{i}]", "a conversation needs a string 'id'")
                     continue
@@ -188,14 +327,12 @@ class _Meta:
         if name not in tree.names:
             return []
         try:
-            value = tree.read_json(name)
-        except (OSError, KeyError, ValueError) as exc:
-            run.problem(tree.label(name), "", f"cannot read: {exc}")
-            return []
-        if not isinstance(value, list):
-            run.problem(tree.label(name), "", f"must hold a JSON array, got {type(value).__name__}")
-            return []
-        return value
+            return tree.read_array(name)
+        except NotAnArray as exc:
+            run.problem(tree.label(name), "", str(exc))
+        except _READ_ERRORS as exc:
+            run.problem(tree.label(name), "", f"cannot read: {_one_line(exc)}")
+        return []
 
     def conversations(self, workspace_id: str, source: str) -> dict[str, _Conversation]:
         out: dict[str, _Conversation] = {}
@@ -374,16 +511,19 @@ def _read_conversation(
     for day in days:
         label = tree.label(day)
         try:
-            records = tree.read_json(day)
-        except (OSError, KeyError, ValueError) as exc:
-            run.problem(label, "", f"cannot read the day file: {' '.join(str(exc).split())}")
+            records = tree.read_array(day)
+        except NotAnArray as exc:
+            run.problem(label, "", f"a day file {exc}")
             continue
-        if not isinstance(records, list):
-            run.problem(label, "", f"a day file must hold a JSON array, got {type(records).__name__}")
+        except _READ_ERRORS as exc:
+            run.problem(label, "", f"cannot read the day file: {_one_line(exc)}")
             continue
         report.files.append(label)
         for index, raw in enumerate(records):
             report.records += 1
+            if isinstance(raw, Rejected):
+                run.problem(label, f"[{index}]", raw.problem)
+                continue
             try:
                 ts, message, deleted_ts, changed = reader.parse(raw)
             except RecordError as exc:
@@ -429,6 +569,7 @@ def iter_slack(
     include_system: bool = False,
     workspace_id: str | None = None,
     workspace_name: str | None = None,
+    limits: ZipLimits | None = None,
 ) -> Iterator[ImportedMessage]:
     """Stream the messages of a Slack workspace export (a ``.zip`` or its directory).
 
@@ -441,6 +582,7 @@ def iter_slack(
         workspace_id: the workspace id to record (default: the team id found in the export).
         workspace_name: its name (default: the archive or directory name, without
             Slack's `` Slack export …`` suffix).
+        limits: how far a zip may inflate (default :class:`ZipLimits`: 1 GiB of JSON, 100:1).
 
     Yields:
         Messages, conversation by conversation, each conversation in ``ts`` order.
@@ -450,12 +592,13 @@ def iter_slack(
         MalformedExport: in strict mode, the first malformed file or record (``details``:
             ``path`` such as ``export.zip!general/2024-01-02.json``, ``position`` such as
             ``[3]``, ``problem``).
+        ExportTooLarge: the zip inflates beyond ``limits`` (whatever ``strict`` says).
     """
     path = Path(path)
     if not path.exists():
         raise UnrecognizedExport(f"no such Slack export: {path}", path=str(path))
     run = ImportRun(report, strict=strict, include_system=include_system)
-    tree = _Tree(path)
+    tree = _Tree(path, limits or ZipLimits())
     try:
         meta = _Meta(tree, run, workspace_id, workspace_name)
         days_by_folder: dict[str, list[str]] = {}
@@ -483,14 +626,25 @@ def _first_team(tree: _Tree, days_by_folder: Mapping[str, list[str]]) -> str | N
     for folder in sorted(days_by_folder):
         for day in sorted(days_by_folder[folder])[:1]:
             try:
-                records = tree.read_json(day)
-            except (OSError, KeyError, ValueError):
+                records = tree.read_array(day)
+            except _READ_ERRORS:
                 continue
-            if isinstance(records, list):
-                for raw in records:
-                    if isinstance(raw, dict) and optional_str(raw.get("team")):
-                        return str(raw["team"])
+            for raw in records:
+                if isinstance(raw, dict) and optional_str(raw.get("team")):
+                    return str(raw["team"])
     return None
 
 
-__all__ = ["SYSTEM_SUBTYPES", "iter_slack"]
+def _one_line(exc: BaseException) -> str:
+    """An error message on one line (yajl appends a context snippet and an arrow)."""
+    return error_line(exc)
+
+
+__all__ = [
+    "DEFAULT_MAX_COMPRESSION_RATIO",
+    "DEFAULT_MAX_UNCOMPRESSED_BYTES",
+    "RATIO_GRACE_BYTES",
+    "SYSTEM_SUBTYPES",
+    "ZipLimits",
+    "iter_slack",
+]

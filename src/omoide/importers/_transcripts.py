@@ -24,9 +24,11 @@ from typing import Any
 from omoide.errors import CorruptTranscript, InvalidContent, TranscriptError
 from omoide.importers._common import ImportRun, expand_files
 from omoide.importers._errors import MalformedExport, UnrecognizedExport
+from omoide.importers._jsonstream import MAX_DEPTH, too_deep_problem
 from omoide.importers._model import ImportedChannel, ImportedMessage, ImportReport
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.transcripts import messages_from_records, read_records, validate_record
+from omoide.transcripts._jsonl import nesting_depth
 
 DEFAULT_WORKSPACE = "local"
 
@@ -45,11 +47,17 @@ def _salvage(path: Path, run: ImportRun) -> list[Message]:
         if not raw.strip():
             continue
         try:
-            kept.append((number, validate_record(json.loads(raw.decode("utf-8")))))
+            decoded = json.loads(raw.decode("utf-8"))
+            if nesting_depth(decoded) > MAX_DEPTH:
+                dropped.append((number, too_deep_problem()))
+                continue
+            kept.append((number, validate_record(decoded)))
         except UnicodeDecodeError as exc:
             dropped.append((number, f"invalid UTF-8 at byte {exc.start}"))
         except ValueError as exc:
             dropped.append((number, f"invalid JSON ({exc})"))
+        except RecursionError:
+            dropped.append((number, too_deep_problem()))
         except InvalidContent as exc:
             dropped.append((number, exc.message))
     messages: list[Message] = []
@@ -71,7 +79,7 @@ def _salvage(path: Path, run: ImportRun) -> list[Message]:
 
 def _load(path: Path, run: ImportRun) -> list[Message]:
     try:
-        return messages_from_records(read_records(path))
+        return messages_from_records(read_records(path, max_depth=MAX_DEPTH))
     except CorruptTranscript as exc:
         if run.strict:
             line = exc.details.get("line")

@@ -41,6 +41,7 @@ from omoide.knowledge.models import ChunkDraft
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.text.lexical import lexical_text
 
 Strategy = Literal["message_based", "token_based"]
 STRATEGIES: tuple[Strategy, ...] = ("message_based", "token_based")
@@ -125,6 +126,54 @@ def format_message(message: Message) -> str:
     return f"[{format_time(message.created_at)}] **{author_label(message)}**: {render_body(message)}"
 
 
+def split_text(body: str, *, budget: int, encoding: Any = None) -> list[str]:
+    """Cut ``body`` at token boundaries into pieces of at most ``budget`` tokens (minus a margin).
+
+    The one splitter of a message too long for a chunk, for archived sessions
+    (:class:`Chunker`) and imported exports alike (:func:`omoide.knowledge.importing.window_chunks`).
+    The text is encoded a block at a time (a little more than one piece), so memory stays
+    small whatever the message's size: encoding a 1.5 MB message whole took 130 MB.
+
+    Args:
+        body: the text.
+        budget: the tokens a piece may take (what is left of ``chunk_max_tokens`` after its header).
+        encoding: a tiktoken encoding (default: ``cl100k_base``, loaded once per process).
+    """
+    if encoding is None:
+        from omoide.providers.tokens import load_encoding
+
+        encoding = load_encoding()
+    size = max(16, budget - _SPLIT_MARGIN)
+    pieces: list[str] = []
+    pos, end = 0, len(body)
+    chars_per_token = 4.0
+    while pos < end:
+        block_chars = int(size * chars_per_token * 1.5) + 64
+        while True:
+            block = body[pos : pos + block_chars]
+            last = pos + block_chars >= end
+            tokens = encoding.encode_ordinary(block)
+            if last or len(tokens) > size + 1:
+                break
+            block_chars *= 2  # fewer tokens than a piece in this block: take a longer one
+        if last and len(tokens) <= size:
+            cut = len(block)
+        else:
+            # a piece of `size` tokens, never the block's last token (the block's end may cut a word)
+            take = min(size, len(tokens) - (0 if last else 1))
+            # the characters of the first `take` tokens (a cut inside a character moves before it)
+            head = len(encoding.decode_bytes(tokens[:take]))
+            cut = len(block.encode("utf-8")[:head].decode("utf-8", "ignore"))
+            if cut <= 0:  # one character spans the whole slice (cannot happen for sane sizes)
+                cut = 1
+            chars_per_token = max(0.5, cut / max(take, 1))
+        piece = block[:cut].strip()
+        if piece:
+            pieces.append(piece)
+        pos += cut
+    return pieces or [body]
+
+
 @dataclass(frozen=True, slots=True)
 class _Unit:
     """A formatted message, or one part of a message too long for a chunk."""
@@ -193,22 +242,7 @@ class Chunker:
 
     def _split(self, body: str, *, budget: int) -> list[str]:
         """Cut ``body`` at token boundaries into pieces of at most ``budget`` tokens (minus a margin)."""
-        size = max(16, budget - _SPLIT_MARGIN)
-        tokens = self._encoding.encode_ordinary(body)
-        _, offsets = self._encoding.decode_with_offsets(tokens)
-        pieces: list[str] = []
-        start = 0
-        while start < len(tokens):
-            end = min(start + size, len(tokens))
-            lo = offsets[start]
-            hi = offsets[end] if end < len(tokens) else len(body)
-            if hi <= lo:  # one character spans the whole slice (cannot happen for sane sizes)
-                hi = lo + 1
-            piece = body[lo:hi].strip()
-            if piece:
-                pieces.append(piece)
-            start = end
-        return pieces or [body]
+        return split_text(body, budget=budget, encoding=self._encoding)
 
     # ------------------------------------------------------------------ windows
 
@@ -355,7 +389,7 @@ class Chunker:
         times = [m.created_at for m in messages]
         return ChunkDraft(
             content=content,
-            lexical=" ".join(token for unit in units for token in unit.lexical),
+            lexical=lexical_text(token for unit in units for token in unit.lexical),
             token_count=self.count(content),
             location=location,
             channel_id=channel_id,
@@ -375,4 +409,5 @@ __all__ = [
     "author_label",
     "format_message",
     "render_body",
+    "split_text",
 ]

@@ -3,8 +3,10 @@
 :func:`import_export` reads DiscordChatExporter JSON, Slack exports and omoide JSONL
 transcripts with :mod:`omoide.importers`, and writes one knowledge source per conversation
 (channel or thread) and import, with one chunk per message window (seed 004's
-``message_windows``: cut by time gap, message count and ``chunk_max_tokens``). The sources
-are ``pending``, so the embedding worker (or ``omoide embed``) embeds them next.
+``message_windows``: cut by time gap, message count and ``chunk_max_tokens``) — or several
+when a window (one long message) is longer than ``chunk_max_tokens``: no imported chunk is
+(:func:`window_chunks`, with the archiver's splitter). The sources are ``pending``, so the
+embedding worker (or ``omoide embed``) embeds them next.
 
 * **Idempotent.** Each source records its conversation key in ``metadata`` and each chunk
   its platform message ids in ``location``. Before writing, the message ids already stored
@@ -25,6 +27,7 @@ channel or thread stopped, so the next sync fetches only what came after.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,15 +44,18 @@ from omoide.importers import (
     ImportProblem,
     ImportReport,
     MessageWindow,
+    UnrecognizedExport,
+    ZipLimits,
     message_windows,
     read_export,
 )
 from omoide.knowledge.archiver import knowledge_store
+from omoide.knowledge.chunking import split_text
 from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
-from omoide.text import tokenize_for_search
+from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 
 CONVERSATION_KEY = "conversation_key"
@@ -126,7 +132,7 @@ def window_chunk(window: MessageWindow) -> ChunkDraft:
         location["jump_url"] = url
     return ChunkDraft(
         content=content,
-        lexical=" ".join(tokenize_for_search(chunk_lexical_text(content))),
+        lexical=lexical_text(tokenize_for_search(chunk_lexical_text(content))),
         token_count=window.token_count,
         location=location,
         channel_id=window.channel_id,
@@ -137,8 +143,94 @@ def window_chunk(window: MessageWindow) -> ChunkDraft:
     )
 
 
-def _chunks(windows: Sequence[MessageWindow]) -> list[ChunkDraft]:
-    return [window_chunk(w) for w in windows]
+def _header(message: ImportedMessage, part: int, parts: int) -> str:
+    name = (message.author_name or message.author_id).replace("*", "")
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}** ({part}/{parts}): "
+
+
+def _piece_chunk(window: MessageWindow, lines: Sequence[tuple[ImportedMessage, str, int]], tokens: int) -> ChunkDraft:
+    messages = list({id(m): m for m, _, _ in lines}.values())
+    content, spans = join_lines([(line, m.author_id, m.message_id) for m, line, _ in lines], "\n")
+    url = next((m.url for m in messages if m.url), None)
+    location: dict[str, Any] = {
+        "message_ids": [m.message_id for m in messages],
+        "key": window.key,
+        LINES_KEY: spans_json(spans),
+    }
+    if url:
+        location["jump_url"] = url
+    head = _PART.match(lines[0][1]) if len(lines) == 1 else None
+    if head is not None:
+        location["part"], location["parts"] = int(head.group(1)), int(head.group(2))
+    times = [m.created_at for m in messages]
+    return ChunkDraft(
+        content=content,
+        lexical=lexical_text(tokenize_for_search(chunk_lexical_text(content))),
+        token_count=tokens,
+        location=location,
+        channel_id=window.channel_id,
+        thread_id=window.thread_id,
+        author_ids=tuple(dict.fromkeys(m.author_id for m in messages)),
+        started_at=min(times),
+        ended_at=max(times),
+    )
+
+
+_PART = re.compile(r"^\[[^\]]*\] \*\*.*?\*\* \((\d+)/(\d+)\): ")
+
+
+def window_chunks(window: MessageWindow, *, max_tokens: int) -> list[ChunkDraft]:
+    """The chunks of one message window, none longer than ``max_tokens`` (``chunk_max_tokens``).
+
+    A window that fits is one chunk (:func:`window_chunk`). Otherwise its lines are packed,
+    in order, into as few chunks as fit, and a message too long for a chunk on its own is
+    cut at token boundaries by the archiver's splitter
+    (:func:`omoide.knowledge.chunking.split_text`) into parts headed
+    ``[time] **name** (2/5):``, each recording ``part`` / ``parts`` in its ``location``.
+    """
+    counter = get_token_counter()
+    lines = [chunk_line(m) for m in window.messages]
+    whole = "\n".join(lines)
+    tokens = counter.count(whole)
+    if tokens <= max_tokens:
+        return [window_chunk(window)]
+    units: list[tuple[ImportedMessage, str, int]] = []
+    for message, line in zip(window.messages, lines, strict=True):
+        cost = counter.count(line)
+        if cost <= max_tokens:
+            units.append((message, line, cost))
+            continue
+        body = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
+        pieces = split_text(body, budget=max_tokens - counter.count(_header(message, 99, 99)))
+        for part, piece in enumerate(pieces, start=1):
+            text = _header(message, part, len(pieces)) + piece
+            units.append((message, text, counter.count(text)))
+    drafts: list[ChunkDraft] = []
+    group: list[tuple[ImportedMessage, str, int]] = []
+    used = 0
+    for unit in units:
+        cost = unit[2] + (1 if group else 0)
+        if group and used + cost > max_tokens:
+            drafts.extend(_fitting(window, group, max_tokens))
+            group, used, cost = [], 0, unit[2]
+        group.append(unit)
+        used += cost
+    if group:
+        drafts.extend(_fitting(window, group, max_tokens))
+    return drafts
+
+
+def _fitting(window: MessageWindow, group: list[tuple[ImportedMessage, str, int]], max_tokens: int) -> list[ChunkDraft]:
+    """``group`` as one chunk, or halved until each part fits (joined lines can count a token more)."""
+    tokens = group[0][2] if len(group) == 1 else get_token_counter().count("\n".join(line for _, line, _ in group))
+    if tokens <= max_tokens or len(group) == 1:
+        return [_piece_chunk(window, group, tokens)]
+    half = len(group) // 2
+    return _fitting(window, group[:half], max_tokens) + _fitting(window, group[half:], max_tokens)
+
+
+def _chunks(windows: Sequence[MessageWindow], max_tokens: int) -> list[ChunkDraft]:
+    return [draft for w in windows for draft in window_chunks(w, max_tokens=max_tokens)]
 
 
 def _title(window: MessageWindow) -> str:
@@ -251,15 +343,22 @@ async def import_export(
     Raises:
         UnrecognizedExport: a path is missing or not an export.
         MalformedExport: ``strict`` and a malformed record or file.
+        UnrecognizedExport: not one record could be read (every file is unreadable or not an
+            export); the message names the first file and its problem. Nothing is written.
+        ExportTooLarge: a Slack zip inflates beyond ``import_max_uncompressed_bytes`` or
+            ``import_max_compression_ratio``. Nothing is written.
         InvalidInput: ``only_workspace`` and the export holds another workspace (nothing is written).
         CapabilityNotSupported: the store has no long-term memory.
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     if only_workspace and not workspace:
         raise InvalidInput("only_workspace needs the workspace to import into")
+    limits = ZipLimits(settings.import_max_uncompressed_bytes, settings.import_max_compression_ratio)
     export = await asyncio.to_thread(
-        read_export, items, strict=strict, include_system=include_system, workspace_id=workspace
+        read_export, items, strict=strict, include_system=include_system, workspace_id=workspace, limits=limits
     )
+    if not export.report.records and export.problems:
+        raise _nothing_readable(export.problems)
     if only_workspace:
         others = sorted({m.workspace_id for m in export.messages} - {workspace})
         if others:
@@ -285,6 +384,18 @@ async def import_export(
         conversations=total,
         problems=export.problems,
         report=export.report,
+    )
+
+
+def _nothing_readable(problems: Sequence[ImportProblem]) -> UnrecognizedExport:
+    """Not one record could be read: say which file, why, and what omoide reads."""
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+    return UnrecognizedExport(
+        f"Nothing was imported: {first.path} is not a chat export omoide can read ({first.problem}){more}; "
+        "pass a DiscordChatExporter .json file, a Slack export .zip or an omoide .jsonl transcript.",
+        path=first.path,
+        problems=[str(p) for p in problems[:10]],
     )
 
 
@@ -327,7 +438,7 @@ async def _write_messages(
         for attempt in range(_ERASURE_ATTEMPTS):
             state = erasures[workspace]
             info = channel_info(channels or {}, conversation[0].conversation)
-            drafts = await asyncio.to_thread(_chunks, conversation)
+            drafts = await asyncio.to_thread(_chunks, conversation, settings.chunk_max_tokens)
             try:
                 await kstore.add_source(
                     source_for(conversation, files, channel=info, private=private, members=members),
@@ -491,4 +602,5 @@ __all__ = [
     "ingest_cursor",
     "ingest_messages",
     "window_chunk",
+    "window_chunks",
 ]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from omoide.stores.base import LexicalIndexStore, LexicalTable
-from omoide.text import get_search_tokenizer
+from omoide.text import get_search_tokenizer, lexical_text
 from omoide.text.chat_lines import chunk_lexical_text
 
 BATCH = 500
@@ -39,7 +39,7 @@ class LexicalRebuildReport:
 def _tokens(table: LexicalTable, content: str) -> str:
     tokenizer = get_search_tokenizer()
     text = chunk_lexical_text(content) if table is LexicalTable.CHUNKS else content
-    return " ".join(tokenizer.tokenize(text))
+    return lexical_text(tokenizer.tokenize(text))
 
 
 async def lexical_index_is_stale(store: object) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 
 from omoide.errors import ErasureConflict, InvalidInput
 from omoide.providers.tokens import get_token_counter
-from omoide.text import tokenize_for_search
+from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 
 LINES_KEY = "lines"
@@ -207,7 +207,7 @@ def strip_user(
             new_location["message_count"] = len(new_location["message_ids"])
     return ChunkRewrite(
         content=text,
-        lexical=" ".join(tokenize_for_search(chunk_lexical_text(text))),
+        lexical=lexical_text(tokenize_for_search(chunk_lexical_text(text))),
         token_count=get_token_counter().count(text),
         location=new_location,
         author_ids=[a for a in author_ids if a != user_id],

@@ -36,7 +36,24 @@ def dump_record(record: Record | Mapping[str, Any]) -> str:
         raise InvalidContent(f"record cannot be written as JSON: {exc}") from exc
 
 
-def parse_jsonl(data: str | bytes, *, source: str = "<transcript>") -> list[Record]:
+def nesting_depth(value: Any) -> int:
+    """Levels of objects and arrays in a decoded JSON value (0 for a scalar), without recursion."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def parse_jsonl(data: str | bytes, *, source: str = "<transcript>", max_depth: int | None = None) -> list[Record]:
     """Decode and validate the records of a JSONL transcript.
 
     A torn *last* line (no trailing newline and not valid JSON or UTF-8: a crash
@@ -46,6 +63,8 @@ def parse_jsonl(data: str | bytes, *, source: str = "<transcript>") -> list[Reco
 
     Args:
         data: the whole file, as text or as UTF-8 bytes.
+        max_depth: a line nesting objects and arrays deeper than this is corrupt (the
+            importers pass 64); a line too deep for Python's decoder always is.
         source: the file name used in error messages.
 
     Raises:
@@ -58,10 +77,10 @@ def parse_jsonl(data: str | bytes, *, source: str = "<transcript>") -> list[Reco
     records: list[Record] = []
     complete, tail = lines[:-1], lines[-1]  # data ending in a newline leaves an empty tail
     for number, raw in enumerate(complete, start=1):
-        records.append(_parse_line(raw, source, number))
+        records.append(_parse_line(raw, source, number, max_depth))
     if tail:
         if _is_json(tail):  # a complete record that only lacks its newline
-            records.append(_parse_line(tail, source, len(complete) + 1))
+            records.append(_parse_line(tail, source, len(complete) + 1, max_depth))
         else:
             _warn_torn(source, len(complete) + 1, len(tail))
     try:
@@ -74,12 +93,14 @@ def parse_jsonl(data: str | bytes, *, source: str = "<transcript>") -> list[Reco
 def _is_json(raw: bytes) -> bool:
     try:
         json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        return True  # complete, but too deep: _parse_line reports it
     except ValueError:  # JSONDecodeError and UnicodeDecodeError
         return False
     return True
 
 
-def _parse_line(raw: bytes, source: str, number: int) -> Record:
+def _parse_line(raw: bytes, source: str, number: int, max_depth: int | None = None) -> Record:
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,6 +111,11 @@ def _parse_line(raw: bytes, source: str, number: int) -> Record:
         decoded = json.loads(line)
     except ValueError as exc:
         raise _corrupt(source, number, f"invalid JSON ({exc})") from exc
+    except RecursionError as exc:
+        limit = f"deeper than {max_depth} levels" if max_depth is not None else "too deeply to decode"
+        raise _corrupt(source, number, f"nested {limit} of objects and arrays") from exc
+    if max_depth is not None and nesting_depth(decoded) > max_depth:
+        raise _corrupt(source, number, f"nested deeper than {max_depth} levels of objects and arrays")
     try:
         return validate_record(decoded)
     except InvalidContent as exc:
@@ -121,7 +147,7 @@ def dump_records(records: Iterable[Record | Mapping[str, Any]]) -> str:
     return "".join(dump_record(r) for r in records)
 
 
-def read_records(path: Path | str) -> list[Record]:
+def read_records(path: Path | str, *, max_depth: int | None = None) -> list[Record]:
     """Read and validate a JSONL transcript anywhere on disk (blocking; for scripts and the CLI).
 
     Async code reads store sessions with :meth:`TranscriptStore.records` instead, or
@@ -135,4 +161,4 @@ def read_records(path: Path | str) -> list[Record]:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or exc}", path=str(path)) from exc
-    return parse_jsonl(data, source=str(path))
+    return parse_jsonl(data, source=str(path), max_depth=max_depth)

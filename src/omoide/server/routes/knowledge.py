@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from starlette.datastructures import UploadFile
 
-from omoide.errors import InvalidInput
+from omoide.errors import InvalidInput, OmoideError
 from omoide.server.auth import KeyDep, MemoryDep
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import SEARCH_EXAMPLE, AskIn, SearchFiltersIn, SearchIn, StatusOut
@@ -63,6 +65,13 @@ async def ask(body: AskIn, memory: MemoryDep, key: KeyDep) -> dict[str, Any]:
         "requestBody": {
             "required": True,
             "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"file": {"type": "string", "format": "binary"}},
+                        "required": ["file"],
+                    }
+                },
                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
                 "application/json": {"schema": {"type": "object"}},
                 "application/zip": {"schema": {"type": "string", "format": "binary"}},
@@ -75,34 +84,107 @@ async def import_export(
     memory: MemoryDep,
     key: KeyDep,
     filename: Annotated[
-        str, Query(min_length=1, max_length=200, description="The file's name; its suffix says the format.")
-    ] = "export.json",
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="The file's name; its suffix says the format (default: the uploaded file's name, "
+            "else export.json).",
+        ),
+    ] = None,
     strict: bool = False,
     include_system: bool = False,
 ) -> dict[str, Any]:
-    """The request body is the export file itself: a DiscordChatExporter `.json`, a Slack export
-    `.zip` or an omoide `.jsonl` transcript (at most `OMOIDE_HTTP_MAX_UPLOAD_BYTES`). Every message
-    must belong to the key's workspace (a Discord export names its guild); re-importing is safe.
+    """The export file, either as a multipart form field `file` (`curl -F file=@export.json`) or
+    as the request body itself: a DiscordChatExporter `.json`, a Slack export `.zip` or an omoide
+    `.jsonl` transcript (at most `OMOIDE_HTTP_MAX_UPLOAD_BYTES`). Every message must belong to the
+    key's workspace (a Discord export names its guild); re-importing is safe.
     """
-    suffix = Path(filename).suffix.lower()
-    if suffix not in _SUFFIXES:
-        raise InvalidInput(f"filename must end in .json, .jsonl or .zip (the export's format), got {filename!r}")
     folder = Path(tempfile.mkdtemp(prefix="omoide-upload-"))
     try:
-        path = folder / ("upload" + suffix)
-        size = 0
-        with path.open("wb") as out:
-            async for chunk in request.stream():
-                size += len(chunk)
-                out.write(chunk)
+        multipart = request.headers.get("content-type", "").lower().startswith("multipart/form-data")
+        if multipart:
+            name, size = await _save_form_file(request, folder, filename)
+        else:
+            name = _upload_name(filename or "export.json")
+            size = 0
+            with (folder / name).open("wb") as out:
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    out.write(chunk)
         if size == 0:
-            raise InvalidInput("the request body is empty: send the export file as the body")
-        summary = await memory.import_export(
-            path, workspace=key.workspace_id, strict=strict, include_system=include_system, only_workspace=True
-        )
-        return summary.as_dict()
+            raise InvalidInput(
+                "the upload is empty: send the export file as the form field 'file' (curl -F file=@export.json) "
+                "or as the request body"
+            )
+        try:
+            summary = await memory.import_export(
+                folder / name,
+                workspace=key.workspace_id,
+                strict=strict,
+                include_system=include_system,
+                only_workspace=True,
+            )
+        except OmoideError as exc:
+            raise _without_folder(exc, folder) from None
+        data = summary.as_dict()
+        data["problems"] = [_scrub(p, folder) for p in data["problems"]]
+        return data
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, True)
+
+
+def _upload_name(name: str) -> str:
+    """The client's file name without any directories; its suffix must name a format."""
+    base = Path(name.replace("\\", "/")).name.strip()
+    suffix = Path(base).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise InvalidInput(f"the file name must end in .json, .jsonl or .zip (the export's format), got {name!r}")
+    stem = Path(base).stem.strip(". ") or "export"
+    return stem[:150] + suffix
+
+
+async def _save_form_file(request: Request, folder: Path, filename: str | None) -> tuple[str, int]:
+    """Write the form's file field (``file``, else the only file) to ``folder``; ``(name, bytes)``."""
+    form = await request.form(max_files=1, max_fields=20)
+    try:
+        uploads = [v for _, v in form.multi_items() if isinstance(v, UploadFile)]
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            upload = uploads[0] if len(uploads) == 1 else None
+        if upload is None:
+            raise InvalidInput(
+                "the multipart form holds no file: send the export as the field 'file' (curl -F file=@export.json)"
+            )
+        name = _upload_name(filename or upload.filename or "export.json")
+        size = 0
+        with (folder / name).open("wb") as out:
+            while chunk := await upload.read(1024 * 1024):
+                size += len(chunk)
+                out.write(chunk)
+        return name, size
+    finally:
+        await form.close()
+
+
+def _scrub(text: str, folder: Path) -> str:
+    """``text`` without the server's temporary folder (problems name the file as the client sent it)."""
+    return text.replace(f"{folder}{os.sep}", "").replace(str(folder), "")
+
+
+def _without_folder(exc: OmoideError, folder: Path) -> OmoideError:
+    """``exc`` with the server's temporary folder taken out of its message and details."""
+    exc.message = _scrub(exc.message, folder)
+    exc.args = (exc.message,)
+    exc.details = {
+        k: _scrub(v, folder)
+        if isinstance(v, str)
+        else [_scrub(i, folder) if isinstance(i, str) else i for i in v]
+        if isinstance(v, list)
+        else v
+        for k, v in exc.details.items()
+    }
+    return exc
 
 
 @router.get("/status", summary="Counts of the workspace's sessions, sources, chunks and vectors")
