@@ -149,7 +149,7 @@ def search(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Search long-term memory: vector + lexical, fused with RRF (seed 004's pipeline)."""
+    """Search long-term memory: vector + lexical results, fused and ranked (--explain shows the raw ranks and scores)."""
     filters = _filters(guild, channel, author, since, until)
 
     async def main() -> SearchResult:
@@ -193,7 +193,7 @@ def ask(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Answer a question with citations [#n] from long-term memory (seed 004)."""
+    """Answer a question with citations \\[#n] from long-term memory."""
     filters = _filters(guild, channel, author, since, until)
 
     async def main() -> AnswerResult:

@@ -196,7 +196,7 @@ def export(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export every stored message of a session as a JSONL transcript (seed 002 record format)."""
+    """Export every stored message of a session as a JSONL transcript (one JSON record per line; `omoide sessions import` reads it back)."""
     from omoide.transcripts import dump_records, records_from_messages
 
     async def main() -> None:

@@ -11,7 +11,7 @@ from omoide.cli._common import DbOption, JsonOption, console, err_console, open_
 from omoide.summaries.models import SummaryKind, SummaryScope
 
 app = typer.Typer(
-    help="Rolling short-term and long-term summaries (seed 003).",
+    help="Rolling short-term and long-term summaries.",
     epilog="Example: omoide summaries show 1290479547187331073 --workspace 1290478288896131072",
     no_args_is_help=True,
 )
@@ -67,7 +67,7 @@ def summarise(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Run one summariser pass: channels, threads and users whose triggers fired (seed 003)."""
+    """Run one summariser pass: channels, threads and users whose triggers fired."""
 
     async def main() -> dict[str, object]:
         async with open_memory(db) as mem:
