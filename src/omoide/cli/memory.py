@@ -10,7 +10,7 @@ from rich.table import Table
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 
 if TYPE_CHECKING:
-    from omoide.memories.models import MemoryRecord
+    from omoide.memories.models import MemoryHit, MemoryRecord
 
 app = typer.Typer(
     help="A user's explicit memories (what they asked the bot to remember).",
@@ -25,12 +25,29 @@ TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repe
 IdArg = Annotated[int, typer.Argument(help="Memory id (see `omoide memory list`).")]
 
 
-def _table(memories: list[MemoryRecord], *, scores: list[str] | None = None) -> Table:
-    table = Table("id", "category", "tags", "content", "updated (UTC)", *(["score"] if scores else []))
+def _table(memories: list[MemoryRecord], *, found_by: list[str] | None = None) -> Table:
+    table = Table(*(["#"] if found_by else []), "id", "category", "tags")
+    table.add_column("content", overflow="fold", min_width=12)  # never cut what the user asked to remember
+    table.add_column("updated (UTC)")
+    if found_by:
+        table.add_column("found by")
     for i, m in enumerate(memories):
         row = [str(m.id), m.category, ", ".join(m.tags), m.content, m.updated_at.strftime("%Y-%m-%d %H:%M")]
-        table.add_row(*row, *([scores[i]] if scores else []))
+        if found_by:
+            table.add_row(str(i + 1), *row, found_by[i])
+        else:
+            table.add_row(*row)
     return table
+
+
+def _found_by(hit: MemoryHit, *, explain: bool) -> str:
+    """How a recalled memory matched, in words (``meaning + words``); ``--explain`` adds the raw numbers."""
+    names = {"vector": "meaning", "lexical": "words"}
+    text = " + ".join(names[k] for k in ("vector", "lexical") if k in hit.ranks) or "-"
+    if explain:
+        ranks = ", ".join(f"{k}={v}" for k, v in hit.ranks.items())
+        text += f"\nscore {hit.score:.4f}" + (f"; {ranks}" if ranks else "")
+    return text
 
 
 @app.command("add", epilog='Example: omoide memory add "誕生日は3月15日" --workspace 123 --user 456 --tag profile')
@@ -68,10 +85,16 @@ def search(
     limit: Annotated[int, typer.Option(min=1, max=100, help="At most this many.")] = 5,
     category: CategoryOpt = None,
     tag: TagOpt = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Also show each memory's raw fused score and its rank in each list.")
+    ] = False,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Recall a user's memories: vector + full-text search, fused."""
+    """Recall a user's memories, best match first: by meaning (vectors) and by words (full text), fused.
+
+    The "found by" column says which of the two found each memory; --json and --explain give the raw scores.
+    """
 
     async def main() -> None:
         async with open_memory(db) as mem:
@@ -81,7 +104,7 @@ def search(
         elif not hits:
             console.print("No memory matches. See them all with `omoide memory list`.")
         else:
-            console.print(_table([h.memory for h in hits], scores=[f"{h.score:.4f}" for h in hits]))
+            console.print(_table([h.memory for h in hits], found_by=[_found_by(h, explain=explain) for h in hits]))
 
     run(main, json_errors=json_)
 
@@ -131,18 +154,30 @@ def get(
     run(main, json_errors=json_)
 
 
-@app.command("update", epilog='Example: omoide memory update 42 --content "誕生日は4月2日" --workspace 123 --user 456')
+@app.command("update", epilog='Example: omoide memory update 42 "誕生日は4月2日" --workspace 123 --user 456')
 def update(
     memory_id: IdArg,
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="TEXT", help="New content (embedded again), as in `omoide memory add`.", show_default=False
+        ),
+    ] = None,
+    *,
     workspace: WorkspaceOpt,
     user: UserOpt,
-    content: Annotated[str | None, typer.Option(help="New content (embedded again).")] = None,
+    content: Annotated[
+        str | None, typer.Option(help="New content, as an option (same as the TEXT argument).", show_default=False)
+    ] = None,
     category: Annotated[str | None, typer.Option(help="New category.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Replace the tags (repeatable).")] = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Change one of a user's memories."""
+    """Change one of a user's memories: its content (TEXT or --content), category or tags."""
+    if text is not None and content is not None and text != content:
+        raise typer.BadParameter("give the new content once: as TEXT or as --content, not both", param_hint="TEXT")
+    content = text if text is not None else content
 
     async def main() -> None:
         async with open_memory(db) as mem:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 
@@ -104,30 +105,37 @@ def _where(hit: SearchHit) -> str:
     return " · ".join(parts)
 
 
+def _piped() -> bool:
+    """Output goes to a pipe or file: print each line whole (``soft_wrap``) instead of wrapping at 80 columns."""
+    return not console.is_terminal
+
+
 def render_hits(result: SearchResult) -> None:
+    """Best first, numbered; the raw fused/rerank scores only with ``--explain`` (they mean nothing to a reader)."""
     if not result.hits:
         console.print("No results.")
     for hit in result.hits:
-        console.print(f"[bold]{hit.rank}.[/] [dim]{hit.score:.4f}[/]  {_where(hit)}", highlight=False)
+        console.print(f"[bold]{hit.rank}.[/]  {escape(_where(hit))}", highlight=False)
         text = hit.content if len(hit.content) <= 400 else hit.content[:400] + "…"
-        console.print(text, highlight=False, markup=False)
-        if hit.jump_url:
-            console.print(f"[dim]{hit.jump_url}[/]", highlight=False)
+        console.print(text, highlight=False, markup=False, soft_wrap=_piped())
+        if hit.jump_url:  # never wrapped nor cut, so it stays clickable and greppable
+            console.print(hit.jump_url, style="dim", highlight=False, markup=False, soft_wrap=True)
         if hit.ranks:
-            console.print("[dim]ranks: " + ", ".join(f"{k}={v}" for k, v in hit.ranks.items()) + "[/]")
+            ranks = ", ".join(f"{k}={v}" for k, v in hit.ranks.items())
+            console.print(f"score {hit.score:.4f}; ranks: {ranks}", style="dim", highlight=False, markup=False)
         console.print()
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
 
 
 def render_answer(result: AnswerResult) -> None:
-    console.print(result.text, highlight=False, markup=False)
+    console.print(result.text, highlight=False, markup=False, soft_wrap=_piped())
     if result.citations:
         console.print()
         console.print("[bold]根拠[/]" if result.language == "ja" else "[bold]Sources[/]")
-        for c in result.citations:
+        for c in result.citations:  # a line with a jump URL is never wrapped nor cut
             url = f"  {c.hit.jump_url}" if c.hit.jump_url else ""
-            console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False)
+            console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False, soft_wrap=True)
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {note}", highlight=False)
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings.items())
