@@ -85,6 +85,7 @@ def test_archive_embed_status_sources_reindex(db_url):
 
 def test_archive_now_and_empty_listings(sqlite_url):
     env = {"OMOIDE_EMBEDDER": "hashing"}
+    assert omoide("migrate", "--db", sqlite_url)[0] == 0  # read-only commands need an existing database
     code, out, _ = omoide("sources", "--db", sqlite_url, env=env)
     assert code == 0 and "No knowledge sources yet" in out
     append(sqlite_url, "agent:default:a=notes", "メモ: 来週の会議は火曜日の午後三時からです。資料を準備すること。")

@@ -18,6 +18,7 @@ from rich.progress import TaskID
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
+from omoide.cli._db import open_existing_memory
 from omoide.search.lexical_index import LexicalRebuildReport
 from omoide.stores.base import LexicalTable
 
@@ -290,7 +291,7 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
     """Show long-term memory at a glance: sessions, unarchived messages, sources and vectors per model."""
 
     async def main() -> dict[str, Any]:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             counts = await mem.knowledge_status()
             model = mem.embedder.model_id
         return {
@@ -354,7 +355,7 @@ def sources(
     """List knowledge sources, newest first: type, title, origin session, messages, time span, chunks, status."""
 
     async def main() -> list[dict[str, Any]]:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             found = await mem.sources(workspace=workspace, limit=limit, offset=offset)
         return [_source_row(s) for s in found]
 

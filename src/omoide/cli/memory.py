@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
     from omoide.memories.models import MemoryHit, MemoryRecord
@@ -97,7 +98,7 @@ def search(
     """
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             hits = await mem.recall(query, workspace=workspace, user=user, limit=limit, category=category, tags=tag)
         if json_:
             print_json([h.as_dict() for h in hits])
@@ -123,7 +124,7 @@ def list_(
     """List a user's memories, newest first."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memories = await mem.memories.list(
                 workspace, user, category=category, tags=tag, page=page, page_size=page_size
             )
@@ -144,7 +145,7 @@ def get(
     """Show one of a user's memories."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memory = await mem.memories.get(workspace, user, memory_id)
         if json_:
             print_json(memory.as_dict())
@@ -180,7 +181,7 @@ def update(
     content = text if text is not None else content
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memory = await mem.memories.update(workspace, user, memory_id, content=content, category=category, tags=tag)
         if json_:
             print_json(memory.as_dict())
@@ -197,7 +198,7 @@ def delete(
     """Delete one of a user's memories."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             await mem.memories.delete(workspace, user, memory_id)
         if json_:
             print_json({"deleted": memory_id})

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._common import DbOption, JsonOption, console, err_console, print_json, run
+from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
@@ -163,7 +164,7 @@ def search(
     async def main() -> SearchResult:
         from omoide.search.pipeline import check_mode
 
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             return await mem.search(
                 query,
                 workspace=filters["workspace"],
@@ -208,7 +209,7 @@ def ask(
         from omoide.answers.messages import check_language
         from omoide.search.pipeline import check_mode
 
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             return await mem.ask(
                 question,
                 workspace=filters["workspace"],

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 from omoide.models import Message, Role, Session, SessionStatus
 
 app = typer.Typer(
@@ -42,7 +43,7 @@ def list_sessions(
     """List sessions, most recently active first."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             sessions = await mem.sessions.list_sessions(workspace=workspace, status=status, limit=limit, offset=offset)
         if json_:
             print_json(sessions)
@@ -84,7 +85,7 @@ def show(
     """Show a session and its current window of messages."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             session = await mem.sessions.get(key)
             messages = await (mem.sessions.messages(key) if all_ else mem.history(key, window=window))
         if json_:
@@ -144,7 +145,7 @@ def reset(key: KeyArg, db: DbOption = None) -> None:
     """Start a fresh conversation: empty the window (stored messages stay until archived)."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             session = await mem.reset(key)
         console.print(f"Reset {session.key}: the window now starts after message #{session.window_start_seq}.")
 
@@ -162,7 +163,7 @@ def delete(
         typer.confirm(f"Delete {key} and all its messages?", abort=True)
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             deleted = await mem.sessions.delete(key)
         console.print(f"Deleted {key}." if deleted else f"No session {key}; nothing deleted.", highlight=False)
 
@@ -200,7 +201,7 @@ def export(
     from omoide.transcripts import dump_records, records_from_messages
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             messages = await mem.sessions.messages(key)
         text = dump_records(records_from_messages(messages))
         if output is None:

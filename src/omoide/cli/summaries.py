@@ -8,6 +8,7 @@ import typer
 from rich.panel import Panel
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 from omoide.summaries.models import SummaryKind, SummaryScope
 
 app = typer.Typer(
@@ -36,7 +37,7 @@ def show(
     target = workspace if scope is SummaryScope.WORKSPACE else str(scope_id)
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             store = mem.summary_generator().store
             kinds = [kind] if kind else [SummaryKind.SHORT_TERM, SummaryKind.LONG_TERM]
             found = []
