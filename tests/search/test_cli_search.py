@@ -149,3 +149,23 @@ def test_piped_output_never_wraps_jump_urls(tmp_path, monkeypatch):
         assert urls, done.stdout
         for url in urls:
             assert re.fullmatch(rf"https://discord\.com/channels/{guild}/\d{{17,20}}/\d{{17,20}}", url), done.stdout
+
+
+def test_a_mistyped_guild_is_named_and_workspaces_with_knowledge_are_suggested(seeded):
+    """``--guild`` with a typo said only "no synced messages yet", without naming where it looked."""
+    code, out, err = omoide("ask", "明日の天気は？", "--guild", "g11", "--db", seeded)
+    assert code == 0 and out.startswith("まだ同期されたメッセージがありません")
+    assert "'g11' has no knowledge" in err and "Workspaces with knowledge: g1, other" in err and "--guild g1" in err
+    code, out, err = omoide("search", "天気", "--guild", "g11", "--json", "--db", seeded)
+    assert code == 0 and json.loads(out)["hits"] == []  # stdout stays pure JSON; the note is on stderr
+    assert "'g11' has no knowledge" in err and "--guild g1" in err
+    # a workspace with knowledge whose filters matched nothing: no workspace note
+    code, out, err = omoide("search", "天気", "--guild", "g1", "--channel", "nope", "--db", seeded)
+    assert code == 0 and "No results." in out and "has no knowledge" not in err
+
+
+def test_an_empty_database_says_how_to_get_knowledge(db_url, monkeypatch):
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+    assert omoide("migrate", "--db", db_url)[0] == 0
+    code, _, err = omoide("ask", "天気は？", "--guild", "g1", "--db", db_url)
+    assert code == 0 and "'g1' has no knowledge" in err and "omoide import" in err

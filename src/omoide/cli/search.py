@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -18,6 +19,7 @@ from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
+    from omoide.engine import Memory
     from omoide.search.pipeline import SearchHit, SearchResult
 
 GuildOption = Annotated[
@@ -144,6 +146,38 @@ def render_answer(result: AnswerResult) -> None:
         err_console.print(f"[dim]{timings}[/]", highlight=False)
 
 
+async def workspace_hint(mem: Memory, workspace: str) -> str | None:
+    """When ``workspace`` has no knowledge at all: a note naming it, and a few workspaces that do
+    (the most similar ids first, so a typo's target leads).
+
+    A mistyped ``--guild`` otherwise only says "no synced messages yet". ``None`` when the
+    workspace has knowledge (then the filters or the query found nothing).
+    """
+    status = await mem.knowledge_status(workspace=workspace)
+    if status.chunks:
+        return None
+    note = f"workspace {workspace!r} has no knowledge in this database"
+    if status.unarchived_messages:
+        return note + (
+            f" yet, only {status.unarchived_messages} unarchived session message(s): run `omoide archive --now`"
+        )
+    others: list[str] = []
+    for source in await mem.sources(limit=_SCAN_SOURCES):
+        if source.workspace_id != workspace and source.workspace_id not in others:
+            others.append(source.workspace_id)
+    if not others:
+        return note + "; import chat history with `omoide import EXPORT` (or try `omoide demo`)"
+    others.sort(key=lambda other: -SequenceMatcher(None, workspace, other).ratio())  # a typo's target first
+    shown = ", ".join(others[:_SUGGESTIONS]) + (
+        f" (and {len(others) - _SUGGESTIONS} more)" if len(others) > _SUGGESTIONS else ""
+    )
+    return note + f". Workspaces with knowledge: {shown} — e.g. --guild {others[0]}"
+
+
+_SCAN_SOURCES = 1000  # newest sources read to suggest workspaces (an error path: bounded, not exhaustive)
+_SUGGESTIONS = 5
+
+
 def search(
     query: Annotated[str, typer.Argument(help="What to look for (any language).")],
     guild: GuildOption,
@@ -161,11 +195,11 @@ def search(
     """Search long-term memory: vector + lexical results, fused and ranked (--explain shows the raw ranks and scores)."""
     filters = _filters(guild, channel, author, since, until)
 
-    async def main() -> SearchResult:
+    async def main() -> tuple[SearchResult, str | None]:
         from omoide.search.pipeline import check_mode
 
         async with open_existing_memory(db) as mem:
-            return await mem.search(
+            found = await mem.search(
                 query,
                 workspace=filters["workspace"],
                 channel=filters["channel"],
@@ -177,12 +211,16 @@ def search(
                 explain=explain,
                 viewer=viewer,
             )
+            hint = None if found.hits else await workspace_hint(mem, filters["workspace"])
+            return found, hint
 
-    result = run(main, json_errors=json_)
+    result, hint = run(main, json_errors=json_)
     if json_:
         print_json(result.as_dict())
     else:
         render_hits(result)
+    if hint:
+        err_console.print(f"[yellow]Note:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def ask(
@@ -205,12 +243,12 @@ def ask(
     """Answer a question with citations \\[#n] from long-term memory."""
     filters = _filters(guild, channel, author, since, until)
 
-    async def main() -> AnswerResult:
+    async def main() -> tuple[AnswerResult, str | None]:
         from omoide.answers.messages import check_language
         from omoide.search.pipeline import check_mode
 
         async with open_existing_memory(db) as mem:
-            return await mem.ask(
+            answer = await mem.ask(
                 question,
                 workspace=filters["workspace"],
                 channel=filters["channel"],
@@ -223,12 +261,16 @@ def ask(
                 language=None if lang is None else check_language(lang),
                 viewer=viewer,
             )
+            hint = await workspace_hint(mem, filters["workspace"]) if answer.no_data else None
+            return answer, hint
 
-    result = run(main, json_errors=json_)
+    result, hint = run(main, json_errors=json_)
     if json_:
         print_json(result.as_dict())
     else:
         render_answer(result)
+    if hint:
+        err_console.print(f"[yellow]Note:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
@@ -243,4 +285,4 @@ def register(app: typer.Typer) -> None:
         app.command(name, epilog=example)(function)
 
 
-__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search"]
+__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search", "workspace_hint"]
