@@ -7,8 +7,11 @@ added to the root app by :func:`register`.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -125,22 +128,40 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
     """Embed every pending knowledge chunk with the configured embedder once, then exit.
 
     Exits 1 when a transient provider error stopped the pass (the sources stay pending).
+    SIGTERM or Ctrl-C stops it cleanly: the batch in flight is stored and the unfinished
+    sources go back to pending at once (exit 143 or 130); a second signal stops at once,
+    still handing the sources back.
     """
+    signals: list[int] = []
 
     async def main() -> dict[str, Any]:
-        async with open_memory(db) as mem:
-            if json_:
-                report = await mem.embed()
-            else:
-                status = await mem.knowledge_status()
-                model = mem.embedder.model_id
-                todo = max(0, status.chunks - status.embedded.get(model, 0))
-                with progress_bars() as progress:
-                    task = progress.add_task(f"Embedding with {model}", total=todo or None)
-                    report = await mem.embed(on_chunks=lambda n: progress.advance(task, n))
+        stop = asyncio.Event()
+        with _stop_on_signals(stop, signals):
+            try:
+                async with open_memory(db) as mem:
+                    if json_:
+                        report = await mem.embed(stop=stop)
+                    else:
+                        status = await mem.knowledge_status()
+                        model = mem.embedder.model_id
+                        todo = max(0, status.chunks - status.embedded.get(model, 0))
+                        with progress_bars() as progress:
+                            task = progress.add_task(f"Embedding with {model}", total=todo or None)
+                            report = await mem.embed(on_chunks=lambda n: progress.advance(task, n), stop=stop)
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                return {"cancelled": True}  # a second signal: the claimed sources were handed back
         return report.as_log()
 
     summary = run(main, json_errors=json_)
+    if summary.get("cancelled"):
+        err_console.print(
+            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; the unfinished sources "
+            "are pending again. Run `omoide embed` to continue.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
     if json_:
         print_json(summary)
     else:
@@ -156,6 +177,42 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
             highlight=False,
         )
         raise typer.Exit(1)
+    if signals:
+        err_console.print(
+            f"[yellow]Stopped by {signal.Signals(signals[0]).name}: {summary['released']} unfinished source(s) are "
+            "pending again; run `omoide embed` to continue.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
+
+
+@contextmanager
+def _stop_on_signals(stop: asyncio.Event, received: list[int]) -> Iterator[None]:
+    """SIGTERM / SIGINT set ``stop`` (a clean stop); a second one cancels the running task.
+
+    Either way the embedding pass hands its claimed sources back before the process exits.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if stop.is_set() and task is not None:
+            task.cancel()
+        stop.set()
+
+    installed: list[int] = []
+    for signum in (int(signal.SIGTERM), int(signal.SIGINT)):
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, not the main thread)
+            pass
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 # ------------------------------------------------------------------------- reindex
