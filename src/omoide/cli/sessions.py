@@ -110,7 +110,10 @@ def append(
     role: Annotated[str, typer.Option(help="user or assistant.")] = "user",
     author: Annotated[str | None, typer.Option(help="Author id on the platform.")] = None,
     author_name: Annotated[str | None, typer.Option(help="Author display name.")] = None,
-    message_id: Annotated[str | None, typer.Option(help="Platform message id (re-appending it is a no-op).")] = None,
+    message_id: Annotated[
+        str | None,
+        typer.Option(help="Platform message id, unique per workspace: re-appending it (to any session) is a no-op."),
+    ] = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -123,10 +126,23 @@ def append(
         message = _message(typed_role, text, author, author_name, message_id)
         async with open_memory(db) as mem:
             stored, created = await mem.sessions.append_checked(key, message)
+            target = await mem.sessions.get(key)
+            elsewhere = None
+            if not created and stored.session_id is not None and int(stored.session_id) != int(target.id):
+                other = await mem.store.get_session_by_id(stored.session_id)
+                elsewhere = other.key if other is not None else f"session id {stored.session_id}"
         if json_:
-            print_json({"created": created, "message": stored})
+            print_json({"created": created, "message": stored, "stored_in_session": elsewhere or key})
         elif created:
             console.print(f"Stored message #{stored.seq} in {key}.", highlight=False)
+        elif elsewhere:
+            console.print(
+                f"Message {message_id} is already stored as #{stored.seq} of another session, {elsewhere} "
+                "(platform message ids are unique per workspace, so this counts as a re-delivery); "
+                f"nothing stored in {key}.",
+                highlight=False,
+                markup=False,
+            )
         else:
             console.print(
                 f"Message {message_id} was already stored as #{stored.seq}; nothing changed.", highlight=False
