@@ -82,3 +82,11 @@ def test_ask_help_shows_the_citation_marker() -> None:
     """``[#n]`` is rich markup unless escaped: the help said "citations  from"."""
     result = runner.invoke(app, ["ask", "--help"])
     assert "[#n]" in result.stdout
+
+
+def test_no_setting_description_mentions_the_seeds() -> None:
+    """Setting descriptions reach users (JSON schema, generated docs): no "seed 004" in them."""
+    from omoide.settings import Settings
+
+    for name, field in Settings.model_fields.items():
+        assert not SEED.search(field.description or ""), f"{name}: {field.description}"
