@@ -39,6 +39,11 @@ LONG = os.environ.get("OMOIDE_TEST_LONG", "") not in ("", "0")
 KILLS = int(os.environ.get("OMOIDE_TEST_KILLS", "300" if LONG else "30"))
 LEASE = 0.5
 TRIGGERS = ("session_archive", "embed_claimed", "embed_batch_stored")
+TRIGGER_TIMEOUT = float(os.environ.get("OMOIDE_TEST_TRIGGER_TIMEOUT", "60"))
+"""How long a kill waits for its trigger event. A worker reaches each trigger within a second
+on an idle machine; on a loaded one (other test runs sharing 2 cores) starting the forked
+worker and getting to its first claim took over 3 s, and the kill then missed its trigger.
+The wait ends as soon as the event is logged, so a generous bound costs nothing when fast."""
 
 _ctx: Any = None
 
@@ -106,8 +111,10 @@ async def test_sigkill_at_random_points_loses_nothing_and_leaves_nothing_stuck(s
     s = tuned(settings, embedder="hashing", embed_lease_seconds=LEASE, embed_max_attempts=1000)
     log_path = tmp_path / "workers.log"
     triggered: dict[str, int] = dict.fromkeys((*TRIGGERS, "time"), 0)
+    missed: list[str] = []
     stale_claims = 0
     waited: dict[str, float] = {}
+    slowest = 0.0
     async with Memory.open(s) as mem:
         keys = [mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}") for i in range(24)]
         counters = dict.fromkeys(range(len(keys)), 0)
@@ -131,11 +138,14 @@ async def test_sigkill_at_random_points_loses_nothing_and_leaves_nothing_stuck(s
                 await asyncio.sleep(rng.uniform(0.02, 0.4))
                 triggered["time"] += 1
             else:
-                found = await wait_for_line(log_path, f'"event": "{trigger}"', start=start, timeout=3.0)
+                found = await wait_for_line(log_path, f'"event": "{trigger}"', start=start, timeout=TRIGGER_TIMEOUT)
                 if found is not None:
                     triggered[trigger] += 1
+                else:
+                    missed.append(trigger)
                 await asyncio.sleep(rng.uniform(0, 0.01))
             waited[trigger] = waited.get(trigger, 0.0) + time.monotonic() - began
+            slowest = max(slowest, time.monotonic() - began)
             process.kill()
             await asyncio.to_thread(process.join, 30)
             if process.exitcode != -signal.SIGKILL:
@@ -146,8 +156,12 @@ async def test_sigkill_at_random_points_loses_nothing_and_leaves_nothing_stuck(s
             if kill % 5 == 4:
                 await check_nothing_lost(mem, keys, appended)
         await check_nothing_lost(mem, keys, appended)
-        print(f"kills triggered by {triggered}; stale claims seen after kills: {stale_claims}; waited {waited}")
-        assert sum(triggered.values()) == KILLS
+        print(
+            f"kills triggered by {triggered}; stale claims seen after kills: {stale_claims}; waited {waited}, slowest {slowest:.1f} s"
+        )
+        # every kill hit what it aimed at: a trigger event not logged within TRIGGER_TIMEOUT means a
+        # worker that stopped making progress, not a slow machine
+        assert not missed and sum(triggered.values()) == KILLS, f"kills that missed their trigger: {missed}"
         # one clean pass after the dead workers' leases ran out
         await asyncio.sleep(LEASE + 0.1)
         await mem.archive(now=True)
