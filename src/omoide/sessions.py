@@ -15,12 +15,16 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+import structlog
+
 from omoide.concurrency import with_optimistic_retry
 from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
 from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
 from omoide.stores.base import SessionStore
+
+log = structlog.get_logger(__name__)
 
 KeyLike = SessionKey | str
 SESSION_ID_CACHE_SIZE = 10_000
@@ -145,8 +149,13 @@ class Sessions:
     async def append(self, key: KeyLike, message: Message) -> Message:
         """Validate and append one message, creating the session if needed.
 
-        Re-delivering a platform ``message_id`` that is already stored returns the stored
-        message and stores nothing.
+        Idempotent on the platform ``message_id``, which is unique per **workspace** (as on
+        Discord, where ids are snowflakes, and Slack, whose bots use ``channel:ts``): if the
+        workspace already stores a message with this id, the stored message is returned and
+        nothing is stored — even when it was stored in *another* session of the workspace
+        (then the returned message's ``session_id`` is that session's, and a
+        ``message_id_in_another_session`` warning is logged). Compare ``session_id``, or use
+        :meth:`append_checked`, to tell.
 
         Raises:
             MessageTooLarge, InvalidContent: the message was rejected; nothing was stored.
@@ -155,7 +164,8 @@ class Sessions:
         return stored
 
     async def append_checked(self, key: KeyLike, message: Message) -> tuple[Message, bool]:
-        """Like :meth:`append`, also saying whether the message was new."""
+        """Like :meth:`append`, also saying whether the message was new (``False``: a re-delivery,
+        possibly of a message stored in another session — see the returned ``session_id``)."""
         validate_message(message, max_bytes=self.settings.max_message_bytes)
         parsed = self._key(key)
         session_id = self._ids.get(parsed.value)
@@ -164,7 +174,7 @@ class Sessions:
         else:
             self._ids.move_to_end(parsed.value)
         try:
-            return await self.store.append_message(session_id, message)
+            stored, created = await self.store.append_message(session_id, message)
         except SessionNotFound:  # deleted meanwhile (here or by another process): create it again, once
             self._ids.pop(parsed.value, None)
             known = self._visibility.pop(parsed.value, None)
@@ -172,7 +182,17 @@ class Sessions:
             if known is not None and known[0]:  # the re-created session is private again
                 await self.store.set_session_visibility(session_id, private=True, members=known[1])
                 self._visibility[parsed.value] = known
-            return await self.store.append_message(session_id, message)
+            stored, created = await self.store.append_message(session_id, message)
+        if not created and stored.session_id is not None and int(stored.session_id) != int(session_id):
+            log.warning(
+                "message_id_in_another_session",
+                message_id=message.message_id,
+                session=parsed.value,
+                session_id=int(session_id),
+                stored_session_id=int(stored.session_id),
+                stored_seq=stored.seq,
+            )
+        return stored, created
 
     async def set_visibility(self, key: KeyLike, *, private: bool, members: Iterable[str | int] = ()) -> Session | None:
         """Mark the conversation private to ``members`` (or public); later archives of it inherit this.

@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="Apply pending migrations when a store opens.")
 
     # ---- sessions (short-term memory)
-    session_window: int = Field(20, ge=1, le=10_000, description="Messages in the prompt window (seed 001: 20).")
+    session_window: int = Field(20, ge=1, le=10_000, description="Messages in the prompt window (default 20).")
     session_key_policy: KeyPolicy = Field(KeyPolicy.USER_CHANNEL, description="How conversations map to sessions.")
     session_expire_after_seconds: float = Field(
         24 * 3600, gt=0, description="Sessions idle longer than this become 'expired'."
@@ -64,14 +64,14 @@ class Settings(BaseSettings):
 
     # ---- long-term memory: archiving, chunking, embedding, workers (seed 000)
     archive_idle_seconds: float = Field(
-        3600, ge=0, description="A session idle this long is archived into long-term memory (seed 000: 1 h)."
+        3600, ge=0, description="A session idle this long is archived into long-term memory (default 1 h)."
     )
     archive_batch_size: int = Field(100, ge=1, le=100_000, description="Sessions read per archiver batch.")
     archive_message_threshold: int = Field(
         50, ge=1, description="An active session with this many unarchived messages is archived without waiting."
     )
     archive_overlap: int = Field(
-        5, ge=0, le=10_000, description="Archived messages kept in the session for context (seed 000: 5)."
+        5, ge=0, le=10_000, description="Archived messages kept in the session for context (default 5)."
     )
     min_session_chars: int = Field(
         30, ge=0, description="Conversations shorter than this (characters) are archived without creating knowledge."
@@ -165,9 +165,9 @@ class Settings(BaseSettings):
         0, ge=0, le=10, description="Alternative queries the chat model proposes (0 = no query expansion)."
     )
     answer_language: Literal["ja", "en"] = Field("ja", description="Language of the answer prompt and messages.")
-    answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (seed 004: 0.3).")
-    answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (seed 004: 0.9).")
-    answer_max_tokens: int = Field(2048, ge=16, le=100_000, description="Answer length limit (seed 004: 2048).")
+    answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (default 0.3).")
+    answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (default 0.9).")
+    answer_max_tokens: int = Field(2048, ge=16, le=100_000, description="Answer length limit (default 2048).")
     # ---- memories (issue 7)
     memory_dedup_threshold: float = Field(
         0.98,
@@ -177,19 +177,17 @@ class Settings(BaseSettings):
         "instead of adding a near-duplicate (1.0: never merge).",
     )
     memory_max_chars: int = Field(4000, ge=16, le=100_000, description="Longest memory content accepted.")
-    memory_recall_limit: int = Field(5, ge=1, le=100, description="Memories recalled by default (seed 001: 5).")
+    memory_recall_limit: int = Field(5, ge=1, le=100, description="Memories recalled by default (default 5).")
     memory_tool_rounds: int = Field(
         4, ge=1, le=20, description="Most model ↔ tool rounds in one chat turn with memory tools."
     )
     # ---- summaries (issue 7, seed 003)
-    summary_history: bool = Field(
-        True, description="Keep every short-term summary as a new version (seed 003); off: overwrite."
-    )
+    summary_history: bool = Field(True, description="Keep every short-term summary as a new version; off: overwrite.")
     summary_idle_seconds: int = Field(
-        7200, ge=1, description="A conversation idle this long gets a new short-term summary (seed 003: 2 h)."
+        7200, ge=1, description="A conversation idle this long gets a new short-term summary (default 2 h)."
     )
     summary_message_threshold: int = Field(
-        50, ge=1, description="New messages since the last summary that trigger a new one (seed 003: 50)."
+        50, ge=1, description="New messages since the last summary that trigger a new one (default 50)."
     )
     summary_window_hours: float = Field(24, gt=0, description="Hours of messages a short-term summary reads.")
     summary_max_tokens: int = Field(1024, ge=64, le=32_000, description="Length limit of one summary.")

@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 import itertools
 import json
+import re
 import socket
 import ssl
 from collections.abc import AsyncIterator
@@ -743,6 +744,7 @@ async def test_memory_commands_are_ephemeral_and_scoped_to_the_invoking_user(har
 
     sent = await harness.run(command("memory", sub("search", opt("query", "誕生日はいつ？"))))
     assert sent[0].ephemeral and "3月15日" in (sent[0].content or "")
+    assert not re.search(r"· 0\.\d{3}", sent[0].content or "")  # no raw fusion score such as 0.033
     sent = await harness.run(command("memory", sub("search", opt("query", "ラーメン"))))
     assert "ラーメン" not in (sent[0].content or "")  # Bob's memory is not Alice's
 

@@ -65,3 +65,28 @@ def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
     assert found, f"`omoide {' '.join(path)} --help` shows no example"
     example = " ".join(result.stdout[found.end() :].split())  # rich wraps long lines
     assert " ".join(("omoide", *path)) in example, f"the example does not run `omoide {' '.join(path)}`: {example}"
+
+
+SEED = re.compile(r"\bseeds?\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=" ".join(("omoide", *p))) for p in COMMANDS])
+def test_no_help_mentions_the_seeds(path: tuple[str, ...]) -> None:
+    """Users have never seen the design seeds: "seed 004" in a help text means nothing to them."""
+    result = runner.invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert not SEED.search(result.stdout), f"`omoide {' '.join(path)} --help` mentions a seed:\n{result.stdout}"
+
+
+def test_ask_help_shows_the_citation_marker() -> None:
+    """``[#n]`` is rich markup unless escaped: the help said "citations  from"."""
+    result = runner.invoke(app, ["ask", "--help"])
+    assert "[#n]" in result.stdout
+
+
+def test_no_setting_description_mentions_the_seeds() -> None:
+    """Setting descriptions reach users (JSON schema, generated docs): no "seed 004" in them."""
+    from omoide.settings import Settings
+
+    for name, field in Settings.model_fields.items():
+        assert not SEED.search(field.description or ""), f"{name}: {field.description}"

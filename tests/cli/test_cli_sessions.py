@@ -65,6 +65,7 @@ def test_migrate_then_append_list_show(db_url):
 
 
 def test_errors_are_one_clean_line(sqlite_url):
+    assert omoide("migrate", "--db", sqlite_url)[0] == 0  # read-only commands need an existing database
     code, out, err = omoide("sessions", "show", "not-a-key", "--db", sqlite_url)
     assert code == 1
     assert "Error:" in err

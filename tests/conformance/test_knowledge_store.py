@@ -626,6 +626,22 @@ async def test_finish_source_transitions(store):
         await store.claim_sources(limit=1, lease_seconds=-1)
 
 
+async def test_release_sources_hands_claims_back_without_counting_an_attempt(store):
+    """A clean stop (SIGTERM) hands its claims back at once instead of waiting for the lease."""
+    ids = await _sources(store, 4)
+    await store.finish_source(ids[3], status=SourceStatus.PENDING, error="timeout, will retry")
+    assert await store.claim_sources(limit=4, lease_seconds=600) == ids
+    await store.finish_source(ids[0], status=SourceStatus.READY)
+    assert await store.release_sources([ids[0], ids[1], ids[2], ids[3], 987654]) == 3
+    done, *released = [await store.get_source(i) for i in ids]
+    assert done.status is SourceStatus.READY and done.attempts == 1  # finished: left alone
+    assert [(s.status, s.attempts) for s in released] == [(SourceStatus.PENDING, 0)] * 3
+    assert released[-1].error == "timeout, will retry"  # the last real error stays
+    assert await store.release_sources([]) == 0
+    assert await store.claim_sources(limit=4, lease_seconds=600) == ids[1:]  # at once, no lease to wait for
+    assert [(await store.get_source(i)).attempts for i in ids[1:]] == [1, 1, 1]
+
+
 # ---------------------------------------------------------------------- embeddings
 
 

@@ -85,6 +85,7 @@ def test_archive_embed_status_sources_reindex(db_url):
 
 def test_archive_now_and_empty_listings(sqlite_url):
     env = {"OMOIDE_EMBEDDER": "hashing"}
+    assert omoide("migrate", "--db", sqlite_url)[0] == 0  # read-only commands need an existing database
     code, out, _ = omoide("sources", "--db", sqlite_url, env=env)
     assert code == 0 and "No knowledge sources yet" in out
     append(sqlite_url, "agent:default:a=notes", "メモ: 来週の会議は火曜日の午後三時からです。資料を準備すること。")
@@ -103,3 +104,32 @@ def test_bad_options_are_clear_errors(sqlite_url):
     assert code == 1 and "unknown worker job(s) summarizer" in err
     code, out, _ = omoide("reindex", "--model", "nope:x", "--db", sqlite_url, "--json")
     assert code == 1 and json.loads(out)["error"]["code"] == "CONFIG_ERROR"
+
+
+def test_reindex_accepts_what_status_and_providers_print(db_url):
+    """`omoide status` prints model ids such as hashing:v1@384; `reindex --model` rejected them."""
+    env = {"OMOIDE_EMBEDDER": "hashing@64"}
+    append(db_url, "agent:default:a=notes", "メモ: 来週の会議は火曜日の午後三時からです。資料を準備すること。")
+    code, out, err = omoide("archive", "--now", "--db", db_url, env=env)
+    assert code == 0, err
+    code, out, _ = omoide("status", "--db", db_url, "--json", env=env)
+    printed = json.loads(out)["embedder"]
+    assert printed == "hashing:v1@64"
+    code, out, err = omoide("reindex", "--model", printed, "--db", db_url, env=env)
+    assert code == 0, err + out
+    assert "with hashing:v1@64" in out and "OMOIDE_EMBEDDER=hashing@64" in out  # the spec to set, not the id
+    code, out, err = omoide("reindex", "--model", "hashing:v2@64", "--db", db_url, "--json", env=env)
+    assert code == 1 and json.loads(out)["error"]["code"] == "CONFIG_ERROR"  # no such model: still refused
+
+    code, out, _ = omoide("providers", env=env)
+    assert "hashing@64" in out and "(default)" not in out
+    code, out, _ = omoide("providers", env={})  # the default embedder: the spec cell is the bare spec
+    assert "default;" in out
+    (spec,) = [line.split("│")[2].strip() for line in out.splitlines() if line.startswith("│ embedder")]
+    code, out, err = omoide("reindex", "--model", spec, "--db", db_url, "--json", env=env)
+    assert code == 0, err + out
+    code, out, _ = omoide("status", "--db", db_url, "--json", env={})  # the default embedder's model id
+    default_id = json.loads(out)["embedder"]
+    code, out, err = omoide("reindex", "--model", default_id, "--db", db_url, "--json", env=env)
+    assert code == 0, err + out
+    assert json.loads(out)["model"] == default_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -63,3 +64,32 @@ def test_bad_input_says_what_to_do(db_url):
         "memory", "add", "x", "--category", "two words", "--workspace", "g1", "--user", "u1", "--db", db_url
     )
     assert code != 0 and "category" in out
+
+
+def test_update_takes_the_text_positionally_like_add(db_url):
+    """``memory add`` takes the text positionally; ``memory update ID TEXT`` was rejected (needed --content)."""
+    who = ["--workspace", "g1", "--user", "u1", "--db", db_url]
+    code, out = omoide("memory", "add", "誕生日は3月15日", *who, "--json")
+    memory_id = str(json.loads(out)["id"])
+    code, out = omoide("memory", "update", memory_id, "誕生日は4月2日", *who, "--json")
+    assert code == 0, out
+    assert json.loads(out)["content"] == "誕生日は4月2日"
+    code, out = omoide("memory", "update", memory_id, "--content", "誕生日は5月5日", *who, "--json")  # still works
+    assert code == 0 and json.loads(out)["content"] == "誕生日は5月5日"
+    code, out = omoide("memory", "update", memory_id, "a", "--content", "b", *who)
+    assert code == 2 and "not both" in out
+    code, out = omoide("memory", "get", memory_id, *who, "--json")
+    assert json.loads(out)["content"] == "誕生日は5月5日"
+
+
+def test_search_shows_readable_relevance_not_raw_fusion_scores(db_url):
+    """Recall printed RRF scores such as 0.0328, meaningless to a person; now a rank and what matched."""
+    who = ["--workspace", "g1", "--user", "u1", "--db", db_url]
+    omoide("memory", "add", "誕生日は3月15日", *who)
+    omoide("memory", "add", "好きな食べ物はラーメン", *who)
+    code, out = omoide("memory", "search", "誕生日", *who)
+    assert code == 0, out
+    assert not re.search(r"0\.0\d{3}", out), out
+    assert "found by" in out and ("meaning" in out or "words" in out)
+    code, out = omoide("memory", "search", "誕生日", *who, "--explain")
+    assert re.search(r"score 0\.0\d{3}", out), out  # the raw numbers stay one option away

@@ -158,12 +158,12 @@ def render_answer(result: AnswerResult) -> str:
     return "\n".join(lines)
 
 
-def render_memories(memories: Sequence[MemoryRecord], *, scores: Sequence[float] | None = None) -> str:
+def render_memories(memories: Sequence[MemoryRecord]) -> str:
+    """One line per memory, in the given order (a recall's is best first; its fused scores mean nothing to a reader)."""
     lines = []
-    for i, m in enumerate(memories):
+    for m in memories:
         tags = f" [{', '.join(m.tags)}]" if m.tags else ""
-        score = f" · {scores[i]:.3f}" if scores is not None else ""
-        lines.append(f"`#{m.id}` ({m.category}{tags}) {m.content} — {m.updated_at:%Y-%m-%d}{score}")
+        lines.append(f"`#{m.id}` ({m.category}{tags}) {m.content} — {m.updated_at:%Y-%m-%d}")
     return "\n".join(lines)
 
 
@@ -515,7 +515,7 @@ def _register(bot: OmoideBot) -> None:
         if not hits:
             text = "No memory of yours matches. `/memory list` shows them all."
         else:
-            text = render_memories([h.memory for h in hits], scores=[h.score for h in hits])
+            text = render_memories([h.memory for h in hits])
         await send_pieces(interaction, text, ephemeral=True)
 
     @group.command(name="list", description="List your memories, newest first")

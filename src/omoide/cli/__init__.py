@@ -104,9 +104,9 @@ def providers(json_: JsonOption = False) -> None:
         print_json(rows)
     else:
         table = Table("role", "spec", "usable", "notes")
-        for row in rows:
-            spec = f"{row.spec} (default)" if row.is_default else row.spec
-            table.add_row(row.role, escape(spec), "[green]yes[/]" if row.usable else "[red]no[/]", escape(row.reason))
+        for row in rows:  # the spec cell holds exactly what OMOIDE_<ROLE> or `omoide reindex --model` accepts
+            notes = f"default; {row.reason}" if row.is_default else row.reason
+            table.add_row(row.role, escape(row.spec), "[green]yes[/]" if row.usable else "[red]no[/]", escape(notes))
         console.print(table)
     if not all(row.usable for row in rows):
         raise typer.Exit(1)

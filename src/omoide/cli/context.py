@@ -8,7 +8,8 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._common import DbOption, JsonOption, console, print_json, run
+from omoide.cli._db import open_existing_memory
 
 
 def context(
@@ -24,7 +25,7 @@ def context(
     """Show the context a bot would send: system prompt with memories and knowledge, and the window."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             built = await mem.build_context(key, query, budget_tokens=budget, user=user)
         if json_:
             print_json(built.as_dict())

@@ -84,6 +84,7 @@ async def run_demo(db: str | None, *, ask_all: bool = False, custom: list[str] |
             f'Try: omoide ask "v0.4.0 のリリースが延期された理由は？" --guild {guild_id}{db_flag}   ·   '
             f'omoide search "Hive Shibuya" --guild {guild_id}{db_flag}   ·   omoide chat{db_flag}',
             highlight=False,
+            soft_wrap=True,  # commands to copy: never broken in the middle of an id
         )
         return {"imported": imported, "answers": answers}
 

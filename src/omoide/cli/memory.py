@@ -9,9 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
-    from omoide.memories.models import MemoryRecord
+    from omoide.memories.models import MemoryHit, MemoryRecord
 
 app = typer.Typer(
     help="A user's explicit memories (what they asked the bot to remember).",
@@ -26,8 +27,12 @@ TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repe
 IdArg = Annotated[int, typer.Argument(help="Memory id (see `omoide memory list`).")]
 
 
-def _table(memories: list[MemoryRecord], *, scores: list[str] | None = None) -> Table:
-    table = Table("id", "category", "tags", "content", "updated (UTC)", *(["score"] if scores else []))
+def _table(memories: list[MemoryRecord], *, found_by: list[str] | None = None) -> Table:
+    table = Table(*(["#"] if found_by else []), "id", "category", "tags")
+    table.add_column("content", overflow="fold", min_width=12)  # never cut what the user asked to remember
+    table.add_column("updated (UTC)")
+    if found_by:
+        table.add_column("found by")
     for i, m in enumerate(memories):
         row = [
             str(m.id),
@@ -36,8 +41,21 @@ def _table(memories: list[MemoryRecord], *, scores: list[str] | None = None) -> 
             escape(m.content),
             m.updated_at.strftime("%Y-%m-%d %H:%M"),
         ]
-        table.add_row(*row, *([scores[i]] if scores else []))
+        if found_by:
+            table.add_row(str(i + 1), *row, found_by[i])
+        else:
+            table.add_row(*row)
     return table
+
+
+def _found_by(hit: MemoryHit, *, explain: bool) -> str:
+    """How a recalled memory matched, in words (``meaning + words``); ``--explain`` adds the raw numbers."""
+    names = {"vector": "meaning", "lexical": "words"}
+    text = " + ".join(names[k] for k in ("vector", "lexical") if k in hit.ranks) or "-"
+    if explain:
+        ranks = ", ".join(f"{k}={v}" for k, v in hit.ranks.items())
+        text += f"\nscore {hit.score:.4f}" + (f"; {ranks}" if ranks else "")
+    return text
 
 
 @app.command("add", epilog='Example: omoide memory add "誕生日は3月15日" --workspace 123 --user 456 --tag profile')
@@ -75,20 +93,26 @@ def search(
     limit: Annotated[int, typer.Option(min=1, max=100, help="At most this many.")] = 5,
     category: CategoryOpt = None,
     tag: TagOpt = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Also show each memory's raw fused score and its rank in each list.")
+    ] = False,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Recall a user's memories: vector + full-text search, fused."""
+    """Recall a user's memories, best match first: by meaning (vectors) and by words (full text), fused.
+
+    The "found by" column says which of the two found each memory; --json and --explain give the raw scores.
+    """
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             hits = await mem.recall(query, workspace=workspace, user=user, limit=limit, category=category, tags=tag)
         if json_:
             print_json([h.as_dict() for h in hits])
         elif not hits:
             console.print("No memory matches. See them all with `omoide memory list`.")
         else:
-            console.print(_table([h.memory for h in hits], scores=[f"{h.score:.4f}" for h in hits]))
+            console.print(_table([h.memory for h in hits], found_by=[_found_by(h, explain=explain) for h in hits]))
 
     run(main, json_errors=json_)
 
@@ -107,7 +131,7 @@ def list_(
     """List a user's memories, newest first."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memories = await mem.memories.list(
                 workspace, user, category=category, tags=tag, page=page, page_size=page_size
             )
@@ -128,7 +152,7 @@ def get(
     """Show one of a user's memories."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memory = await mem.memories.get(workspace, user, memory_id)
         if json_:
             print_json(memory.as_dict())
@@ -138,21 +162,33 @@ def get(
     run(main, json_errors=json_)
 
 
-@app.command("update", epilog='Example: omoide memory update 42 --content "誕生日は4月2日" --workspace 123 --user 456')
+@app.command("update", epilog='Example: omoide memory update 42 "誕生日は4月2日" --workspace 123 --user 456')
 def update(
     memory_id: IdArg,
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="TEXT", help="New content (embedded again), as in `omoide memory add`.", show_default=False
+        ),
+    ] = None,
+    *,
     workspace: WorkspaceOpt,
     user: UserOpt,
-    content: Annotated[str | None, typer.Option(help="New content (embedded again).")] = None,
+    content: Annotated[
+        str | None, typer.Option(help="New content, as an option (same as the TEXT argument).", show_default=False)
+    ] = None,
     category: Annotated[str | None, typer.Option(help="New category.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Replace the tags (repeatable).")] = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Change one of a user's memories."""
+    """Change one of a user's memories: its content (TEXT or --content), category or tags."""
+    if text is not None and content is not None and text != content:
+        raise typer.BadParameter("give the new content once: as TEXT or as --content, not both", param_hint="TEXT")
+    content = text if text is not None else content
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             memory = await mem.memories.update(workspace, user, memory_id, content=content, category=category, tags=tag)
         if json_:
             print_json(memory.as_dict())
@@ -169,7 +205,7 @@ def delete(
     """Delete one of a user's memories."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             await mem.memories.delete(workspace, user, memory_id)
         if json_:
             print_json({"deleted": memory_id})
@@ -208,7 +244,7 @@ def forget_user(
         )
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             report = await mem.forget_user(workspace=workspace, user=user)
         erased = report.as_dict()
         if json_:

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._common import DbOption, JsonOption, console, err_console, print_json, run
+from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
+    from omoide.engine import Memory
     from omoide.search.pipeline import SearchHit, SearchResult
 
 GuildOption = Annotated[
@@ -105,35 +108,74 @@ def _where(hit: SearchHit) -> str:
     return " · ".join(parts)
 
 
+def _piped() -> bool:
+    """Output goes to a pipe or file: print each line whole (``soft_wrap``) instead of wrapping at 80 columns."""
+    return not console.is_terminal
+
+
 def render_hits(result: SearchResult) -> None:
+    """Best first, numbered; the raw fused/rerank scores only with ``--explain`` (they mean nothing to a reader)."""
     if not result.hits:
         console.print("No results.")
     for hit in result.hits:
-        console.print(f"[bold]{hit.rank}.[/] [dim]{hit.score:.4f}[/]  {escape(_where(hit))}", highlight=False)
+        console.print(f"[bold]{hit.rank}.[/]  {escape(_where(hit))}", highlight=False)
         text = hit.content if len(hit.content) <= 400 else hit.content[:400] + "…"
-        console.print(text, highlight=False, markup=False)
-        if hit.jump_url:
-            console.print(f"[dim]{escape(hit.jump_url)}[/]", highlight=False)
+        console.print(text, highlight=False, markup=False, soft_wrap=_piped())
+        if hit.jump_url:  # never wrapped nor cut, so it stays clickable and greppable
+            console.print(hit.jump_url, style="dim", highlight=False, markup=False, soft_wrap=True)
         if hit.ranks:
-            console.print("[dim]ranks: " + ", ".join(f"{k}={v}" for k, v in hit.ranks.items()) + "[/]")
+            ranks = ", ".join(f"{k}={v}" for k, v in hit.ranks.items())
+            console.print(f"score {hit.score:.4f}; ranks: {ranks}", style="dim", highlight=False, markup=False)
         console.print()
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
 
 
 def render_answer(result: AnswerResult) -> None:
-    console.print(result.text, highlight=False, markup=False)
+    console.print(result.text, highlight=False, markup=False, soft_wrap=_piped())
     if result.citations:
         console.print()
         console.print("[bold]根拠[/]" if result.language == "ja" else "[bold]Sources[/]")
-        for c in result.citations:
+        for c in result.citations:  # a line with a jump URL is never wrapped nor cut
             url = f"  {c.hit.jump_url}" if c.hit.jump_url else ""
-            console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False)
+            console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False, soft_wrap=True)
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings.items())
     if timings:
         err_console.print(f"[dim]{timings}[/]", highlight=False)
+
+
+async def workspace_hint(mem: Memory, workspace: str) -> str | None:
+    """When ``workspace`` has no knowledge at all: a note naming it, and a few workspaces that do
+    (the most similar ids first, so a typo's target leads).
+
+    A mistyped ``--guild`` otherwise only says "no synced messages yet". ``None`` when the
+    workspace has knowledge (then the filters or the query found nothing).
+    """
+    status = await mem.knowledge_status(workspace=workspace)
+    if status.chunks:
+        return None
+    note = f"workspace {workspace!r} has no knowledge in this database"
+    if status.unarchived_messages:
+        return note + (
+            f" yet, only {status.unarchived_messages} unarchived session message(s): run `omoide archive --now`"
+        )
+    others: list[str] = []
+    for source in await mem.sources(limit=_SCAN_SOURCES):
+        if source.workspace_id != workspace and source.workspace_id not in others:
+            others.append(source.workspace_id)
+    if not others:
+        return note + "; import chat history with `omoide import EXPORT` (or try `omoide demo`)"
+    others.sort(key=lambda other: -SequenceMatcher(None, workspace, other).ratio())  # a typo's target first
+    shown = ", ".join(others[:_SUGGESTIONS]) + (
+        f" (and {len(others) - _SUGGESTIONS} more)" if len(others) > _SUGGESTIONS else ""
+    )
+    return note + f". Workspaces with knowledge: {shown} — e.g. --guild {others[0]}"
+
+
+_SCAN_SOURCES = 1000  # newest sources read to suggest workspaces (an error path: bounded, not exhaustive)
+_SUGGESTIONS = 5
 
 
 def search(
@@ -150,14 +192,14 @@ def search(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Search long-term memory: vector + lexical, fused with RRF (seed 004's pipeline)."""
+    """Search long-term memory: vector + lexical results, fused and ranked (--explain shows the raw ranks and scores)."""
     filters = _filters(guild, channel, author, since, until)
 
-    async def main() -> SearchResult:
+    async def main() -> tuple[SearchResult, str | None]:
         from omoide.search.pipeline import check_mode
 
-        async with open_memory(db) as mem:
-            return await mem.search(
+        async with open_existing_memory(db) as mem:
+            found = await mem.search(
                 query,
                 workspace=filters["workspace"],
                 channel=filters["channel"],
@@ -169,12 +211,16 @@ def search(
                 explain=explain,
                 viewer=viewer,
             )
+            hint = None if found.hits else await workspace_hint(mem, filters["workspace"])
+            return found, hint
 
-    result = run(main, json_errors=json_)
+    result, hint = run(main, json_errors=json_)
     if json_:
         print_json(result.as_dict())
     else:
         render_hits(result)
+    if hint:
+        err_console.print(f"[yellow]Note:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def ask(
@@ -194,15 +240,15 @@ def ask(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Answer a question with citations [#n] from long-term memory (seed 004)."""
+    """Answer a question with citations \\[#n] from long-term memory."""
     filters = _filters(guild, channel, author, since, until)
 
-    async def main() -> AnswerResult:
+    async def main() -> tuple[AnswerResult, str | None]:
         from omoide.answers.messages import check_language
         from omoide.search.pipeline import check_mode
 
-        async with open_memory(db) as mem:
-            return await mem.ask(
+        async with open_existing_memory(db) as mem:
+            answer = await mem.ask(
                 question,
                 workspace=filters["workspace"],
                 channel=filters["channel"],
@@ -215,12 +261,16 @@ def ask(
                 language=None if lang is None else check_language(lang),
                 viewer=viewer,
             )
+            hint = await workspace_hint(mem, filters["workspace"]) if answer.no_data else None
+            return answer, hint
 
-    result = run(main, json_errors=json_)
+    result, hint = run(main, json_errors=json_)
     if json_:
         print_json(result.as_dict())
     else:
         render_answer(result)
+    if hint:
+        err_console.print(f"[yellow]Note:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
@@ -235,4 +285,4 @@ def register(app: typer.Typer) -> None:
         app.command(name, epilog=example)(function)
 
 
-__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search"]
+__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search", "workspace_hint"]

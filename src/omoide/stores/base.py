@@ -313,6 +313,13 @@ class KnowledgeStore(Lifecycle, ErasureAware, Protocol):
                 beyond ±65504, or a chunk id repeats within ``rows``.
         """
 
+    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
+        """Hand claimed sources back unfinished (a clean stop): those of ``source_ids`` still
+        ``processing`` go back to ``pending`` with no lease, and the claim is not counted as an
+        attempt (``attempts -= 1``); their ``error`` stays. Others are left alone. Returns how
+        many were released.
+        """
+
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
         """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later).
 

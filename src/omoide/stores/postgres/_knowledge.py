@@ -393,6 +393,16 @@ async def put_embeddings(
     return int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
 
 
+async def release_sources(conn: asyncpg.Connection, source_ids: Sequence[int]) -> int:
+    """Claimed sources back to ``pending`` without counting the claim as an attempt; returns how many."""
+    released = await conn.fetch(
+        "UPDATE knowledge_sources SET status = 'pending', claimed_at = NULL, attempts = greatest(attempts - 1, 0), "
+        "updated_at = now() WHERE status = 'processing' AND id = ANY($1::bigint[]) RETURNING id",
+        list(source_ids),
+    )
+    return len(released)
+
+
 async def finish_source(conn: asyncpg.Connection, source_id: int, status: SourceStatus, error: str | None) -> None:
     if await conn.fetchval(_FINISH_SOURCE, source_id, status.value, error) is None:
         raise source_not_found(source_id)
@@ -530,6 +540,7 @@ __all__ = [
     "list_sources",
     "put_embeddings",
     "quote_ident",
+    "release_sources",
     "sessions_to_archive",
     "vector_index_name",
     "vector_type",

@@ -754,6 +754,14 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await kops.put_embeddings(conn, model, dims, checked, self._vector_schema)
 
+    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
+        """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
+        ids = [check_int("source_ids[]", i) for i in source_ids]
+        if not ids:
+            return 0
+        async with self._acquire() as conn:
+            return await kops.release_sources(conn, ids)
+
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
         """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
 

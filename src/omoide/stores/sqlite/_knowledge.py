@@ -349,6 +349,16 @@ def put_embeddings(
     return max(cursor.rowcount, 0)
 
 
+def release_sources(conn: sqlite3.Connection, source_ids: Sequence[int], now: datetime) -> int:
+    """Claimed sources back to ``pending`` without counting the claim as an attempt; returns how many."""
+    cursor = conn.execute(
+        "UPDATE knowledge_sources SET status = 'pending', claimed_at = NULL, attempts = max(attempts - 1, 0), "
+        "updated_at = ? WHERE status = 'processing' AND id IN (SELECT value FROM json_each(?))",
+        (format_ts(now), json.dumps(list(source_ids))),
+    )
+    return max(cursor.rowcount, 0)
+
+
 def finish_source(
     conn: sqlite3.Connection, source_id: int, status: SourceStatus, error: str | None, now: datetime
 ) -> None:
@@ -445,5 +455,6 @@ __all__ = [
     "knowledge_status",
     "list_sources",
     "put_embeddings",
+    "release_sources",
     "sessions_to_archive",
 ]

@@ -506,6 +506,14 @@ class SqliteStore:
             return 0
         return await self._write("put_embeddings", kops.put_embeddings, model, dims, checked, utcnow())
 
+    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
+        """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
+        ids = [check_int("source_ids[]", i) for i in source_ids]
+        if not ids:
+            return 0
+        released: int = await self._write("release_sources", kops.release_sources, ids, utcnow())
+        return released
+
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
         """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
 
