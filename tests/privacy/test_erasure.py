@@ -99,6 +99,19 @@ async def digest(mem: Memory) -> None:
     await mem.summary_generator().run()
 
 
+async def plant_summaries(mem: Memory) -> None:
+    """Summaries that quote her, as a model's would."""
+    from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+
+    for scope, scope_id in (
+        (SummaryScope.CHANNEL, "general"),
+        (SummaryScope.USER, ALICE),
+        (SummaryScope.WORKSPACE, WS),
+    ):
+        draft = SummaryDraft(WS, scope, scope_id, SummaryKind.LONG_TERM, f"Alice mentioned {MARK} and {JA_MARK}.")
+        await mem.store.save_summary(draft, new_version=True)
+
+
 # ------------------------------------------------------------------ where text can hide
 
 
@@ -176,9 +189,12 @@ async def retrievable(mem: Memory, needle: str, bob_key: Any) -> list[str]:
 async def test_a_forgotten_user_is_nowhere_to_be_found(mem: Memory, settings: Settings) -> None:
     bob_key = await plant(mem)
     await digest(mem)
+    await plant_summaries(mem)
     # planted for real: found before the erasure
     assert "search:lexical" in await retrievable(mem, MARK, bob_key)
-    assert await text_columns_holding(mem.settings, MARK)
+    assert {"summaries.content", "memories.content", "knowledge_chunks.content", "session_messages.content"} <= set(
+        await text_columns_holding(mem.settings, MARK)
+    )
     assert files_holding(mem.settings.transcripts_dir, MARK)
 
     report = await mem.forget_user(workspace=WS, user=ALICE)
