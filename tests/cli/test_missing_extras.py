@@ -30,6 +30,8 @@ def _hide(monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
 
 def _invoke(tmp_path: Path, *args: str, **env: str) -> tuple[int, str]:
     base = {"OMOIDE_DATABASE_URL": f"sqlite:///{tmp_path / 'extras.db'}", "OMOIDE_EMBEDDER": "hashing"}
+    if not (tmp_path / "extras.db").exists():  # read-only commands refuse a missing database first
+        assert CliRunner().invoke(app, ["migrate"], env=base).exit_code == 0
     result = CliRunner().invoke(app, list(args), env={**base, **env})
     assert not isinstance(result.exception, ImportError), result.exception  # no traceback
     return result.exit_code, result.stderr

@@ -176,7 +176,18 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
     _hint(base.omoide("discord"), "discord")
     _hint(base.omoide("slack"), "slack")
     _hint(base.omoide("status", "--db", UNREACHABLE_PG), "postgres")
-    _hint(base.omoide("search", "x", "--guild", GUILD, OMOIDE_RERANKER="cohere:rerank-v3.5"), "cohere")
+    _hint(
+        base.omoide(
+            "search",
+            "x",
+            "--guild",
+            GUILD,
+            "--db",
+            f"sqlite:///{tmp_path / 'demo.db'}",
+            OMOIDE_RERANKER="cohere:rerank-v3.5",
+        ),
+        "cohere",
+    )
     assert "omoide[anthropic]" in base.omoide("providers", OMOIDE_LLM="anthropic:claude-sonnet-4-5").stdout
 
 
