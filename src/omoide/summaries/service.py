@@ -249,30 +249,20 @@ class SummaryGenerator:
             return None
         if existing is not None and new_count == 0 and cfg.enabled:
             return None  # idle, but nothing new since the last summary: no new version of the same text
-        texts = _PROMPTS[self._language()]
-
-        def render(lines: Sequence[str]) -> str:
-            return texts["short"].format(scope=scope.value, name=scope_id, body="\n".join(lines))
-
-        content = await self.summarise_parts(render, [_line(m) for m in messages])
-        draft = SummaryDraft(
-            workspace_id,
-            scope,
-            scope_id,
-            SummaryKind.SHORT_TERM,
-            content,
-            source_message_count=len(messages),
-            source_latest_message_at=latest_at,
-            erasure_generation=generation,
-        )
         try:
-            short = await self.store.save_summary(draft, new_version=cfg.enabled)
-            await self._merge_long_term(short, generation)
+            return await self.summarise_lines(
+                workspace_id,
+                scope,
+                scope_id,
+                [_line(m) for m in messages],
+                latest_at=latest_at,
+                erasure_generation=generation,
+                config=cfg,
+            )
         except ErasureConflict:
             # a user was erased while the model ran: this text may quote them; the next pass redoes it
             log.info("summary_discarded_after_erasure", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
             return None
-        return short
 
     async def _merge_long_term(self, short: Summary, generation: int | None = None) -> Summary:
         """Step 5: merge a new short-term summary into its scope's long-term one (overwritten)."""
@@ -308,12 +298,14 @@ class SummaryGenerator:
         *,
         latest_at: datetime | None,
         erasure_generation: int | None = None,
+        config: ShortTermHistoryConfig | None = None,
     ) -> Summary:
         """Steps 4–5 for conversation lines read elsewhere (imported history, see
         :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
 
         ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first. ``erasure_generation``:
         the workspace's, read before the lines were (see :class:`~omoide.summaries.models.SummaryDraft`).
+        ``config``: the history settings (default: this generator's).
 
         Raises:
             ErasureConflict: a user of the workspace was erased since ``erasure_generation``.
@@ -334,7 +326,7 @@ class SummaryGenerator:
             source_latest_message_at=latest_at,
             erasure_generation=erasure_generation,
         )
-        short = await self.store.save_summary(draft, new_version=self.config.enabled)
+        short = await self.store.save_summary(draft, new_version=(config or self.config).enabled)
         await self._merge_long_term(short, erasure_generation)
         return short
 
