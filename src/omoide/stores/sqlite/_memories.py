@@ -34,7 +34,7 @@ from omoide.models import utcnow
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction, parse_ts
-from omoide.stores.sqlite._erasure import erase_user
+from omoide.stores.sqlite._erasure import Prepared, erase_user
 from omoide.stores.sqlite._knowledge import vector_blob
 
 COLUMNS = "m.id, m.workspace_id, m.user_id, m.content, m.category, m.tags, m.metadata, m.created_at, m.updated_at"
@@ -779,9 +779,11 @@ def memory_recall(
     )
 
 
-def forget_user(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> ForgetReport:
+def forget_user(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, prepared: Prepared | None = None
+) -> ForgetReport:
     """The erasure rule (``docs/privacy.md``), in the caller's transaction: see :mod:`._erasure`."""
-    return erase_user(conn, workspace_id, user_id, utcnow())
+    return erase_user(conn, workspace_id, user_id, utcnow(), prepared)
 
 
 def _generation(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> int:
@@ -847,9 +849,11 @@ def delete_memory_tracked(
     return None, MemoryChange(workspace_id, user_id, memory_id, before, after, removed=True)
 
 
-def forget_user_tracked(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> tuple[ForgetReport, MemoryChange]:
+def forget_user_tracked(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, prepared: Prepared | None = None
+) -> tuple[ForgetReport, MemoryChange]:
     """:func:`forget_user`; the user's cached indexes are dropped after it commits."""
-    report = forget_user(conn, workspace_id, user_id)
+    report = forget_user(conn, workspace_id, user_id, prepared)
     return report, MemoryChange(workspace_id, user_id, 0, 0, 0, forgotten=True)
 
 

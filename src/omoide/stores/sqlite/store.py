@@ -829,8 +829,10 @@ class SqliteStore:
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Apply the erasure rule (``docs/privacy.md``) to the user in one transaction; the receipt."""
         ws, user = check_scope(workspace_id, user_id)
+        # the slow part (tokenising and counting the rewritten chunks) runs before the write lock
+        prepared = await self._read("prepare_erasure", erasure.prepare_rewrites, ws, user)
         return await self._on_writer(
-            "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user
+            "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user, prepared
         )
 
     # ---- summaries (issue 7, seed 003)
