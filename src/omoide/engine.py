@@ -440,7 +440,7 @@ class Memory:
                 task.cancel()
                 raise
 
-    # ---------------------------------------------------------------- search and answers (issue 6)
+    # ---------------------------------------------------------------- search and answers
 
     _reranker: Reranker | None = None
     _reranker_built: bool = False
@@ -763,7 +763,7 @@ class Memory:
             self.store, (platform, str(workspace), str(channel), None if thread is None else str(thread))
         )
 
-    # ---- memories (issue 7)
+    # ---- memories
 
     @property
     def memories(self) -> MemoryService:
@@ -826,7 +826,7 @@ class Memory:
         files = await TranscriptStore(self.settings.transcripts_dir).erase_author(str(user))
         return report + ForgetReport(0, 0, 0, transcripts=files)
 
-    # ---- API keys (issue 8)
+    # ---- API keys
 
     @property
     def api_keys(self) -> ApiKeyService:
@@ -850,7 +850,7 @@ class Memory:
             service = self._api_keys = ApiKeyService(self.store, cache_seconds=self.settings.api_key_cache_seconds)
         return service
 
-    # ---- summaries (issue 7, seed 003)
+    # ---- summaries
 
     def summary_generator(self, *, clock: Callable[[], datetime] | None = None) -> SummaryGenerator:
         """Seed 003's summariser over this store and chat model.
@@ -898,7 +898,7 @@ class Memory:
             ws, chosen, ws if scope_id is None else str(scope_id), which
         )
 
-    # ---- context assembly (issue 7)
+    # ---- context assembly
 
     async def build_context(
         self,

@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (default 0.3).")
     answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (default 0.9).")
     answer_max_tokens: int = Field(2048, ge=16, le=100_000, description="Answer length limit (default 2048).")
-    # ---- memories (issue 7)
+    # ---- memories
     memory_dedup_threshold: float = Field(
         0.98,
         ge=0.5,
@@ -181,7 +181,7 @@ class Settings(BaseSettings):
     memory_tool_rounds: int = Field(
         4, ge=1, le=20, description="Most model ↔ tool rounds in one chat turn with memory tools."
     )
-    # ---- summaries (issue 7, seed 003)
+    # ---- summaries
     summary_history: bool = Field(True, description="Keep every short-term summary as a new version; off: overwrite.")
     summary_idle_seconds: int = Field(
         7200, ge=1, description="A conversation idle this long gets a new short-term summary (default 2 h)."
@@ -193,7 +193,7 @@ class Settings(BaseSettings):
     summary_max_tokens: int = Field(1024, ge=64, le=32_000, description="Length limit of one summary.")
     worker_summary_interval_seconds: float = Field(600, gt=0, description="Pause between summariser runs.")
 
-    # ---- HTTP API (issue 8)
+    # ---- HTTP API
     admin_key: SecretStr | None = Field(
         None,
         min_length=16,
@@ -231,7 +231,7 @@ class Settings(BaseSettings):
         "and of its JSON members together (more: refused as a zip bomb, EXPORT_TOO_LARGE).",
     )
 
-    # ---- MCP server (issue 8)
+    # ---- MCP server
     mcp_workspace: str | None = Field(
         None, description="omoide mcp over stdio: the one workspace (guild / Slack team) its tools use."
     )

@@ -451,7 +451,7 @@ class LexicalIndexStore(Lifecycle, Protocol):
         """Rows in ``table`` (for progress)."""
 
 
-# ---- memories (issue 7)
+# ---- memories
 
 
 @runtime_checkable
@@ -548,7 +548,7 @@ class MemoryStore(Lifecycle, ErasureAware, Protocol):
         ``erased_users``. Idempotent: a second call returns zero counts."""
 
 
-# ---- summaries (issue 7, seed 003)
+# ---- summaries
 
 
 @runtime_checkable
@@ -590,7 +590,7 @@ class SummaryStore(Lifecycle, ErasureAware, Protocol):
         """``(workspace_id, scope_id)`` of the channels / threads / users with messages since ``since``."""
 
 
-# ---- API keys (issue 8)
+# ---- API keys
 
 
 @runtime_checkable

@@ -943,7 +943,7 @@ class PostgresStore:
         async with self._acquire() as conn:
             return int(await conn.fetchval(f"SELECT count(*) FROM {LexicalTable(table).value}"))
 
-    # ---- memories (issue 7)
+    # ---- memories
 
     async def insert_memory(
         self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
@@ -1085,7 +1085,7 @@ class PostgresStore:
         async with self._acquire() as conn, conn.transaction():
             return ErasureState(await erasure.erasure_generation(conn, ws), await erasure.erased_users(conn, ws))
 
-    # ---- summaries (issue 7, seed 003)
+    # ---- summaries
 
     async def latest_summary(
         self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
@@ -1140,7 +1140,7 @@ class PostgresStore:
         async with self._acquire() as conn:
             return await sumops.active_scopes(conn, since, chosen)
 
-    # ---- API keys (issue 8)
+    # ---- API keys
 
     async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
         """Store a new key (its hash); return it as stored."""

@@ -370,7 +370,7 @@ V5: tuple[str, ...] = (
 """Migration 5: memory recall — per-user generations (vectors and text) and owner-scoped full text."""
 
 V6: tuple[str, ...] = (
-    # API keys of the HTTP API and MCP server (issue 8): the SHA-256 of the token, never the token
+    # API keys of the HTTP API and MCP server: the SHA-256 of the token, never the token
     """
     CREATE TABLE api_keys (
         id            INTEGER PRIMARY KEY AUTOINCREMENT,

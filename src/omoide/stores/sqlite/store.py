@@ -642,7 +642,7 @@ class SqliteStore:
             "lexical_row_count", lambda c: int(c.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
         )
 
-    # ---- memories (issue 7)
+    # ---- memories
 
     def _memory_cache(self) -> mops.MemoryRecallCache:
         cache: mops.MemoryRecallCache | None = getattr(self, "_memory_recall", None)
@@ -835,7 +835,7 @@ class SqliteStore:
             "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user, prepared
         )
 
-    # ---- summaries (issue 7, seed 003)
+    # ---- summaries
 
     async def latest_summary(
         self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
@@ -901,7 +901,7 @@ class SqliteStore:
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         return await self._read("active_scopes", sumops.active_scopes, since, chosen)
 
-    # ---- API keys (issue 8)
+    # ---- API keys
 
     async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
         """Store a new key (its hash); return it as stored."""
