@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 
 from omoide import sample_data
 from omoide.importers import ImportedExport, message_windows, read_export, snowflake_time
-from omoide.sample_data import _generate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "sample_data"))
+import generate as _generate  # type: ignore[import-not-found]
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,12 @@
-"""Write the sample DiscordChatExporter export and its questions from ``_script.py``.
+"""Write the sample DiscordChatExporter export and its questions from ``script.py``.
 
 Deterministic: the same script always gives byte-identical files (ids are snowflakes
 computed from the message times; no randomness, no clock). Run from the repository::
 
-    python -m omoide.sample_data._generate            # rewrite src/omoide/sample_data/{discord,questions.json}
-    python -m omoide.sample_data._generate --check    # exit 1 if the shipped files differ
+    python tools/sample_data/generate.py            # rewrite src/omoide/sample_data/{discord,questions.json}
+    python tools/sample_data/generate.py --check    # exit 1 if the shipped files differ
+
+A build-time tool: only its output ships in the package.
 
 Files follow the exporter's JSON writer (``JsonMessageWriter``, current version): one file
 per channel or thread named ``<guild> - <category or parent> - <channel> [<id>].json``,
@@ -22,7 +24,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from omoide.sample_data import _script as script
+import script  # type: ignore[import-not-found]  # tools/sample_data/script.py, beside this file
+
+SHIPPED = Path(__file__).resolve().parents[2] / "src" / "omoide" / "sample_data"
+"""Where the package's sample data lives (the default output)."""
 
 JST = timezone(timedelta(hours=9))
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -381,7 +386,7 @@ def render() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="compare with the shipped files instead of writing")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent, help="output directory")
+    parser.add_argument("--out", type=Path, default=SHIPPED, help="output directory")
     args = parser.parse_args(argv)
     files = render()
     out: Path = args.out
