@@ -121,26 +121,7 @@ def chunk_line(message: ImportedMessage) -> str:
 
 def window_chunk(window: MessageWindow) -> ChunkDraft:
     """One chunk for one message window."""
-    content, lines = join_lines([(chunk_line(m), m.author_id, m.message_id) for m in window.messages], "\n")
-    url = next((m.url for m in window.messages if m.url), None)
-    location: dict[str, Any] = {
-        "message_ids": list(window.message_ids),
-        "key": window.key,
-        LINES_KEY: spans_json(lines),
-    }
-    if url:
-        location["jump_url"] = url
-    return ChunkDraft(
-        content=content,
-        lexical=lexical_text(tokenize_for_search(chunk_lexical_text(content))),
-        token_count=window.token_count,
-        location=location,
-        channel_id=window.channel_id,
-        thread_id=window.thread_id,
-        author_ids=tuple(p.author_id for p in window.participants),
-        started_at=window.started_at,
-        ended_at=window.ended_at,
-    )
+    return _piece_chunk(window, [(m, chunk_line(m), 0) for m in window.messages], window.token_count)
 
 
 def _header(message: ImportedMessage, part: int, parts: int) -> str:

@@ -72,8 +72,19 @@ def erase_user(
 
     ``prepared``: rewrites from :func:`prepare_rewrites`; a chunk whose text changed since is rewritten here.
     """
+    # freed pages are zeroed, not left holding their words; only for this erasure, not every later delete
+    (secure,) = conn.execute("PRAGMA secure_delete").fetchone()
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        return _erase(conn, workspace_id, user_id, now, prepared)
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+
+
+def _erase(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, now: datetime, prepared: Prepared | None
+) -> ForgetReport:
     ws, user = workspace_id, user_id
-    conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left holding their words
     conn.execute(
         "INSERT INTO erasure_state (workspace_id, generation) VALUES (?, 1) "
         "ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1",
