@@ -26,9 +26,9 @@ import numpy as np
 from _machine import machine
 
 from omoide import Memory, Message
-from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, content_hash, join_lines, spans_json
+from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
 
 WS, USER = "bench", "u-erased"
 LINES = 10

@@ -37,10 +37,10 @@ import numpy as np
 from _machine import machine, percentiles
 
 from omoide.keys import session_key
-from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.models import Message
 from omoide.settings import Settings
 from omoide.stores import open_store
+from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 
 MESSAGES = 20
 

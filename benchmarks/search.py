@@ -59,11 +59,11 @@ import numpy as np
 from _machine import machine, percentiles
 from pgvector import HalfVector
 
-from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.search.filters import SearchFilters
 from omoide.search.pipeline import PipelineConfig, SearchPipeline
 from omoide.settings import Settings
 from omoide.stores import open_store
+from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
+from omoide.stores.search import SearchFilters
 from omoide.text import search_tokenizer_name
 
 MODEL = "bench-e5"

@@ -39,15 +39,15 @@ if TYPE_CHECKING:
     from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
     from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
     from omoide.knowledge.importing import ImportSummary, IngestCursor
-    from omoide.knowledge.models import KnowledgeSource, KnowledgeStatus
-    from omoide.memories.models import ForgetReport, MemoryHit, RememberResult
     from omoide.memories.service import MemoryService
     from omoide.providers.base import Embedder, Reranker
-    from omoide.search.filters import SearchFilters
     from omoide.search.lexical_index import LexicalRebuildReport
     from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, SearchResult
     from omoide.stores.base import LexicalTable
-    from omoide.summaries.models import Summary
+    from omoide.stores.knowledge import KnowledgeSource, KnowledgeStatus
+    from omoide.stores.memories import ForgetReport, MemoryHit, RememberResult
+    from omoide.stores.search import SearchFilters
+    from omoide.stores.summaries import Summary
     from omoide.summaries.service import SummaryGenerator, SummaryReport
     from omoide.workers.runner import WorkerRunner
 
@@ -498,7 +498,7 @@ class Memory:
         Raises:
             InvalidInput: a bad id or time range.
         """
-        from omoide.search.filters import SearchFilters
+        from omoide.stores.search import SearchFilters
 
         def ids(value: str | int | Sequence[str | int] | None) -> tuple[str, ...]:
             if value is None:
@@ -819,7 +819,7 @@ class Memory:
         summaries that drew on them, and the JSONL transcript records they wrote. Safe against
         archive, embedding, summary and import jobs running at the same time; idempotent.
         """
-        from omoide.memories.models import ForgetReport
+        from omoide.stores.memories import ForgetReport
         from omoide.transcripts import TranscriptStore
 
         report = await self.memories.forget_user(workspace, user)
@@ -884,7 +884,7 @@ class Memory:
         kind: str = "long_term",
     ) -> Summary | None:
         """The latest summary of a channel, thread, user or the workspace (``scope_id`` defaults to it)."""
-        from omoide.summaries.models import SummaryKind, SummaryScope
+        from omoide.stores.summaries import SummaryKind, SummaryScope
 
         try:
             chosen, which = SummaryScope(scope), SummaryKind(kind)
@@ -972,7 +972,7 @@ class Memory:
 
         async def summaries() -> list[ContextPart]:
             from omoide.stores.base import SummaryStore
-            from omoide.summaries.models import SummaryKind, SummaryScope
+            from omoide.stores.summaries import SummaryKind, SummaryScope
 
             if not isinstance(self.store, SummaryStore):
                 return []

@@ -8,12 +8,12 @@ import pytest
 
 from omoide.answers import build_prompt, cited_numbers
 from omoide.answers.prompt import evidence_meta, quote_evidence, time_range
-from omoide.knowledge.models import ChunkId, SourceId
 from omoide.models import Message
 from omoide.providers.local._prompt import parse_request
 from omoide.providers.local.extractive import ExtractiveChatModel
 from omoide.search.pipeline import SearchHit, StageScores
-from omoide.search.types import ChunkHit
+from omoide.stores.knowledge import ChunkId, SourceId
+from omoide.stores.search import ChunkHit
 
 START = datetime(2025, 11, 8, 12, 0, tzinfo=UTC)
 END = datetime(2025, 11, 8, 13, 0, tzinfo=UTC)

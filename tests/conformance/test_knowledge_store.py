@@ -15,7 +15,10 @@ import pytest
 
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
 from omoide.keys import session_key
-from omoide.knowledge.models import (
+from omoide.models import Message, Session, SessionStatus
+from omoide.stores._erasure_common import content_hash
+from omoide.stores.base import Capability, KnowledgeStore
+from omoide.stores.knowledge import (
     ArchivePlan,
     ArchiveResult,
     ChunkDraft,
@@ -23,9 +26,6 @@ from omoide.knowledge.models import (
     SourceDraft,
     SourceStatus,
 )
-from omoide.models import Message, Session, SessionStatus
-from omoide.stores._erasure_common import content_hash
-from omoide.stores.base import Capability, KnowledgeStore
 
 T0 = datetime(2024, 1, 19, 9, 0, tzinfo=UTC)  # in the past: messages never move last_active_at
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from omoide.errors import InvalidInput, NotFoundError
-from omoide.memories.models import MemoryChanges, MemoryDraft
 from omoide.models import Message
 from omoide.stores.base import MemoryStore
+from omoide.stores.memories import MemoryChanges, MemoryDraft
 from omoide.text import tokenize_for_search
 
 MODEL = "test-model@8"
@@ -125,7 +125,7 @@ async def test_forget_user_erases_memories_sessions_and_their_messages(store):
         await store.append_message(own.id, Message.user(f"mine {i}", author_id="u1"))
     await store.append_message(shared.id, Message.user("u1 in u2's session", author_id="u1"))
     await store.append_message(shared.id, Message.user("u2 speaks", author_id="u2"))
-    from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
 
     def about(user: str, text: str) -> SummaryDraft:
         return SummaryDraft("g1", SummaryScope.USER, user, SummaryKind.LONG_TERM, text)
@@ -159,7 +159,7 @@ async def test_bad_input_is_refused_and_writes_nothing(store):
 
 
 async def test_memory_recall_fuses_both_rankings_in_one_call(store):
-    from omoide.memories.ranking import HybridMemoryRecall, fuse_memory_hits
+    from omoide.stores._memory_ranking import HybridMemoryRecall, fuse_memory_hits
 
     assert isinstance(store, HybridMemoryRecall)
     texts = ["誕生日は3月15日", "好きな食べ物はラーメン", "I live in Osaka", "妻の名前はゆき", "ラーメン屋は大阪"]

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 from omoide.errors import InvalidInput
-from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit
 from omoide.stores.base import SearchStore
+from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
+from omoide.stores.search import ChunkHit, SearchFilters
 from omoide.text import search_tokenizer_name, tokenize_for_search
 
 T0 = datetime(2025, 11, 8, 12, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from omoide.errors import InvalidInput
 from omoide.keys import session_key
 from omoide.models import Message
 from omoide.stores.base import SummaryStore
-from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -29,8 +29,8 @@ from omoide import Memory
 from omoide.cli import app
 from omoide.importers import MalformedExport, read_export
 from omoide.knowledge.archiver import knowledge_store
-from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.server import create_app
+from omoide.stores.knowledge import ChunkDraft, SourceDraft
 from omoide.text import lexical_text, tokenize_for_search
 
 from . import hostile

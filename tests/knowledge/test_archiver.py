@@ -20,8 +20,8 @@ from omoide.knowledge.archiver import (
     source_type,
     source_uri,
 )
-from omoide.knowledge.models import SourceStatus
 from omoide.models import SessionStatus, utcnow
+from omoide.stores.knowledge import SourceStatus
 
 from .helpers import archived_ids, later, talk, tuned
 

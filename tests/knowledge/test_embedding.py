@@ -10,8 +10,8 @@ import pytest
 from omoide import Memory
 from omoide.errors import AuthenticationFailed, BadRequest, ProviderUnavailable, RateLimited
 from omoide.knowledge.embedding import EmbeddingProcessor, content_hash
-from omoide.knowledge.models import SourceStatus
 from omoide.providers.local.hashing import HashingEmbedder
+from omoide.stores.knowledge import SourceStatus
 from omoide.text.chat_lines import chunk_embedding_text
 
 from .helpers import FlakyEmbedder, all_sources, later, talk, tuned

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from omoide import Memory
-from omoide.memories.models import MemoryChanges, MemoryDraft
 from omoide.settings import Settings
+from omoide.stores.memories import MemoryChanges, MemoryDraft
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite.store import SqliteStore
 from omoide.text import tokenize_for_search

@@ -101,7 +101,7 @@ async def digest(mem: Memory) -> None:
 
 async def plant_summaries(mem: Memory) -> None:
     """Summaries that quote her, as a model's would."""
-    from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
 
     for scope, scope_id in (
         (SummaryScope.CHANNEL, "general"),
@@ -247,7 +247,7 @@ async def test_a_conversation_that_was_only_theirs_leaves_no_source(mem: Memory)
 
 async def test_old_chunks_without_line_records_are_dropped_whole(mem: Memory) -> None:
     """A chunk written before line records existed cannot be cut by author: it goes whole."""
-    from omoide.knowledge.models import ChunkDraft, SourceDraft
+    from omoide.stores.knowledge import ChunkDraft, SourceDraft
 
     await mem.store.add_source(
         SourceDraft(workspace_id=WS, type="document", title="old"),
@@ -265,7 +265,7 @@ async def test_old_chunks_without_line_records_are_dropped_whole(mem: Memory) ->
 
 
 def test_receipt_reads_and_adds() -> None:
-    from omoide.memories.models import ForgetReport
+    from omoide.stores.memories import ForgetReport
 
     a = ForgetReport(1, 1, 4, 2, chunks_rewritten=3)
     assert (a + ForgetReport(0, 0, 0, transcripts=1)).as_dict()["transcripts"] == 1

@@ -20,7 +20,7 @@ from omoide.models import utcnow
 from omoide.providers.local.hashing import HashingEmbedder
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
-from omoide.summaries.models import SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryKind, SummaryScope
 
 from .test_erasure import ALICE, BOB, MARK, WS, history, text_columns_holding, tuned
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from omoide import Memory
-from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.settings import Settings
+from omoide.stores.knowledge import ChunkDraft, SourceDraft
 from omoide.text import search_tokenizer_name, tokenize_for_search
 
 T0 = datetime(2025, 11, 8, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from omoide.errors import InvalidInput
-from omoide.search.fusion import (
+from omoide.fusion import (
     cosine_to_unit,
     min_max,
     normalise_rrf,

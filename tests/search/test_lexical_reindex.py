@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from omoide import Memory
 from omoide.cli import app
-from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.search.lexical_index import chunk_lexical_text
 from omoide.stores.base import LexicalIndexStore, LexicalTable
+from omoide.stores.knowledge import ChunkDraft, SourceDraft
 from omoide.text import get_search_tokenizer, tokenize_for_search, tokenizer_named
 
 from .helpers import T0

@@ -151,9 +151,9 @@ async def test_rerank_stage(mem: Memory):
 async def test_stage_scores_are_each_kinds_best_even_when_a_list_repeats_an_id(mem: Memory):
     """The fused hits' per-stage scores come from the lists by rank: the best of the lists of one
     kind (expansions add lists), and a list that repeats an id is searched instead."""
-    from omoide.knowledge.models import ChunkId
     from omoide.search.pipeline import _Lists
-    from omoide.search.types import RankedChunk
+    from omoide.stores.knowledge import ChunkId
+    from omoide.stores.search import RankedChunk
 
     a, b, c = (ChunkId(i) for i in (await seed(mem))[:3])
     lists = _Lists()

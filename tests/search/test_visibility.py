@@ -23,10 +23,10 @@ from importers.test_slack import export_files, msg, write_dir
 from omoide import Memory
 from omoide.errors import InvalidInput
 from omoide.importers import ImportedMessage
-from omoide.knowledge.models import SourceDraft
 from omoide.models import Message
-from omoide.search.filters import SearchFilters
 from omoide.settings import Settings
+from omoide.stores.knowledge import SourceDraft
+from omoide.stores.search import SearchFilters
 
 from .helpers import T0, chunk_for
 

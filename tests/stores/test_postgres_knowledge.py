@@ -13,11 +13,11 @@ from pgvector import HalfVector
 
 from omoide.errors import StoreError, VersionConflict
 from omoide.keys import session_key
-from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.models import Message
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_common import vector_index_name
+from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
 from omoide.stores.postgres.vector import register_vector_types

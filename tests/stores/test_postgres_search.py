@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from pgvector import HalfVector
 
-from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.search.filters import SearchFilters
-from omoide.search.types import RankedChunk
 from omoide.settings import Settings
+from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._knowledge import vector_index_name
+from omoide.stores.search import RankedChunk, SearchFilters
 
 pytestmark = pytest.mark.postgres
 

@@ -12,10 +12,10 @@ import pytest
 
 from omoide.errors import StoreError, VersionConflict
 from omoide.keys import session_key
-from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.models import Message
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
+from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from omoide.errors import InvalidInput
-from omoide.knowledge.models import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.search.filters import SearchFilters
 from omoide.settings import Settings
+from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
+from omoide.stores.search import SearchFilters
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite._conn import path_from_url

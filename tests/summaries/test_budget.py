@@ -14,7 +14,7 @@ from omoide.errors import ContextOverflow
 from omoide.models import Message
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
 from omoide.providers.tokens import get_token_counter
-from omoide.summaries.models import SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryKind, SummaryScope
 
 counter = get_token_counter()
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

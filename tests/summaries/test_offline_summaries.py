@@ -19,7 +19,7 @@ from omoide.cli import app
 from omoide.models import Message
 from omoide.sample_data import discord_export_paths
 from omoide.settings import Settings
-from omoide.summaries.models import SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryKind, SummaryScope
 
 SAID = {
     "ja": [

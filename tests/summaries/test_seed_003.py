@@ -11,7 +11,7 @@ import pytest
 from omoide import Memory
 from omoide.models import Message
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
-from omoide.summaries.models import ShortTermHistoryConfig, Summary, SummaryKind, SummaryScope
+from omoide.stores.summaries import ShortTermHistoryConfig, Summary, SummaryKind, SummaryScope
 from omoide.summaries.service import should_update_short_term_memory
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ from collections import Counter
 from typing import Any
 
 from omoide import Memory, Message
-from omoide.knowledge.models import SourceStatus
 from omoide.models import SessionKey
 from omoide.settings import Settings
+from omoide.stores.knowledge import SourceStatus
 
 
 def tuned(settings: Settings, **overrides: Any) -> Settings:

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from omoide import Memory
-from omoide.knowledge.models import SourceStatus
+from omoide.stores.knowledge import SourceStatus
 
 from . import _child
 from .helpers import check_all_done, check_nothing_lost, talk, tuned

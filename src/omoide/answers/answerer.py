@@ -37,9 +37,9 @@ from omoide.errors import AnswerFailed, ContextOverflow, ProviderError
 from omoide.models import Message
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
-from omoide.search.filters import SearchFilters
 from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, check_query
 from omoide.settings import Settings
+from omoide.stores.search import SearchFilters
 from omoide.text import is_japanese
 
 

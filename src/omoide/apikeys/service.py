@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord, CreatedApiKey
 from omoide.errors import InvalidInput, NotFoundError
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord, CreatedApiKey
 
 if TYPE_CHECKING:
     from omoide.stores.base import ApiKeyStore

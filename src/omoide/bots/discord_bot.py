@@ -42,7 +42,7 @@ from omoide.models import Message
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
     from omoide.engine import Memory
-    from omoide.memories.models import MemoryRecord
+    from omoide.stores.memories import MemoryRecord
 
 logger = logging.getLogger("omoide.bots.discord")
 

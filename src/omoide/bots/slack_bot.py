@@ -62,8 +62,8 @@ from omoide.text import is_japanese
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
-    from omoide.memories.models import MemoryRecord
-    from omoide.search.types import ChunkHit
+    from omoide.stores.memories import MemoryRecord
+    from omoide.stores.search import ChunkHit
 
 MESSAGE_LIMIT = 3_500
 """Characters per posted message: long replies are split on paragraphs below this."""

@@ -27,7 +27,7 @@ from omoide.stores.base import LexicalTable
 
 if TYPE_CHECKING:
     from omoide.knowledge.archiver import SessionOutcome
-    from omoide.knowledge.models import KnowledgeSource
+    from omoide.stores.knowledge import KnowledgeSource
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

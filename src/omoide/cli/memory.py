@@ -12,7 +12,7 @@ from omoide.cli._common import DbOption, JsonOption, console, open_memory, print
 from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
-    from omoide.memories.models import MemoryHit, MemoryRecord
+    from omoide.stores.memories import MemoryHit, MemoryRecord
 
 app = typer.Typer(
     help="A user's explicit memories (what they asked the bot to remember).",

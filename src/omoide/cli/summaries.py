@@ -9,7 +9,7 @@ from rich.panel import Panel
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 from omoide.cli._db import open_existing_memory
-from omoide.summaries.models import SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryKind, SummaryScope
 
 DEMO_EXAMPLE = (
     "Example: omoide summarise --imported && "

@@ -1,6 +1,6 @@
 """Long-term memory: archived conversation and imported history as searchable chunks."""
 
-from omoide.knowledge.models import (
+from omoide.stores.knowledge import (
     ArchivePlan,
     ArchiveResult,
     ChunkDraft,

@@ -7,7 +7,7 @@ concurrently under a semaphore of ``max(1, min(5, db_pool_max × 0.25))`` (seed 
 
 For each session the archiver reads the session row, then its unarchived messages
 (``seq`` in ``(archived_seq, last_seq]`` of *that* read), and builds one
-:class:`~omoide.knowledge.models.ArchivePlan`:
+:class:`~omoide.stores.knowledge.ArchivePlan`:
 
 * a knowledge source (type per platform, title, a Discord jump URL or Slack deep link when
   the platform ids allow, metadata with the origin session, every participant, the message
@@ -54,10 +54,10 @@ from omoide.errors import (
     VersionConflict,
 )
 from omoide.knowledge.chunking import Chunker
-from omoide.knowledge.models import ArchivePlan, ArchiveResult, SourceDraft
 from omoide.models import Message, Session, SessionId, SessionStatus, utcnow
 from omoide.settings import Settings
 from omoide.stores.base import KnowledgeStore, SessionStore
+from omoide.stores.knowledge import ArchivePlan, ArchiveResult, SourceDraft
 
 log = structlog.get_logger(__name__)
 

@@ -37,10 +37,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from omoide.errors import ConfigError
-from omoide.knowledge.models import ChunkDraft
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores.knowledge import ChunkDraft
 from omoide.text.lexical import lexical_text
 
 Strategy = Literal["message_based", "token_based"]

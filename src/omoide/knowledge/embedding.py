@@ -43,10 +43,10 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
 from omoide.knowledge.archiver import knowledge_store
-from omoide.knowledge.models import ChunkText, EmbeddingRow, SourceId, SourceStatus
 from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
+from omoide.stores.knowledge import ChunkText, EmbeddingRow, SourceId, SourceStatus
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)

@@ -51,10 +51,10 @@ from omoide.importers import (
 )
 from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.chunking import split_text
-from omoide.knowledge.models import ChunkDraft, SourceDraft
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores.knowledge import ChunkDraft, SourceDraft
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
     from omoide.context.assembly import AssembledContext
-    from omoide.memories.models import MemoryHit, MemoryRecord, RememberResult
     from omoide.search.pipeline import SearchHit, SearchResult
+    from omoide.stores.memories import MemoryHit, MemoryRecord, RememberResult
 
 PREVIEW_CHARS = 600
 """Longest passage quoted in the text rendering of a search hit (the structured content has all of it)."""

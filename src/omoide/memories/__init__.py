@@ -2,7 +2,7 @@
 :class:`omoide.memories.service.MemoryService` (``Memory.memories``), the LLM tools are in
 :mod:`omoide.memories.tools`."""
 
-from omoide.memories.models import (
+from omoide.stores.memories import (
     DEFAULT_CATEGORY,
     ForgetReport,
     MemoryChanges,

@@ -22,7 +22,11 @@ import numpy as np
 import structlog
 
 from omoide.errors import InvalidInput
-from omoide.memories.models import (
+from omoide.providers.base import Embedder
+from omoide.settings import Settings
+from omoide.stores._memory_ranking import HybridMemoryRecall, fuse_memory_hits
+from omoide.stores.base import MemoryStore
+from omoide.stores.memories import (
     DEFAULT_CATEGORY,
     ForgetReport,
     MemoryChanges,
@@ -31,10 +35,6 @@ from omoide.memories.models import (
     MemoryRecord,
     RememberResult,
 )
-from omoide.memories.ranking import HybridMemoryRecall, fuse_memory_hits
-from omoide.providers.base import Embedder
-from omoide.settings import Settings
-from omoide.stores.base import MemoryStore
 from omoide.text import tokenize_for_search
 
 log = structlog.get_logger(__name__)

@@ -11,7 +11,7 @@ Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`:
    (cosine similarity over the embedder's vectors) and from the lexical list (omoide's own
    tokens, BM25 / ``ts_rank_cd``), every filter applied inside the database query.
 4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list, keeping
-   ``search_fused`` (15) candidates (see :mod:`omoide.search.fusion`).
+   ``search_fused`` (15) candidates (see :mod:`omoide.fusion`).
 5. **fetch**: the stores return each hit with its text and source, so this phase only
    assembles the fused candidates (no extra query); it is timed for seed 004's breakdown.
 6. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the fused candidates.
@@ -37,15 +37,14 @@ from typing import Any, Literal, get_args
 
 from omoide.context.calls import budgeted_complete
 from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderError
-from omoide.knowledge.models import ChunkId
+from omoide.fusion import reciprocal_rank_fusion
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.tokens import get_token_counter
-from omoide.search.filters import MAX_K, SearchFilters, check_k
-from omoide.search.fusion import reciprocal_rank_fusion
-from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores.base import SearchStore
+from omoide.stores.knowledge import ChunkId
+from omoide.stores.search import MAX_K, ChunkHit, RankedChunk, SearchFilters, check_k
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 

@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from omoide.apikeys.models import ApiKeyRecord
 from omoide.engine import Memory
 from omoide.server.problems import ApiKeyRejected
+from omoide.stores.api_keys import ApiKeyRecord
 
 bearer = HTTPBearer(
     auto_error=False,

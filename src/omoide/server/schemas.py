@@ -7,9 +7,9 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omoide.apikeys.models import ApiKeyRecord
-from omoide.memories.models import MemoryHit, MemoryRecord
 from omoide.models import Message, Session
+from omoide.stores.api_keys import ApiKeyRecord
+from omoide.stores.memories import MemoryHit, MemoryRecord
 
 T = TypeVar("T")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from omoide.apikeys.models import ApiKeyDraft
 from omoide.errors import InvalidInput
+from omoide.stores.api_keys import ApiKeyDraft
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 

@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
-from omoide.knowledge.models import ArchivePlan, ChunkDraft, EmbeddingRow, KnowledgeStatus, SourceDraft, SourceStatus
 from omoide.models import Session, SessionStatus, ensure_utc
-from omoide.search.filters import check_members
+from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, KnowledgeStatus, SourceDraft, SourceStatus
+from omoide.stores.search import check_members
 
 HALFVEC_MAX = 65504.0  # largest finite IEEE half-precision value
 MAX_DIMENSIONS = 16_000  # pgvector: largest halfvec that can be stored

@@ -8,8 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError
-from omoide.memories.models import MemoryChanges, MemoryDraft
 from omoide.stores._knowledge_common import HALFVEC_MAX, check_dimensions, check_int, check_model
+from omoide.stores.memories import MemoryChanges, MemoryDraft
 
 
 def check_scope(workspace_id: object, user_id: object) -> tuple[str, str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from omoide.search.filters import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 from omoide.stores._knowledge_common import check_model
+from omoide.stores.search import SearchFilters, check_filters, check_k, check_query_vector, clean_tokens
 
 
 def check_vector_query(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from omoide.errors import InvalidInput
-from omoide.summaries.models import SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
 
 MESSAGE_SCOPES = (SummaryScope.CHANNEL, SummaryScope.THREAD, SummaryScope.USER)
 

@@ -32,8 +32,10 @@ from typing import Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
-from omoide.knowledge.models import (
+from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
+from omoide.stores._erasure_common import ErasureState
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
+from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
     ArchiveResult,
@@ -48,12 +50,9 @@ from omoide.knowledge.models import (
     SourceId,
     SourceStatus,
 )
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
-from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit, RankedChunk
-from omoide.stores._erasure_common import ErasureState
-from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
 class Capability(enum.StrEnum):
@@ -371,13 +370,13 @@ class SearchStore(Lifecycle, Protocol):
     Contract notes:
 
     * Every search is scoped to ``filters.workspace_id``: a chunk of another workspace is
-      never returned. All filters (:class:`~omoide.search.filters.SearchFilters`) are
+      never returned. All filters (:class:`~omoide.stores.search.SearchFilters`) are
       applied inside the database query, so a search returns ``k`` hits whenever at least
       ``k`` chunks match (PostgreSQL: HNSW iterative scan, ``hnsw.iterative_scan``).
     * Hits come best first with ``rank`` 1, 2, …; **higher scores are better**: cosine
       similarity (``1 - cosine distance``) for vectors, BM25 for lexical (SQLite:
       ``-bm25()``; PostgreSQL: ``omoide.stores.postgres._bm25``). Compare ranks across lists, not scores.
-    * ``k`` is between 1 and :data:`~omoide.search.filters.MAX_K`; anything else is an
+    * ``k`` is between 1 and :data:`~omoide.stores.search.MAX_K`; anything else is an
       :class:`~omoide.errors.InvalidInput`.
     """
 

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from omoide.errors import ErasureConflict
-from omoide.knowledge.models import KnowledgeSource
 from omoide.stores.base import KnowledgeStore
-from omoide.summaries.models import SummaryScope
+from omoide.stores.knowledge import KnowledgeSource
+from omoide.stores.summaries import SummaryScope
 from omoide.summaries.service import SummaryGenerator
 from omoide.text.chat_lines import HEADER, speaker_of
 

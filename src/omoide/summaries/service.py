@@ -42,7 +42,7 @@ from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores.base import SummaryStore
-from omoide.summaries.models import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
 
 log = structlog.get_logger(__name__)
 
@@ -304,7 +304,7 @@ class SummaryGenerator:
         :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
 
         ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first. ``erasure_generation``:
-        the workspace's, read before the lines were (see :class:`~omoide.summaries.models.SummaryDraft`).
+        the workspace's, read before the lines were (see :class:`~omoide.stores.summaries.SummaryDraft`).
         ``config``: the history settings (default: this generator's).
 
         Raises:

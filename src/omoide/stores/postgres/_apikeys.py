@@ -7,9 +7,9 @@ from typing import Any
 
 import asyncpg
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import ConflictError
 from omoide.models import ensure_utc
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 
 COLUMNS = "id, workspace_id, name, prefix, created_at, revoked_at, token_hash"
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import asyncpg
 
-from omoide.memories.models import ForgetReport
 from omoide.stores._erasure_common import check_generation, scrub_source, strip_user, user_hash
+from omoide.stores.memories import ForgetReport
 
 Scope = tuple[str | None, str | None]
 

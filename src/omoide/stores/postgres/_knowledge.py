@@ -39,20 +39,6 @@ import numpy.typing as npt
 from pgvector import HalfVector
 from tenacity import AsyncRetrying, retry_if_result, wait_fixed
 
-from omoide.knowledge.models import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
 from omoide.models import Session, SessionStatus, ensure_utc
 from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
@@ -67,6 +53,20 @@ from omoide.stores._knowledge_common import (
     to_json,
     vector_index_name,
     version_conflict,
+)
+from omoide.stores.knowledge import (
+    ArchivePlan,
+    ArchivePlanner,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
 )
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres._search import record_tokenizer

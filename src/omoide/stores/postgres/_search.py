@@ -50,12 +50,11 @@ import numpy.typing as npt
 from pgvector import HalfVector
 
 from omoide.errors import InvalidInput
-from omoide.knowledge.models import ChunkId, SourceId
 from omoide.models import ensure_utc
-from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._knowledge_common import sql_literal
+from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""

@@ -13,7 +13,7 @@ from omoide.models import Message, ensure_utc
 from omoide.stores._knowledge_common import to_json
 from omoide.stores.postgres._erasure import check_erasure_generation
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, row_to_message
-from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 COLUMNS = (
     "id, workspace_id, scope, scope_id, kind, version, content, source_message_count, source_latest_message_at, "

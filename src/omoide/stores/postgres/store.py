@@ -48,7 +48,6 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import (
     ConfigError,
     InvalidContent,
@@ -59,26 +58,8 @@ from omoide.errors import (
     StoreError,
     VersionConflict,
 )
-from omoide.knowledge.models import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    EmbeddingRow,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
 from omoide.providers.tokens import stored_text_tokens
-from omoide.search.filters import SearchFilters, check_members
-from omoide.search.types import ChunkHit, RankedChunk
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._erasure_common import ErasureState, check_workspace
 from omoide.stores._knowledge_common import (
@@ -103,7 +84,24 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.stores.base import Capability, LexicalTable
+from omoide.stores.knowledge import (
+    ArchivePlan,
+    ArchivePlanner,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.stores.postgres import _apikeys as akops
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _knowledge as kops
@@ -121,7 +119,8 @@ from omoide.stores.postgres.migrations import (
     pending_migrations,
 )
 from omoide.stores.postgres.vector import register_vector_types, vector_extension
-from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, check_members
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 if TYPE_CHECKING:
     from omoide.settings import Settings

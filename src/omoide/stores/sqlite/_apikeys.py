@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import ConflictError
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 COLUMNS = "id, workspace_id, name, prefix, created_at, revoked_at, token_hash"

@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
 
-from omoide.memories.models import ForgetReport
 from omoide.stores._erasure_common import ChunkRewrite, check_generation, scrub_source, strip_user, user_hash
+from omoide.stores.memories import ForgetReport
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 Scope = tuple[str | None, str | None]

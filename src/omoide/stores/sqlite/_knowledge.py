@@ -30,20 +30,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from omoide.knowledge.models import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
 from omoide.models import Session, SessionStatus
 from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
@@ -56,6 +42,20 @@ from omoide.stores._knowledge_common import (
     status_from_rows,
     to_json,
     version_conflict,
+)
+from omoide.stores.knowledge import (
+    ArchivePlan,
+    ArchivePlanner,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
 )
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row

@@ -28,11 +28,11 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
-from omoide.memories.ranking import fuse_memory_hits
 from omoide.models import utcnow
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_common import memory_not_found
+from omoide.stores._memory_ranking import fuse_memory_hits
+from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction, parse_ts
 from omoide.stores.sqlite._erasure import Prepared, erase_user
 from omoide.stores.sqlite._knowledge import vector_blob

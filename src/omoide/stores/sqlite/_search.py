@@ -39,9 +39,8 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput
-from omoide.knowledge.models import ChunkId, SourceId
-from omoide.search.filters import SearchFilters
-from omoide.search.types import ChunkHit, RankedChunk
+from omoide.stores.knowledge import ChunkId, SourceId
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
 TOKENIZER_KEY = "lexical_tokenizer"

@@ -13,7 +13,7 @@ from omoide.stores._knowledge_common import to_json
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._erasure import check_erasure_generation
 from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, message_from_row
-from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 COLUMNS = (
     "id, workspace_id, scope, scope_id, kind, version, content, source_message_count, source_latest_message_at, "

@@ -34,28 +34,9 @@ from typing import Any, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from omoide.apikeys.models import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
-from omoide.knowledge.models import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    EmbeddingRow,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
-from omoide.memories.models import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.providers.tokens import stored_text_tokens
-from omoide.search.filters import SearchFilters, check_members
-from omoide.search.types import ChunkHit, RankedChunk
 from omoide.settings import Settings
 from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._erasure_common import ErasureState, check_workspace
@@ -81,7 +62,25 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
+from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.stores.base import Capability, LexicalTable
+from omoide.stores.knowledge import (
+    ArchivePlan,
+    ArchivePlanner,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    EmbeddingRow,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, check_members
 from omoide.stores.sqlite import _apikeys as akops
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _knowledge as kops
@@ -91,7 +90,7 @@ from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
-from omoide.summaries.models import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 logger = logging.getLogger(__name__)
 

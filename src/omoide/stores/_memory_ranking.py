@@ -14,8 +14,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from omoide.memories.models import MemoryHit, MemoryRecord
-from omoide.search.fusion import DEFAULT_RRF_K, Fused, reciprocal_rank_fusion
+from omoide.fusion import DEFAULT_RRF_K, Fused, reciprocal_rank_fusion
+from omoide.stores.memories import MemoryHit, MemoryRecord
 
 LISTS = ("vector", "lexical")
 

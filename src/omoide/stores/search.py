@@ -27,15 +27,17 @@ a group DM, a private channel or thread).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput
 from omoide.models import ensure_utc
+from omoide.stores.knowledge import ChunkId, SourceId
 
 MAX_K = 1000
 """The most rows one store search returns (pgvector's ``hnsw.ef_search`` is at most 1000)."""
@@ -153,7 +155,7 @@ def check_filters(filters: object) -> SearchFilters:
     """
     if not isinstance(filters, SearchFilters):
         raise InvalidInput(
-            "filters must be omoide.search.filters.SearchFilters (the workspace is required), "
+            "filters must be omoide.stores.search.SearchFilters (the workspace is required), "
             f"got {type(filters).__name__}"
         )
     return filters
@@ -202,4 +204,65 @@ def check_query_vector(query: object) -> npt.NDArray[np.float32]:
     return vector
 
 
-__all__ = ["MAX_K", "SearchFilters", "check_filters", "check_k", "check_members", "check_query_vector", "clean_tokens"]
+# ---- what a search returns
+# What a store's search returns: :class:`ChunkHit`, one retrieved chunk with its source.
+#
+# Scores: **higher is better** in every list. Vector search scores are cosine similarity
+# (``1 - cosine distance``, in ``[-1, 1]``); lexical scores are the backend's relevance
+# (BM25: SQLite's ``-bm25()``, PostgreSQL's own in ``omoide.stores.postgres._bm25``), comparable only within one list, so
+# lists are fused by rank (RRF), never by score.
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHit:
+    """One chunk found by a search (or fetched by id), with what a citation needs.
+
+    Attributes:
+        chunk_id / source_id: the chunk and its knowledge source.
+        score: higher is better (see the module docstring); ``0.0`` from ``fetch_chunks``.
+        rank: 1-based position in the list it came from; ``0`` from ``fetch_chunks``.
+        content: the chunk text shown to a model and a user.
+        location: where it came from (session/seq range or platform message ids), as stored.
+        channel_id / thread_id / author_ids / started_at / ended_at: chunk metadata.
+        source_type / source_title / source_uri: the source (``discord_channel``, …; its
+            title; a jump URL when known).
+    """
+
+    chunk_id: ChunkId
+    source_id: SourceId
+    score: float
+    rank: int
+    content: str
+    location: Mapping[str, Any]
+    channel_id: str | None
+    thread_id: str | None
+    author_ids: tuple[str, ...]
+    started_at: datetime | None
+    ended_at: datetime | None
+    source_type: str
+    source_title: str
+    source_uri: str | None
+
+
+class RankedChunk(NamedTuple):
+    """One entry of a ranked list: a chunk id and its score in that list (higher is better).
+
+    What :meth:`~omoide.stores.base.SearchStore.vector_ranking` and ``lexical_ranking``
+    return: the pipeline fuses lists by rank and then fetches only the chunks it shows.
+    """
+
+    chunk_id: ChunkId
+    score: float
+
+
+__all__ = [
+    "MAX_K",
+    "ChunkHit",
+    "RankedChunk",
+    "SearchFilters",
+    "check_filters",
+    "check_k",
+    "check_members",
+    "check_query_vector",
+    "clean_tokens",
+]
