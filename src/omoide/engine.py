@@ -29,7 +29,7 @@ from omoide.providers.base import ChatModel, TokenCounter
 from omoide.sessions import KeyLike, Sessions
 from omoide.settings import Settings, load_settings
 from omoide.stores import open_store
-from omoide.stores.base import SessionStore
+from omoide.stores.base import Store
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult, Language
@@ -66,7 +66,7 @@ class Memory:
     def __init__(
         self,
         settings: Settings,
-        store: SessionStore,
+        store: Store,
         *,
         chat_model: ChatModel | None = None,
         token_counter: TokenCounter | None = None,

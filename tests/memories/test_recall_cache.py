@@ -34,7 +34,7 @@ def _draft(text: str, user: str = "u1", category: str = "general") -> MemoryDraf
 
 
 def _entries(store: SqliteStore, user: str = "u1") -> dict[tuple[str, ...], object]:
-    return {k: e for k, e in store._memory_cache()._entries.items() if k[2] == user}
+    return {k: e for k, e in store._db.memory_cache._entries.items() if k[2] == user}
 
 
 async def _rankings(store: SqliteStore, rng: random.Random) -> list[list[tuple[int, float]]]:

@@ -30,7 +30,7 @@ from omoide.errors import (
 from omoide.keys import session_key
 from omoide.models import Message, SessionKey, SessionStatus
 from omoide.settings import Settings
-from omoide.stores import Capability, open_store
+from omoide.stores import open_store
 from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres.migrations import LATEST_VERSION
 
@@ -65,12 +65,6 @@ async def test_open_store_builds_a_postgres_store(pg_url: str, tmp_path: Path) -
     store = open_store(settings=_settings(pg_url, tmp_path))
     assert isinstance(store, PostgresStore)
     assert store.backend == "postgresql"
-    assert store.capabilities == {
-        Capability.SKIP_LOCKED,
-        Capability.ANN_INDEX,
-        Capability.FULL_TEXT,
-        Capability.CONCURRENT_WRITERS,
-    }
     async with store:
         assert await store.schema_version() == LATEST_VERSION
     await store.close()  # idempotent

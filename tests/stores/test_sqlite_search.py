@@ -50,7 +50,7 @@ async def test_matrix_is_cached_until_the_workspace_changes(sq_store):
     await _add(sq_store, "g2", [_v(1, 0, 0, 0)])
     f = SearchFilters("g1")
     await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5)
-    cache = sq_store._vector_cache()
+    cache = sq_store._db.vector_cache
     first = cache._entries[("g1", MODEL)]
     await sq_store.vector_search(model=MODEL, query=_v(0, 1, 0, 0), filters=f, k=5)
     assert cache._entries[("g1", MODEL)] is first, "no write: the same matrix"
@@ -129,4 +129,4 @@ async def test_cache_drops_the_oldest_matrices_beyond_its_budget(sq_store, monke
     for ws in ("g1", "g2", "g3"):
         hits = await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=SearchFilters(ws), k=5)
         assert len(hits) == 2
-    assert list(sq_store._vector_cache()._entries) == [("g2", MODEL), ("g3", MODEL)]
+    assert list(sq_store._db.vector_cache._entries) == [("g2", MODEL), ("g3", MODEL)]

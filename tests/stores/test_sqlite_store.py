@@ -22,7 +22,7 @@ from omoide.keys import session_key
 from omoide.models import Message, SessionStatus
 from omoide.settings import Settings
 from omoide.stores import open_store
-from omoide.stores.base import Capability, SessionStore
+from omoide.stores.base import SessionStore
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite._sessions import HISTORY_SQL
 
@@ -50,11 +50,10 @@ async def test_open_store_builds_an_sqlite_store(tmp_path: Path) -> None:
     assert isinstance(store, SqliteStore)
     assert isinstance(store, SessionStore)
     assert store.backend == "sqlite"
-    assert store.capabilities == frozenset({Capability.FULL_TEXT})
 
 
 async def test_connections_use_wal_foreign_keys_busy_timeout(sqlite_store: SqliteStore) -> None:
-    conns = sqlite_store._conns
+    conns = sqlite_store._db._conns
     assert conns is not None
     writer = await asyncio.wrap_future(conns.writer_executor.submit(_pragmas, conns.writer))
     assert writer == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 1234, "synchronous": 1, "query_only": 0}

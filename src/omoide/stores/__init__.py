@@ -9,15 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from omoide.errors import ConfigError
-from omoide.stores.base import Capability, Lifecycle, SessionStore
+from omoide.stores.base import Store
 
 if TYPE_CHECKING:
     from omoide.settings import Settings
 
 
-def open_store(
-    url: str | None = None, *, settings: Settings | None = None, migrate: bool | None = None
-) -> SessionStore:
+def open_store(url: str | None = None, *, settings: Settings | None = None, migrate: bool | None = None) -> Store:
     """Create the store for ``url`` (default: ``settings.database_url``); not yet connected.
 
     Use it as ``async with open_store(url) as store:`` or call ``await store.open()``.
@@ -62,4 +60,4 @@ def check_backend(url: str) -> None:
 _POSTGRES = ("postgresql://", "postgres://")
 
 
-__all__ = ["Capability", "Lifecycle", "SessionStore", "check_backend", "open_store"]
+__all__ = ["Store", "check_backend", "open_store"]

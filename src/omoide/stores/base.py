@@ -24,10 +24,11 @@ Contract notes that every implementation honours (and ``tests/conformance`` chec
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -55,44 +56,6 @@ from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
-class Capability(enum.StrEnum):
-    """Optional features a backend declares in ``store.capabilities``."""
-
-    SKIP_LOCKED = "skip_locked"  # workers can claim rows with FOR UPDATE SKIP LOCKED
-    ANN_INDEX = "ann_index"  # approximate nearest-neighbour index (pgvector HNSW)
-    FULL_TEXT = "full_text"  # lexical index over omoide's own tokens (FTS5 / tsvector)
-    CONCURRENT_WRITERS = "concurrent_writers"  # several writers commit in parallel
-
-
-@runtime_checkable
-class Lifecycle(Protocol):
-    """Opening, migrating and closing a backend."""
-
-    url: str
-    backend: str  # "sqlite" or "postgresql"
-    capabilities: frozenset[Capability]
-
-    async def open(self) -> None:
-        """Connect (and migrate when the store was created with ``migrate=True``)."""
-
-    async def close(self) -> None:
-        """Close every connection. Idempotent."""
-
-    async def migrate(self) -> list[int]:
-        """Apply pending migrations; return the versions applied (empty when up to date).
-
-        Safe to call concurrently from several processes: exactly one applies each
-        version, the others wait and then see it applied.
-        """
-
-    async def schema_version(self) -> int:
-        """The newest applied migration version (0 for an empty database)."""
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(self, *exc: object) -> None: ...
-
-
 @runtime_checkable
 class ErasureAware(Protocol):
     """What a job that writes people's words reads first, so that it never writes back an erased user's."""
@@ -105,7 +68,7 @@ class ErasureAware(Protocol):
 
 
 @runtime_checkable
-class SessionStore(Lifecycle, Protocol):
+class SessionStore(Protocol):
     """Short-term memory: sessions and their append-only messages."""
 
     async def get_or_create_session(self, key: SessionKey) -> Session:
@@ -209,7 +172,7 @@ class SessionStore(Lifecycle, Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(Lifecycle, ErasureAware, Protocol):
+class KnowledgeStore(ErasureAware, Protocol):
     """Long-term memory: sources, chunks and their embeddings (per embedding model).
 
     Contract notes:
@@ -364,7 +327,7 @@ class KnowledgeStore(Lifecycle, ErasureAware, Protocol):
 
 
 @runtime_checkable
-class SearchStore(Lifecycle, Protocol):
+class SearchStore(Protocol):
     """Retrieval over knowledge chunks: vector, lexical and fetch-by-id.
 
     Contract notes:
@@ -430,7 +393,7 @@ class LexicalTable(enum.StrEnum):
 
 
 @runtime_checkable
-class LexicalIndexStore(Lifecycle, Protocol):
+class LexicalIndexStore(Protocol):
     """Rewriting the lexical tokens of stored rows (after the search tokenizer changed).
 
     Rows are visited in id order, a batch at a time, so a rebuild can stop and resume;
@@ -454,7 +417,7 @@ class LexicalIndexStore(Lifecycle, Protocol):
 
 
 @runtime_checkable
-class MemoryStore(Lifecycle, ErasureAware, Protocol):
+class MemoryStore(ErasureAware, Protocol):
     """Explicit per-user memories (seed 001).
 
     Contract notes:
@@ -551,7 +514,7 @@ class MemoryStore(Lifecycle, ErasureAware, Protocol):
 
 
 @runtime_checkable
-class SummaryStore(Lifecycle, ErasureAware, Protocol):
+class SummaryStore(ErasureAware, Protocol):
     """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
 
     Contract notes:
@@ -593,7 +556,7 @@ class SummaryStore(Lifecycle, ErasureAware, Protocol):
 
 
 @runtime_checkable
-class ApiKeyStore(Lifecycle, Protocol):
+class ApiKeyStore(Protocol):
     """API keys of the HTTP API and MCP server: hashed tokens, one workspace each.
 
     Contract notes:
@@ -625,16 +588,75 @@ class ApiKeyStore(Lifecycle, Protocol):
         """Revoke the key (keeping an earlier revocation time); ``None`` when no key has this id."""
 
 
+# ---- the store: one backend, one object per role
+
+ROLES = ("sessions", "knowledge", "search", "lexical_index", "memories", "summaries", "api_keys")
+"""The role attributes of every :class:`Store`, in the order a newcomer meets them."""
+
+
+class Store(abc.ABC):
+    """One storage backend: opening, migrating and closing it, and one object per role.
+
+    Services take the role they need (``SearchPipeline(store.search)``,
+    ``MemoryService(store.memories)``); the role objects of one store share its
+    connections.
+    """
+
+    url: str
+    backend: ClassVar[str]  # "sqlite" or "postgresql"
+    sessions: SessionStore
+    knowledge: KnowledgeStore
+    search: SearchStore
+    lexical_index: LexicalIndexStore
+    memories: MemoryStore
+    summaries: SummaryStore
+    api_keys: ApiKeyStore
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect (and migrate when the store was created with ``migrate=True``)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+
+    @abc.abstractmethod
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied (empty when up to date).
+
+        Safe to call concurrently from several processes: exactly one applies each
+        version, the others wait and then see it applied.
+        """
+
+    @abc.abstractmethod
+    async def schema_version(self) -> int:
+        """The newest applied migration version (0 for an empty database)."""
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __getattr__(self, name: str) -> Any:  # TRANSITIONAL: removed once every caller names the role
+        for role in ROLES:
+            obj = self.__dict__.get(role)
+            if obj is not None and obj is not self and hasattr(obj, name):
+                return getattr(obj, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
 __all__ = [
+    "ROLES",
     "ApiKeyStore",
-    "Capability",
     "ErasureAware",
     "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",
-    "Lifecycle",
     "MemoryStore",
     "SearchStore",
     "SessionStore",
+    "Store",
     "SummaryStore",
 ]

@@ -33,23 +33,17 @@ How the session operations stay correct with many writers:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import math
-import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
 import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import (
-    ConfigError,
     InvalidContent,
     InvalidInput,
     InvalidSessionKey,
@@ -85,7 +79,7 @@ from omoide.stores._memory_common import (
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
-from omoide.stores.base import Capability, LexicalTable
+from omoide.stores.base import LexicalTable, Store
 from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
@@ -109,16 +103,8 @@ from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _summaries as sumops
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
-from omoide.stores.postgres._errors import redact_url, translate_errors
+from omoide.stores.postgres._db import PostgresDb
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
-from omoide.stores.postgres.migrations import (
-    LATEST_VERSION,
-    apply_migrations,
-    check_not_newer,
-    current_version,
-    pending_migrations,
-)
-from omoide.stores.postgres.vector import register_vector_types, vector_extension
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, check_members
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -135,24 +121,6 @@ LEXEME_STATS_TTL = 300.0
 TOKENIZER_TTL = 10.0
 """Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class _Reused(Generic[T]):
-    """A value read from the database and reused for a while (``None`` is a value too)."""
-
-    value: T | None = None
-    read_at: float = -math.inf
-
-    def fresh(self, ttl: float) -> bool:
-        """Whether it was read at most ``ttl`` seconds ago."""
-        return time.monotonic() - self.read_at <= ttl
-
-    def keep(self, value: T | None) -> None:
-        self.value, self.read_at = value, time.monotonic()
-
-    def forget(self) -> None:
-        self.read_at = -math.inf
 
 
 _RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
@@ -229,10 +197,6 @@ SELECT count(*) FROM expired
 """
 
 
-async def _keep_connection(conn: asyncpg.Connection) -> None:
-    """Pool ``reset`` hook: nothing to reset (see the module docstring)."""
-
-
 def _check_int(name: str, value: object, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
@@ -247,12 +211,12 @@ def _check_id(session_id: object) -> int:
     return session_id
 
 
-class PostgresStore:
-    """Sessions and messages (and, as features land, knowledge, memories and summaries) in PostgreSQL.
+class PostgresStore(Store):
+    """All of omoide's storage in PostgreSQL + pgvector.
 
     Example:
         >>> async with PostgresStore("postgresql://bot:pw@localhost/omoide", settings=s) as store:  # doctest: +SKIP
-        ...     session = await store.get_or_create_session(key)
+        ...     session = await store.sessions.get_or_create_session(key)
 
     Args:
         url: ``postgresql://`` or ``postgres://`` URL; unix sockets as
@@ -265,50 +229,30 @@ class PostgresStore:
     """
 
     backend = "postgresql"
-    capabilities = frozenset(
-        {Capability.SKIP_LOCKED, Capability.ANN_INDEX, Capability.FULL_TEXT, Capability.CONCURRENT_WRITERS}
-    )
 
     def __init__(self, url: str, *, settings: Settings | None = None, migrate: bool = True) -> None:
-        if not isinstance(url, str) or not url.startswith(_SCHEMES):
-            raise ConfigError(
-                f"PostgresStore needs a postgresql:// URL (e.g. postgresql://user:pass@localhost/omoide), got {url!r:.80}"
-            )
-        if settings is None:
-            from omoide.settings import Settings
-
-            settings = Settings.model_construct()  # defaults, without reading the environment
+        self._db = PostgresDb(url, settings=settings, migrate=migrate)
         self.url = url
-        self._where = redact_url(url)
-        self._settings = settings
-        self._migrate = migrate
-        self._pool: asyncpg.Pool | None = None
-        self._vector_schema: str | None = None
-        # the HNSW settings every pooled connection starts with: the pipeline's searches
-        # (search_candidates rows) then need no transaction around SET LOCAL
-        self._session_ef_search: int | None = sops.hnsw_ef_search(settings.hnsw_ef_search, settings.search_candidates)
-        self._open_lock = asyncio.Lock()
-        self._stats: _Reused[LexemeStats] = _Reused()
-        self._tokenizer: _Reused[str] = _Reused()
+        self.sessions = self
+        self.knowledge = self
+        self.search = self
+        self.lexical_index = self
+        self.memories = self
+        self.summaries = self
+        self.api_keys = self
 
     def __repr__(self) -> str:
-        state = "open" if self._pool is not None else "closed"
-        return f"<PostgresStore {self._where} {state}>"
-
-    # ------------------------------------------------------------------ lifecycle
+        state = "open" if self._db.is_open else "closed"
+        return f"<PostgresStore {self._db.where} {state}>"
 
     @property
     def pool(self) -> asyncpg.Pool:
-        """The asyncpg pool (for other store modules and tests).
+        """The asyncpg pool (for tests and tools).
 
         Raises:
             StoreError: the store is not open.
         """
-        if self._pool is None:
-            raise StoreError(
-                f"PostgresStore({self._where}) is not open: use `async with store:` or `await store.open()`"
-            )
-        return self._pool
+        return self._db.pool
 
     async def open(self) -> None:
         """Connect, migrate when created with ``migrate=True``, and start the pool. Idempotent.
@@ -317,94 +261,11 @@ class PostgresStore:
             StoreUnavailable: the server cannot be reached or refuses the login.
             MigrationError: the schema is newer than this code, or pgvector is missing.
         """
-        async with self._open_lock:
-            if self._pool is not None:
-                return
-            with translate_errors(self.url):
-                conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_SECONDS)
-                try:
-                    if self._migrate:
-                        await apply_migrations(conn, where=self._where)
-                    else:
-                        version = await current_version(conn)
-                        check_not_newer(version, where=self._where)
-                        if version < LATEST_VERSION:
-                            logger.warning(
-                                "schema_behind",
-                                extra={
-                                    "store": self.backend,
-                                    "schema_version": version,
-                                    "latest": LATEST_VERSION,
-                                    "hint": "run `omoide migrate` or open the store with migrate=True",
-                                },
-                            )
-                    ext = await vector_extension(conn)
-                finally:
-                    await conn.close()
-                self._vector_schema = ext[0] if ext else None
-                self._pool = await asyncpg.create_pool(
-                    self.url,
-                    min_size=self._settings.db_pool_min,
-                    max_size=self._settings.db_pool_max,
-                    init=self._init_connection,
-                    reset=_keep_connection,
-                    timeout=CONNECT_TIMEOUT_SECONDS,
-                )
-            logger.debug(
-                "store_opened",
-                extra={"store": self.backend, "url": self._where, "pool_min": self._settings.db_pool_min},
-            )
-
-    async def _init_connection(self, conn: asyncpg.Connection) -> None:
-        if self._vector_schema is not None:
-            await register_vector_types(conn, self._vector_schema)
-        if self._session_ef_search is not None:
-            try:
-                await sops.set_hnsw_session(conn, self._session_ef_search)
-            except asyncpg.PostgresError as exc:  # an old pgvector: every search sets its own, as before
-                logger.warning("hnsw_session_settings_failed", extra={"error": str(exc)})
-                self._session_ef_search = None
+        await self._db.open()
 
     async def close(self) -> None:
         """Close every connection (waiting up to 10 s for calls in flight). Idempotent."""
-        async with self._open_lock:
-            pool, self._pool = self._pool, None
-            if pool is None:
-                return
-            try:
-                async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
-                    await pool.close()
-            except TimeoutError:
-                logger.warning("store_close_timeout", extra={"store": self.backend, "url": self._where})
-                pool.terminate()
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection, or a one-off one when the store is not open (migrations only)."""
-        with translate_errors(self.url):
-            if self._pool is not None:
-                async with self._pool.acquire() as conn:
-                    yield conn
-                return
-            conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_SECONDS)
-            try:
-                yield conn
-            finally:
-                await conn.close()
-
-    @asynccontextmanager
-    async def _acquire(self) -> AsyncIterator[asyncpg.Connection]:
-        pool = self.pool
-        with translate_errors(self.url):
-            async with pool.acquire() as conn:
-                yield conn
+        await self._db.close()
 
     async def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied (``[]`` when up to date).
@@ -415,30 +276,22 @@ class PostgresStore:
             MigrationError: the schema is newer than this code, or pgvector is missing.
             StoreUnavailable: the server cannot be reached.
         """
-        async with self._connection() as conn:
-            applied = await apply_migrations(conn, where=self._where)
-            ext = await vector_extension(conn)
-        if self._pool is not None and ext is not None and self._vector_schema is None:
-            self._vector_schema = ext[0]
-            await self._pool.expire_connections()  # new connections register the vector types
-        return applied
+        return await self._db.migrate()
 
     async def pending_migrations(self) -> list[int]:
         """The versions :meth:`migrate` would apply, changing nothing (``--dry-run``)."""
-        async with self._connection() as conn:
-            return [m.version for m in await pending_migrations(conn, where=self._where)]
+        return await self._db.pending_migrations()
 
     async def schema_version(self) -> int:
         """The newest applied migration version (0 for an empty database)."""
-        async with self._connection() as conn:
-            return await current_version(conn)
+        return await self._db.schema_version()
 
     # ------------------------------------------------------------------ sessions
 
     async def get_or_create_session(self, key: SessionKey) -> Session:
         if not isinstance(key, SessionKey) or not key.value:
             raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.keys.session_key()")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             for _ in range(_RETRIES):
                 row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key.value)
                 if row is None:
@@ -461,13 +314,13 @@ class PostgresStore:
     async def get_session(self, key: str) -> Session | None:
         if not isinstance(key, str):
             raise InvalidSessionKey(f"session key must be a string, got {type(key).__name__}")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key)
         return None if row is None else row_to_session(row)
 
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         sid = _check_id(session_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             row = await conn.fetchrow(_SELECT_SESSION_BY_ID, sid)
         return None if row is None else row_to_session(row)
 
@@ -481,7 +334,7 @@ class PostgresStore:
         """
         sid = _check_id(session_id)
         who = check_members(members)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             row = await conn.fetchrow(
                 f"UPDATE sessions SET private = $2, members = $3::jsonb, version = version + 1 WHERE id = $1 "
                 f"RETURNING {SESSION_COLUMNS}",
@@ -499,7 +352,7 @@ class PostgresStore:
             raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
         content = message.content_json()
         size = len(content.encode("utf-8"))
-        limit = self._settings.max_message_bytes
+        limit = self._db.settings.max_message_bytes
         if size > limit:
             raise MessageTooLarge(
                 f"message content is {size} bytes of JSON, over the limit of {limit} (OMOIDE_MAX_MESSAGE_BYTES)",
@@ -507,7 +360,7 @@ class PostgresStore:
                 limit=limit,
             )
         tokens = stored_text_tokens(message)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             for _ in range(_RETRIES):
                 try:
                     row = await conn.fetchrow(
@@ -540,7 +393,7 @@ class PostgresStore:
     async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
         sid = _check_id(session_id)
         window = _check_int("window", window, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             rows = await conn.fetch(_HISTORY, sid, window)
         return [row_to_message(r) for r in reversed(rows)]
 
@@ -549,7 +402,7 @@ class PostgresStore:
         after = _check_int("after_seq", after_seq, minimum=0)
         if limit is not None:
             limit = _check_int("limit", limit, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             rows = await conn.fetch(_MESSAGES, sid, after, limit)
         return [row_to_message(r) for r in rows]
 
@@ -577,7 +430,7 @@ class PostgresStore:
             + (" WHERE " + " AND ".join(where) if where else "")
             + f" ORDER BY last_active_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
         )
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             rows = await conn.fetch(sql, *args)
         return [row_to_session(r) for r in rows]
 
@@ -602,7 +455,7 @@ class PostgresStore:
         new_status = None if status is None else self._status(status).value
         if window_start_seq is not None:
             window_start_seq = _check_int("window_start_seq", window_start_seq, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             try:
                 row = await conn.fetchrow(_UPDATE_SESSION, sid, expected, new_status, window_start_seq)
             except asyncpg.CheckViolationError as exc:
@@ -625,7 +478,7 @@ class PostgresStore:
 
     async def reset_window(self, session_id: SessionId) -> Session:
         sid = _check_id(session_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             row = await conn.fetchrow(_RESET_WINDOW, sid)
         if row is None:
             raise SessionNotFound(f"no session with id {sid}", session_id=sid)
@@ -636,7 +489,7 @@ class PostgresStore:
         through = _check_int("through_seq", through_seq, minimum=0)
         if not isinstance(summary, str) or not summary.strip():
             raise InvalidInput("a context summary must be non-empty text")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             row = await conn.fetchrow(_SAVE_CONTEXT_SUMMARY, sid, summary, through)
             if row is not None:
                 return row_to_session(row)
@@ -651,13 +504,13 @@ class PostgresStore:
         if not isinstance(idle_before, datetime):
             raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
         batch = _check_int("batch_size", batch_size, minimum=1)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             count = await conn.fetchval(_EXPIRE_IDLE, ensure_utc(idle_before), batch)
         return int(count)
 
     async def delete_session(self, session_id: SessionId) -> bool:
         sid = _check_id(session_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             deleted = await conn.fetchval("DELETE FROM sessions WHERE id = $1 RETURNING id", sid)
         return deleted is not None
 
@@ -673,7 +526,7 @@ class PostgresStore:
             InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
         """
         check_plan(plan)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.archive_session(conn, plan)
 
     async def archive_session_locked(
@@ -689,7 +542,7 @@ class PostgresStore:
         sid = _check_id(session_id)
         if not callable(planner):
             raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.archive_session_locked(conn, sid, planner)
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
@@ -698,7 +551,7 @@ class PostgresStore:
             raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
         check_int("min_unarchived", min_unarchived, minimum=1)
         check_int("limit", limit, minimum=1)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
 
     async def add_source(
@@ -713,17 +566,17 @@ class PostgresStore:
         check_chunks(chunks)
         generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
         try:
-            async with self._acquire() as conn, conn.transaction():
+            async with self._db.acquire() as conn, conn.transaction():
                 await erasure.check_erasure_generation(conn, source.workspace_id, generation)
                 return await kops.insert_source(conn, source, list(chunks))
         finally:
-            self._tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
+            self._db.tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` pending (or lease-expired) sources, oldest first, ``FOR UPDATE SKIP LOCKED``."""
         check_int("limit", limit, minimum=1)
         lease = check_number("lease_seconds", lease_seconds)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.claim_sources(conn, limit, lease)
 
     async def chunks_missing_embedding(
@@ -736,7 +589,7 @@ class PostgresStore:
         ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
         if ids is not None and not ids:
             return []
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.chunks_missing_embedding(conn, model, ids, after_id, limit)
 
     async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
@@ -750,15 +603,15 @@ class PostgresStore:
         checked = check_vectors(dims, rows)
         if not checked:
             return 0
-        async with self._acquire() as conn:
-            return await kops.put_embeddings(conn, model, dims, checked, self._vector_schema)
+        async with self._db.acquire() as conn:
+            return await kops.put_embeddings(conn, model, dims, checked, self._db.vector_schema)
 
     async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
         """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
         ids = [check_int("source_ids[]", i) for i in source_ids]
         if not ids:
             return 0
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.release_sources(conn, ids)
 
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
@@ -772,7 +625,7 @@ class PostgresStore:
         new_status = check_finish_status(status)
         if error is not None and not isinstance(error, str):
             raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             await kops.finish_source(conn, sid, new_status, error)
 
     async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
@@ -787,14 +640,14 @@ class PostgresStore:
         """
         check_model(model)
         dims = check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.ensure_vector_index(
                 conn,
                 model,
                 dims,
-                m=self._settings.hnsw_m,
-                ef_construction=self._settings.hnsw_ef_construction,
-                schema=self._vector_schema,
+                m=self._db.settings.hnsw_m,
+                ef_construction=self._db.settings.hnsw_ef_construction,
+                schema=self._db.vector_schema,
             )
 
     async def list_sources(
@@ -803,31 +656,31 @@ class PostgresStore:
         """Sources, newest first, with their chunk counts."""
         limit = _check_int("limit", limit, minimum=0)
         offset = _check_int("offset", offset, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.list_sources(conn, workspace_id, limit, offset)
 
     async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
         """The source with this id (with its chunk count), or ``None``."""
         sid = check_int("source_id", source_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.get_source(conn, sid)
 
     async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
         """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
         sid = check_int("source_id", source_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.chunks_of_source(conn, sid)
 
     async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
         """The stored vector of a chunk for ``model`` (halfvec read back as float32), or ``None``."""
         cid = check_int("chunk_id", chunk_id)
         check_model(model)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.get_embedding(conn, cid, model)
 
     async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
         """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await kops.knowledge_status(conn, workspace_id)
 
     # ---------------------------------------------------------------------- search
@@ -845,7 +698,7 @@ class PostgresStore:
                 from the model's stored vectors.
         """
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sops.hits_for(conn, await self._rank_vectors(conn, model, vector, wanted, limit))
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
@@ -857,7 +710,7 @@ class PostgresStore:
         terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sops.lexical_search(conn, terms, wanted, limit, await self._lexeme_stats(conn))
 
     async def vector_ranking(
@@ -865,7 +718,7 @@ class PostgresStore:
     ) -> list[RankedChunk]:
         """:meth:`vector_search` as ids and cosine similarities only (no chunk rows joined), best first."""
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await self._rank_vectors(conn, model, vector, wanted, limit)
 
     async def _rank_vectors(
@@ -877,9 +730,9 @@ class PostgresStore:
             vector,
             filters,
             k,
-            ef_search=self._settings.hnsw_ef_search,
-            schema=self._vector_schema,
-            session_ef_search=self._session_ef_search,
+            ef_search=self._db.settings.hnsw_ef_search,
+            schema=self._db.vector_schema,
+            session_ef_search=self._db.session_ef_search,
         )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
@@ -887,21 +740,21 @@ class PostgresStore:
         terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sops.lexical_ranking(conn, terms, wanted, limit, await self._lexeme_stats(conn))
 
     async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
         """The chunks' lexeme statistics (:mod:`._bm25`), read at most every :data:`LEXEME_STATS_TTL` seconds."""
-        if not self._stats.fresh(LEXEME_STATS_TTL):
-            self._stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
-        return self._stats.value
+        if not self._db.stats.fresh(LEXEME_STATS_TTL):
+            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
+        return self._db.stats.value
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
         ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
         if not ids:
             return []
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sops.fetch_chunks(conn, ids)
 
     async def lexical_tokenizer(self) -> str | None:
@@ -911,35 +764,35 @@ class PostgresStore:
         Every search asks, so the answer is reused for :data:`TOKENIZER_TTL` seconds: this
         store's own chunk writes and :meth:`set_lexical_tokenizer` forget it at once, another
         process's are seen within that time."""
-        if not self._tokenizer.fresh(TOKENIZER_TTL):
-            async with self._acquire() as conn:
-                self._tokenizer.keep(await sops.lexical_tokenizer(conn))
-        return self._tokenizer.value
+        if not self._db.tokenizer.fresh(TOKENIZER_TTL):
+            async with self._db.acquire() as conn:
+                self._db.tokenizer.keep(await sops.lexical_tokenizer(conn))
+        return self._db.tokenizer.value
 
     # ---- lexical index rebuild
 
     async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
         """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sops.lexical_batch(conn, LexicalTable(table).value, after_id, limit)
 
     async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
         """Set the lexical tokens of rows; the generated ``tsvector`` columns follow."""
         if rows:
-            async with self._acquire() as conn:
+            async with self._db.acquire() as conn:
                 await sops.rewrite_lexical(conn, LexicalTable(table).value, rows)
 
     async def set_lexical_tokenizer(self, name: str) -> None:
         """Record ``name`` as the tokenizer of the whole lexical index."""
         try:
-            async with self._acquire() as conn:
+            async with self._db.acquire() as conn:
                 await sops.set_lexical_tokenizer(conn, name)
         finally:
-            self._tokenizer.forget()
+            self._db.tokenizer.forget()
 
     async def lexical_row_count(self, table: LexicalTable) -> int:
         """Rows in ``table``."""
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return int(await conn.fetchval(f"SELECT count(*) FROM {LexicalTable(table).value}"))
 
     # ---- memories
@@ -950,7 +803,7 @@ class PostgresStore:
         """Store a memory and its vector (see ``MemoryStore``)."""
         check_draft(draft)
         checked = None if vector is None else check_memory_vector(model, vector)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.insert_memory(
                 conn, draft, checked[0] if checked else model, checked[1] if checked else None
             )
@@ -959,7 +812,7 @@ class PostgresStore:
         """The user's memory, or ``None`` (also when it is another user's)."""
         ws, user = check_scope(workspace_id, user_id)
         mid = check_memory_id(memory_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.get_memory(conn, ws, user, mid)
 
     async def update_memory(
@@ -977,7 +830,7 @@ class PostgresStore:
         mid = check_memory_id(memory_id)
         check_changes(changes)
         checked = None if vector is None else check_memory_vector(model, vector)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.update_memory(
                 conn, ws, user, mid, changes, checked[0] if checked else None, checked[1] if checked else None
             )
@@ -986,7 +839,7 @@ class PostgresStore:
         """Delete the user's memory (see ``MemoryStore``)."""
         ws, user = check_scope(workspace_id, user_id)
         mid = check_memory_id(memory_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             await mops.delete_memory(conn, ws, user, mid)
 
     async def list_memories(
@@ -1004,7 +857,7 @@ class PostgresStore:
         lim = _check_int("limit", limit, minimum=0)
         off = _check_int("offset", offset, minimum=0)
         wanted = check_tags(tags)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.list_memories(conn, ws, user, category, wanted, lim, off)
 
     async def memory_vector_search(
@@ -1023,8 +876,10 @@ class PostgresStore:
         name, q = check_memory_vector(model, query)
         top = _check_int("k", k, minimum=1)
         wanted = check_tags(tags)
-        async with self._acquire() as conn:
-            return await mops.memory_vector_search(conn, ws, user, name, q, top, category, wanted, self._vector_schema)
+        async with self._db.acquire() as conn:
+            return await mops.memory_vector_search(
+                conn, ws, user, name, q, top, category, wanted, self._db.vector_schema
+            )
 
     async def memory_lexical_search(
         self,
@@ -1041,7 +896,7 @@ class PostgresStore:
         top = _check_int("k", k, minimum=1)
         words = check_tags(tokens)
         wanted = check_tags(tags)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.memory_lexical_search(conn, ws, user, words, top, category, wanted)
 
     async def memory_recall(
@@ -1064,24 +919,24 @@ class PostgresStore:
         most = _check_int("limit", limit, minimum=1)
         words = check_tags(tokens)
         wanted = check_tags(tags)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await mops.memory_recall(
-                conn, ws, user, name, q, words, top, most, category, wanted, self._vector_schema
+                conn, ws, user, name, q, words, top, most, category, wanted, self._db.vector_schema
             )
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Apply the erasure rule (``docs/privacy.md``) to the user in one transaction; the receipt."""
         ws, user = check_scope(workspace_id, user_id)
         try:
-            async with self._acquire() as conn:
+            async with self._db.acquire() as conn:
                 return await erasure.erase_user(conn, ws, user)
         finally:
-            self._tokenizer.forget()
+            self._db.tokenizer.forget()
 
     async def erasure_state(self, workspace_id: str) -> ErasureState:
         """The workspace's erasure generation and its erased users (hashed), for jobs that must not write them back."""
         ws = check_workspace(workspace_id)
-        async with self._acquire() as conn, conn.transaction():
+        async with self._db.acquire() as conn, conn.transaction():
             return ErasureState(await erasure.erasure_generation(conn, ws), await erasure.erased_users(conn, ws))
 
     # ---- summaries
@@ -1091,7 +946,7 @@ class PostgresStore:
     ) -> Summary | None:
         """The newest version, or ``None``."""
         check_scope_key(workspace_id, scope, scope_id, kind)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.latest_summary(
                 conn, workspace_id, SummaryScope(scope).value, scope_id, SummaryKind(kind).value
             )
@@ -1102,7 +957,7 @@ class PostgresStore:
         """Versions, newest first."""
         check_scope_key(workspace_id, scope, scope_id, kind)
         lim = _check_int("limit", limit, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.summary_history(
                 conn, workspace_id, SummaryScope(scope).value, scope_id, SummaryKind(kind).value, lim
             )
@@ -1110,13 +965,13 @@ class PostgresStore:
     async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
         """The newest version of every scope id of ``scope`` in the workspace."""
         check_scope_key(workspace_id, scope, "-", kind)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.latest_summaries(conn, workspace_id, SummaryScope(scope).value, SummaryKind(kind).value)
 
     async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
         """A new version (retried if another writer took the number) or an overwrite of the latest one."""
         check_summary_draft(draft)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.save_summary(conn, draft, bool(new_version))
 
     async def scope_messages(
@@ -1128,7 +983,7 @@ class PostgresStore:
         if not isinstance(since, datetime):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         lim = _check_int("limit", limit, minimum=0)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.scope_messages(conn, workspace_id, chosen, scope_id, since, lim)
 
     async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
@@ -1136,7 +991,7 @@ class PostgresStore:
         chosen = check_message_scope(scope)
         if not isinstance(since, datetime):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await sumops.active_scopes(conn, since, chosen)
 
     # ---- API keys
@@ -1144,19 +999,19 @@ class PostgresStore:
     async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
         """Store a new key (its hash); return it as stored."""
         checked = check_api_key_draft(draft)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await akops.insert_api_key(conn, checked)
 
     async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
         """The key with this id, or ``None``."""
         kid = check_api_key_id(key_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await akops.get_api_key(conn, kid)
 
     async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
         """The key with this token hash and the stored hash, or ``None``."""
         digest = check_token_hash(token_hash)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await akops.get_api_key_by_hash(conn, digest)
 
     async def list_api_keys(
@@ -1164,13 +1019,13 @@ class PostgresStore:
     ) -> list[ApiKeyRecord]:
         """Keys, newest first."""
         lim, off = check_page(limit, offset)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await akops.list_api_keys(conn, workspace_id, bool(include_revoked), lim, off)
 
     async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
         """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
         kid = check_api_key_id(key_id)
-        async with self._acquire() as conn:
+        async with self._db.acquire() as conn:
             return await akops.revoke_api_key(conn, kid)
 
 

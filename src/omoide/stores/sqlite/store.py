@@ -1,40 +1,18 @@
-"""The SQLite backend: :class:`SqliteStore`.
-
-Threading model (chosen by measurement, ``docs/bench-notes/sqlite-driver.md``): every
-store operation is one synchronous function (``_sessions.py``) that runs, whole, in a
-worker thread, so the event loop pays one thread hop per operation instead of one per
-statement as with aiosqlite.
-
-* **One writer**: a single-thread executor owns the only write connection. Writes are
-  serialised in the process (SQLite allows one writer anyway) and each runs in
-  ``BEGIN IMMEDIATE`` … ``COMMIT``, which also serialises them against other processes
-  (waiting up to ``db_busy_timeout_ms``).
-* **Readers**: a small pool of ``query_only`` connections in their own executor. In WAL
-  mode they read a committed snapshot while the writer writes; a read started after a
-  write returned sees that write.
-* An in-memory database (``sqlite:///:memory:``) exists only on its one connection, so
-  there every operation runs on the writer.
-
-:mod:`sqlite3` errors become omoide errors inside the worker thread, in
-:func:`~omoide.stores.sqlite._conn.map_sqlite_errors`.
-"""
+"""The SQLite backend: :class:`SqliteStore`, one object per store role over one :class:`SqliteDb`
+(connections and executors; see :mod:`omoide.stores.sqlite._db` for the threading model)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import queue
 import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from omoide.errors import ConfigError, InvalidInput, InvalidSessionKey, StoreError
+from omoide.errors import InvalidInput, InvalidSessionKey
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.providers.tokens import stored_text_tokens
 from omoide.settings import Settings
@@ -63,7 +41,7 @@ from omoide.stores._memory_common import (
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
-from omoide.stores.base import Capability, LexicalTable
+from omoide.stores.base import LexicalTable, Store
 from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
@@ -89,35 +67,21 @@ from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
-from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
+from omoide.stores.sqlite._db import DEFAULT_READERS, SqliteDb
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_READERS = 2
-MIGRATE_BUSY_TIMEOUT_MS = 60_000  # a process migrating waits at least this long for another one
 
-
-@dataclass(slots=True)
-class _Connections:
-    """The open state: executors and connections (``None`` on the store while closed)."""
-
-    writer: sqlite3.Connection
-    writer_executor: ThreadPoolExecutor
-    readers: list[sqlite3.Connection] = field(default_factory=list)
-    reader_pool: queue.SimpleQueue[sqlite3.Connection] = field(default_factory=queue.SimpleQueue)
-    reader_executor: ThreadPoolExecutor | None = None
-
-
-class SqliteStore:
-    """Session store on an SQLite file (the embedded default backend).
+class SqliteStore(Store):
+    """All of omoide's storage in one SQLite file (the embedded default backend).
 
     Example:
         >>> store = SqliteStore("sqlite:///./data/omoide.db", settings=load_settings(), migrate=True)  # doctest: +SKIP
         >>> async with store:                                                   # doctest: +SKIP
-        ...     session = await store.get_or_create_session(key)
+        ...     session = await store.sessions.get_or_create_session(key)
 
     Args:
         url: ``sqlite:///PATH`` (relative or absolute; missing directories are created)
@@ -131,24 +95,22 @@ class SqliteStore:
     """
 
     backend = "sqlite"
-    capabilities: frozenset[Capability] = frozenset({Capability.FULL_TEXT})
 
     def __init__(self, url: str, *, settings: Settings, migrate: bool, readers: int = DEFAULT_READERS) -> None:
-        if readers < 1:
-            raise ConfigError(f"SqliteStore needs at least one reader connection, got readers={readers}")
+        self._db = SqliteDb(url, settings=settings, migrate=migrate, readers=readers)
         self.url = url
-        self.path = path_from_url(url)
-        self._settings = settings
-        self._migrate_on_open = migrate
-        self._reader_count = readers
-        self._conns: _Connections | None = None
-        self._lifecycle_lock = asyncio.Lock()
+        self.path = self._db.path
+        self.sessions = self
+        self.knowledge = self
+        self.search = self
+        self.lexical_index = self
+        self.memories = self
+        self.summaries = self
+        self.api_keys = self
 
     def __repr__(self) -> str:
-        state = "open" if self._conns is not None else "closed"
+        state = "open" if self._db.is_open else "closed"
         return f"<SqliteStore {self.url!r} {state}>"
-
-    # ------------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:
         """Connect (creating the file and its directory), migrate if asked, start the readers.
@@ -158,77 +120,11 @@ class SqliteStore:
             MigrationError: the database was migrated by a newer omoide.
             StoreError: any other SQLite failure.
         """
-        async with self._lifecycle_lock:
-            if self._conns is not None:
-                return
-            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omoide-sqlite-writer")
-            future = executor.submit(self._open_sync, executor)
-            try:
-                self._conns = await asyncio.wrap_future(future)
-            except asyncio.CancelledError:
-                future.add_done_callback(_close_when_done)
-                executor.shutdown(wait=False)
-                raise
-            except BaseException:
-                executor.shutdown(wait=False)
-                raise
-            logger.debug("sqlite_store_opened path=%s readers=%d", self.path, len(self._conns.readers))
-
-    def _open_sync(self, executor: ThreadPoolExecutor) -> _Connections:
-        busy = self._settings.db_busy_timeout_ms
-        writer = connect(self.path, busy_timeout_ms=busy)
-        readers: list[sqlite3.Connection] = []
-        try:
-            with map_sqlite_errors("open", self.path):
-                if self._migrate_on_open:
-                    self._migrate_sync(writer)
-                else:
-                    migrations.check_not_newer(migrations.current_version(writer), where=repr(self.path))
-            if self.path != MEMORY:
-                for _ in range(self._reader_count):
-                    readers.append(connect(self.path, busy_timeout_ms=busy, readonly=True))
-        except BaseException:
-            for conn in (*readers, writer):
-                conn.close()
-            raise
-        conns = _Connections(writer=writer, writer_executor=executor, readers=readers)
-        if readers:
-            for conn in readers:
-                conns.reader_pool.put(conn)
-            conns.reader_executor = ThreadPoolExecutor(
-                max_workers=len(readers), thread_name_prefix="omoide-sqlite-reader"
-            )
-        return conns
+        await self._db.open()
 
     async def close(self) -> None:
         """Finish queued work and close every connection. Idempotent."""
-        async with self._lifecycle_lock:
-            conns, self._conns = self._conns, None
-            if conns is None:
-                return
-            if conns.reader_executor is not None:
-                await asyncio.to_thread(conns.reader_executor.shutdown, True)
-            await asyncio.wrap_future(conns.writer_executor.submit(_close_all, conns))
-            conns.writer_executor.shutdown(wait=True)
-            logger.debug("sqlite_store_closed path=%s", self.path)
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # ----------------------------------------------------------------- migrations
-
-    def _migrate_sync(self, conn: sqlite3.Connection) -> list[int]:
-        busy = self._settings.db_busy_timeout_ms
-        wait = max(busy, MIGRATE_BUSY_TIMEOUT_MS)
-        conn.execute(f"PRAGMA busy_timeout = {wait}")
-        try:
-            return migrations.apply_pending(conn, where=repr(self.path))
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {busy}")
+        await self._db.close()
 
     async def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied (empty when up to date).
@@ -240,11 +136,11 @@ class SqliteStore:
             MigrationError: the database was migrated by a newer omoide.
             StoreUnavailable: another process held the write lock for too long.
         """
-        return await self._on_writer("migrate", self._migrate_sync)
+        return await self._db.on_writer("migrate", self._db.migrate_sync)
 
     async def schema_version(self) -> int:
         """The newest applied migration version (0 for an empty database)."""
-        return await self._read("schema_version", migrations.current_version)
+        return await self._db.read("schema_version", migrations.current_version)
 
     async def pending_migrations(self) -> list[migrations.Migration]:
         """Migrations not applied yet, in order (read-only; for ``omoide migrate --dry-run``).
@@ -252,50 +148,7 @@ class SqliteStore:
         Raises:
             MigrationError: the database was migrated by a newer omoide.
         """
-        return await self._read("pending_migrations", migrations.pending)
-
-    # -------------------------------------------------------------------- plumbing
-
-    def _require_open(self) -> _Connections:
-        conns = self._conns
-        if conns is None:
-            raise StoreError(
-                f"the SQLite store {self.url!r} is not open: use `async with store:` or call `await store.open()` first"
-            )
-        return conns
-
-    async def _on_writer(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(writer, *args)`` in the writer thread, outside any transaction."""
-        conns = self._require_open()
-        return await asyncio.wrap_future(conns.writer_executor.submit(self._run, operation, fn, conns.writer, args))
-
-    async def _write(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(writer, *args)`` in the writer thread inside ``BEGIN IMMEDIATE`` … ``COMMIT``."""
-        conns = self._require_open()
-        return await asyncio.wrap_future(conns.writer_executor.submit(self._run_tx, operation, fn, conns.writer, args))
-
-    async def _read(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(reader, *args)`` on a reader connection (the writer for ``:memory:``)."""
-        conns = self._require_open()
-        if conns.reader_executor is None:
-            return await asyncio.wrap_future(conns.writer_executor.submit(self._run, operation, fn, conns.writer, args))
-        return await asyncio.wrap_future(conns.reader_executor.submit(self._run_pooled, operation, fn, conns, args))
-
-    def _run(self, operation: str, fn: Callable[..., T], conn: sqlite3.Connection, args: tuple[Any, ...]) -> T:
-        with map_sqlite_errors(operation, self.path):
-            return fn(conn, *args)
-
-    def _run_tx(self, operation: str, fn: Callable[..., T], conn: sqlite3.Connection, args: tuple[Any, ...]) -> T:
-        with map_sqlite_errors(operation, self.path):
-            return in_write_transaction(conn, lambda c: fn(c, *args))
-
-    def _run_pooled(self, operation: str, fn: Callable[..., T], conns: _Connections, args: tuple[Any, ...]) -> T:
-        conn = conns.reader_pool.get()
-        try:
-            with map_sqlite_errors(operation, self.path):
-                return fn(conn, *args)
-        finally:
-            conns.reader_pool.put(conn)
+        return await self._db.read("pending_migrations", migrations.pending)
 
     # -------------------------------------------------------------------- sessions
 
@@ -307,18 +160,18 @@ class SqliteStore:
         """
         if not isinstance(key, SessionKey) or not key.value:
             raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.session_key(...)")
-        session = await self._read("get_or_create_session", ops.get_session, key.value)
+        session = await self._db.read("get_or_create_session", ops.get_session, key.value)
         if session is not None:
             return session
-        return await self._write("get_or_create_session", ops.get_or_create_session, key, utcnow())
+        return await self._db.write("get_or_create_session", ops.get_or_create_session, key, utcnow())
 
     async def get_session(self, key: str) -> Session | None:
         """The session with this key string, or ``None``."""
-        return await self._read("get_session", ops.get_session, str(key))
+        return await self._db.read("get_session", ops.get_session, str(key))
 
     async def get_session_by_id(self, session_id: SessionId) -> Session | None:
         """The session with this id, or ``None``."""
-        return await self._read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
+        return await self._db.read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
 
     async def set_session_visibility(
         self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
@@ -329,7 +182,7 @@ class SqliteStore:
             SessionNotFound: no session has this id.
         """
         who = check_members(members)
-        return await self._write(
+        return await self._db.write(
             "set_session_visibility", ops.set_session_visibility, _int("session_id", session_id), bool(private), who
         )
 
@@ -346,19 +199,19 @@ class SqliteStore:
         if not isinstance(message, Message):
             raise InvalidInput(f"append_message needs an omoide.Message, got {type(message).__name__}")
         sid = _int("session_id", session_id)
-        return await self._write("append_message", ops.append_message, sid, message, stored_text_tokens(message))
+        return await self._db.write("append_message", ops.append_message, sid, message, stored_text_tokens(message))
 
     async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
         """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
         _check_count("window", window)
-        return await self._read("history", ops.history, _int("session_id", session_id), window)
+        return await self._db.read("history", ops.history, _int("session_id", session_id), window)
 
     async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
         """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``."""
         _check_count("after_seq", after_seq)
         if limit is not None:
             _check_count("limit", limit)
-        return await self._read("messages", ops.messages, _int("session_id", session_id), after_seq, limit)
+        return await self._db.read("messages", ops.messages, _int("session_id", session_id), after_seq, limit)
 
     async def list_sessions(
         self,
@@ -372,7 +225,7 @@ class SqliteStore:
         _check_count("limit", limit)
         _check_count("offset", offset)
         wanted = None if status is None else _status(status)
-        return await self._read("list_sessions", ops.list_sessions, workspace_id, wanted, limit, offset)
+        return await self._db.read("list_sessions", ops.list_sessions, workspace_id, wanted, limit, offset)
 
     async def update_session(
         self,
@@ -392,7 +245,7 @@ class SqliteStore:
         new_status = None if status is None else _status(status)
         if window_start_seq is not None:
             _check_count("window_start_seq", window_start_seq)
-        return await self._write(
+        return await self._db.write(
             "update_session",
             ops.update_session,
             _int("session_id", session_id),
@@ -403,14 +256,14 @@ class SqliteStore:
 
     async def reset_window(self, session_id: SessionId) -> Session:
         """See :meth:`omoide.stores.base.SessionStore.reset_window`."""
-        return await self._write("reset_window", ops.reset_window, _int("session_id", session_id))
+        return await self._db.write("reset_window", ops.reset_window, _int("session_id", session_id))
 
     async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
         """See :meth:`omoide.stores.base.SessionStore.save_context_summary`."""
         if not isinstance(summary, str) or not summary.strip():
             raise InvalidInput("a context summary must be non-empty text")
         sid, through = _int("session_id", session_id), _int("through_seq", through_seq)
-        return await self._write("save_context_summary", ops.save_context_summary, sid, summary, through)
+        return await self._db.write("save_context_summary", ops.save_context_summary, sid, summary, through)
 
     async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
         """Expire at most ``batch_size`` active sessions idle since before ``idle_before``; return the count."""
@@ -418,11 +271,11 @@ class SqliteStore:
             raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
         if _int("batch_size", batch_size) < 1:
             raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
-        return await self._write("expire_idle", ops.expire_idle, idle_before, batch_size)
+        return await self._db.write("expire_idle", ops.expire_idle, idle_before, batch_size)
 
     async def delete_session(self, session_id: SessionId) -> bool:
         """Delete a session and all its messages; ``False`` when it did not exist."""
-        return await self._write("delete_session", ops.delete_session, _int("session_id", session_id))
+        return await self._db.write("delete_session", ops.delete_session, _int("session_id", session_id))
 
     # ------------------------------------------------------------------- knowledge
     # The contract is in omoide.stores.base.KnowledgeStore; the operations in _knowledge.py.
@@ -436,7 +289,7 @@ class SqliteStore:
             InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
         """
         check_plan(plan)
-        return await self._write("archive_session", kops.archive_session, plan, utcnow())
+        return await self._db.write("archive_session", kops.archive_session, plan, utcnow())
 
     async def archive_session_locked(
         self, session_id: SessionId, planner: ArchivePlanner
@@ -451,7 +304,7 @@ class SqliteStore:
         sid = _int("session_id", session_id)
         if not callable(planner):
             raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
-        return await self._write("archive_session_locked", kops.archive_session_locked, sid, planner, utcnow())
+        return await self._db.write("archive_session_locked", kops.archive_session_locked, sid, planner, utcnow())
 
     async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
         """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
@@ -459,7 +312,7 @@ class SqliteStore:
             raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
         check_int("min_unarchived", min_unarchived, minimum=1)
         check_int("limit", limit, minimum=1)
-        return await self._read("sessions_to_archive", kops.sessions_to_archive, idle_before, min_unarchived, limit)
+        return await self._db.read("sessions_to_archive", kops.sessions_to_archive, idle_before, min_unarchived, limit)
 
     async def add_source(
         self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
@@ -472,13 +325,13 @@ class SqliteStore:
         check_source(source)
         check_chunks(chunks)
         generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
-        return await self._write("add_source", _add_source, source, list(chunks), utcnow(), generation)
+        return await self._db.write("add_source", _add_source, source, list(chunks), utcnow(), generation)
 
     async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
         """Claim up to ``limit`` pending (or lease-expired) sources, oldest first."""
         check_int("limit", limit, minimum=1)
         lease = check_number("lease_seconds", lease_seconds)
-        return await self._write("claim_sources", kops.claim_sources, limit, lease, utcnow())
+        return await self._db.write("claim_sources", kops.claim_sources, limit, lease, utcnow())
 
     async def chunks_missing_embedding(
         self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
@@ -490,7 +343,9 @@ class SqliteStore:
         ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
         if ids is not None and not ids:
             return []
-        return await self._read("chunks_missing_embedding", kops.chunks_missing_embedding, model, ids, after_id, limit)
+        return await self._db.read(
+            "chunks_missing_embedding", kops.chunks_missing_embedding, model, ids, after_id, limit
+        )
 
     async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
         """Insert or replace float32 vectors for ``model``; return how many were written.
@@ -503,14 +358,14 @@ class SqliteStore:
         checked = check_vectors(dims, rows)
         if not checked:
             return 0
-        return await self._write("put_embeddings", kops.put_embeddings, model, dims, checked, utcnow())
+        return await self._db.write("put_embeddings", kops.put_embeddings, model, dims, checked, utcnow())
 
     async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
         """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
         ids = [check_int("source_ids[]", i) for i in source_ids]
         if not ids:
             return 0
-        released: int = await self._write("release_sources", kops.release_sources, ids, utcnow())
+        released: int = await self._db.write("release_sources", kops.release_sources, ids, utcnow())
         return released
 
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
@@ -524,7 +379,7 @@ class SqliteStore:
         new_status = check_finish_status(status)
         if error is not None and not isinstance(error, str):
             raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
-        await self._write("finish_source", kops.finish_source, sid, new_status, error, utcnow())
+        await self._db.write("finish_source", kops.finish_source, sid, new_status, error, utcnow())
 
     async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
         """SQLite has no ANN index (vectors are scanned): always ``False``."""
@@ -538,35 +393,27 @@ class SqliteStore:
         """Sources, newest first, with their chunk counts."""
         _check_count("limit", limit)
         _check_count("offset", offset)
-        return await self._read("list_sources", kops.list_sources, workspace_id, limit, offset)
+        return await self._db.read("list_sources", kops.list_sources, workspace_id, limit, offset)
 
     async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
         """The source with this id (with its chunk count), or ``None``."""
-        return await self._read("get_source", kops.get_source, check_int("source_id", source_id))
+        return await self._db.read("get_source", kops.get_source, check_int("source_id", source_id))
 
     async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
         """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
-        return await self._read("chunks_of_source", kops.chunks_of_source, check_int("source_id", source_id))
+        return await self._db.read("chunks_of_source", kops.chunks_of_source, check_int("source_id", source_id))
 
     async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
         """The stored vector of a chunk for ``model`` (float32), or ``None``."""
         cid = check_int("chunk_id", chunk_id)
-        return await self._read("get_embedding", kops.get_embedding, cid, check_model(model))
+        return await self._db.read("get_embedding", kops.get_embedding, cid, check_model(model))
 
     async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
         """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
-        return await self._read("knowledge_status", kops.knowledge_status, workspace_id)
+        return await self._db.read("knowledge_status", kops.knowledge_status, workspace_id)
 
     # ---------------------------------------------------------------------- search
     # The contract is in omoide.stores.base.SearchStore; the operations in _search.py.
-
-    def _vector_cache(self) -> sops.VectorCache:
-        """The store's vector matrices (created on first use; see ``_search.VectorCache``)."""
-        cache = self.__dict__.get("_search_vector_cache")
-        if cache is None:
-            cache = self.__dict__.setdefault("_search_vector_cache", sops.VectorCache())
-        assert isinstance(cache, sops.VectorCache)
-        return cache
 
     async def vector_search(
         self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
@@ -578,7 +425,9 @@ class SqliteStore:
                 differs from the model's stored vectors.
         """
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        return await self._read("vector_search", sops.vector_search, self._vector_cache(), model, vector, wanted, limit)
+        return await self._db.read(
+            "vector_search", sops.vector_search, self._db.vector_cache, model, vector, wanted, limit
+        )
 
     async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
         """The ``k`` best FTS5 BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
@@ -589,15 +438,15 @@ class SqliteStore:
         terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
-        return await self._read("lexical_search", sops.lexical_search, terms, wanted, limit)
+        return await self._db.read("lexical_search", sops.lexical_search, terms, wanted, limit)
 
     async def vector_ranking(
         self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
     ) -> list[RankedChunk]:
         """:meth:`vector_search` as ids and cosine similarities only (no rows read), best first."""
         vector, wanted, limit = check_vector_query(model, query, filters, k)
-        return await self._read(
-            "vector_ranking", sops.vector_ranking, self._vector_cache(), model, vector, wanted, limit
+        return await self._db.read(
+            "vector_ranking", sops.vector_ranking, self._db.vector_cache, model, vector, wanted, limit
         )
 
     async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
@@ -605,49 +454,43 @@ class SqliteStore:
         terms, wanted, limit = check_lexical_query(tokens, filters, k)
         if not terms:
             return []
-        return await self._read("lexical_ranking", sops.lexical_ranking, terms, wanted, limit)
+        return await self._db.read("lexical_ranking", sops.lexical_ranking, terms, wanted, limit)
 
     async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
         """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
         ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
         if not ids:
             return []
-        return await self._read("fetch_chunks", sops.fetch_chunks, ids)
+        return await self._db.read("fetch_chunks", sops.fetch_chunks, ids)
 
     async def lexical_tokenizer(self) -> str | None:
         """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
         when chunks were written by different ones, or ``None`` before any chunk."""
-        return await self._read("lexical_tokenizer", sops.lexical_tokenizer)
+        return await self._db.read("lexical_tokenizer", sops.lexical_tokenizer)
 
     # ---- lexical index rebuild
 
     async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
         """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
-        return await self._read("lexical_batch", sops.lexical_batch, LexicalTable(table).value, after_id, limit)
+        return await self._db.read("lexical_batch", sops.lexical_batch, LexicalTable(table).value, after_id, limit)
 
     async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
         """Set the lexical tokens of rows; the FTS5 triggers re-index them."""
         if rows:
-            await self._write("rewrite_lexical", sops.rewrite_lexical, LexicalTable(table).value, list(rows))
+            await self._db.write("rewrite_lexical", sops.rewrite_lexical, LexicalTable(table).value, list(rows))
 
     async def set_lexical_tokenizer(self, name: str) -> None:
         """Record ``name`` as the tokenizer of the whole lexical index."""
-        await self._write("set_lexical_tokenizer", sops.set_lexical_tokenizer, name, utcnow())
+        await self._db.write("set_lexical_tokenizer", sops.set_lexical_tokenizer, name, utcnow())
 
     async def lexical_row_count(self, table: LexicalTable) -> int:
         """Rows in ``table``."""
         name = LexicalTable(table).value
-        return await self._read(
+        return await self._db.read(
             "lexical_row_count", lambda c: int(c.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
         )
 
     # ---- memories
-
-    def _memory_cache(self) -> mops.MemoryRecallCache:
-        cache: mops.MemoryRecallCache | None = getattr(self, "_memory_recall", None)
-        if cache is None:
-            cache = self._memory_recall = mops.MemoryRecallCache()
-        return cache
 
     async def insert_memory(
         self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
@@ -655,10 +498,10 @@ class SqliteStore:
         """Store a memory and its vector (see ``MemoryStore``)."""
         check_draft(draft)
         checked = None if vector is None else check_memory_vector(model, vector)
-        return await self._on_writer(
+        return await self._db.on_writer(
             "insert_memory",
             mops.tracked_write,
-            self._memory_cache(),
+            self._db.memory_cache,
             mops.insert_memory_tracked,
             draft,
             checked[0] if checked else model,
@@ -669,7 +512,7 @@ class SqliteStore:
     async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
         """The user's memory, or ``None`` (also when it is another user's)."""
         ws, user = check_scope(workspace_id, user_id)
-        return await self._read("get_memory", mops.get_memory, ws, user, check_memory_id(memory_id))
+        return await self._db.read("get_memory", mops.get_memory, ws, user, check_memory_id(memory_id))
 
     async def update_memory(
         self,
@@ -685,10 +528,10 @@ class SqliteStore:
         ws, user = check_scope(workspace_id, user_id)
         check_changes(changes)
         checked = None if vector is None else check_memory_vector(model, vector)
-        return await self._on_writer(
+        return await self._db.on_writer(
             "update_memory",
             mops.tracked_write,
-            self._memory_cache(),
+            self._db.memory_cache,
             mops.update_memory_tracked,
             ws,
             user,
@@ -702,10 +545,10 @@ class SqliteStore:
     async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
         """Delete the user's memory (see ``MemoryStore``)."""
         ws, user = check_scope(workspace_id, user_id)
-        await self._on_writer(
+        await self._db.on_writer(
             "delete_memory",
             mops.tracked_write,
-            self._memory_cache(),
+            self._db.memory_cache,
             mops.delete_memory_tracked,
             ws,
             user,
@@ -726,7 +569,7 @@ class SqliteStore:
         ws, user = check_scope(workspace_id, user_id)
         _check_count("limit", limit)
         _check_count("offset", offset)
-        return await self._read(
+        return await self._db.read(
             "list_memories", mops.list_memories, ws, user, category, check_tags(tags), limit, offset
         )
 
@@ -746,10 +589,10 @@ class SqliteStore:
         name, q = check_memory_vector(model, query)
         if _int("k", k) < 1:
             raise InvalidInput(f"k must be at least 1, got {k}")
-        return await self._read(
+        return await self._db.read(
             "memory_vector_search",
             mops.memory_vector_search,
-            self._memory_cache(),
+            self._db.memory_cache,
             ws,
             user,
             name,
@@ -774,10 +617,10 @@ class SqliteStore:
         if _int("k", k) < 1:
             raise InvalidInput(f"k must be at least 1, got {k}")
         words = check_tags(tokens)
-        return await self._read(
+        return await self._db.read(
             "memory_lexical_search",
             mops.memory_lexical_search,
-            self._memory_cache(),
+            self._db.memory_cache,
             ws,
             user,
             words,
@@ -805,10 +648,10 @@ class SqliteStore:
         name, q = check_memory_vector(model, query)
         if _int("k", k) < 1 or _int("limit", limit) < 1:
             raise InvalidInput(f"k and limit must be at least 1, got {k} and {limit}")
-        return await self._read(
+        return await self._db.read(
             "memory_recall",
             mops.memory_recall,
-            self._memory_cache(),
+            self._db.memory_cache,
             ws,
             user,
             name,
@@ -823,15 +666,15 @@ class SqliteStore:
     async def erasure_state(self, workspace_id: str) -> ErasureState:
         """The workspace's erasure generation and its erased users (hashed), for jobs that must not write them back."""
         ws = check_workspace(workspace_id)
-        return await self._read("erasure_state", _erasure_state, ws)
+        return await self._db.read("erasure_state", _erasure_state, ws)
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Apply the erasure rule (``docs/privacy.md``) to the user in one transaction; the receipt."""
         ws, user = check_scope(workspace_id, user_id)
         # the slow part (tokenising and counting the rewritten chunks) runs before the write lock
-        prepared = await self._read("prepare_erasure", erasure.prepare_rewrites, ws, user)
-        return await self._on_writer(
-            "forget_user", mops.tracked_write, self._memory_cache(), mops.forget_user_tracked, ws, user, prepared
+        prepared = await self._db.read("prepare_erasure", erasure.prepare_rewrites, ws, user)
+        return await self._db.on_writer(
+            "forget_user", mops.tracked_write, self._db.memory_cache, mops.forget_user_tracked, ws, user, prepared
         )
 
     # ---- summaries
@@ -841,7 +684,7 @@ class SqliteStore:
     ) -> Summary | None:
         """The newest version, or ``None``."""
         check_scope_key(workspace_id, scope, scope_id, kind)
-        return await self._read(
+        return await self._db.read(
             "latest_summary",
             sumops.latest_summary,
             workspace_id,
@@ -856,7 +699,7 @@ class SqliteStore:
         """Versions, newest first."""
         check_scope_key(workspace_id, scope, scope_id, kind)
         _check_count("limit", limit)
-        return await self._read(
+        return await self._db.read(
             "summary_history",
             sumops.summary_history,
             workspace_id,
@@ -869,7 +712,7 @@ class SqliteStore:
     async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
         """The newest version of every scope id of ``scope`` in the workspace."""
         check_scope_key(workspace_id, scope, "-", kind)
-        return await self._read(
+        return await self._db.read(
             "latest_summaries",
             sumops.latest_summaries,
             workspace_id,
@@ -880,7 +723,7 @@ class SqliteStore:
     async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
         """A new version (atomic in ``BEGIN IMMEDIATE``) or an overwrite of the latest one."""
         check_summary_draft(draft)
-        return await self._write("save_summary", sumops.save_summary, draft, bool(new_version), utcnow())
+        return await self._db.write("save_summary", sumops.save_summary, draft, bool(new_version), utcnow())
 
     async def scope_messages(
         self, workspace_id: str, scope: SummaryScope, scope_id: str, *, since: datetime, limit: int = 2000
@@ -891,39 +734,41 @@ class SqliteStore:
         if not isinstance(since, datetime):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         _check_count("limit", limit)
-        return await self._read("scope_messages", sumops.scope_messages, workspace_id, chosen, scope_id, since, limit)
+        return await self._db.read(
+            "scope_messages", sumops.scope_messages, workspace_id, chosen, scope_id, since, limit
+        )
 
     async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
         """Workspaces and channel / thread / user ids with messages since ``since``."""
         chosen = check_message_scope(scope)
         if not isinstance(since, datetime):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
-        return await self._read("active_scopes", sumops.active_scopes, since, chosen)
+        return await self._db.read("active_scopes", sumops.active_scopes, since, chosen)
 
     # ---- API keys
 
     async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
         """Store a new key (its hash); return it as stored."""
-        return await self._write("insert_api_key", akops.insert_api_key, check_api_key_draft(draft), utcnow())
+        return await self._db.write("insert_api_key", akops.insert_api_key, check_api_key_draft(draft), utcnow())
 
     async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
         """The key with this id, or ``None``."""
-        return await self._read("get_api_key", akops.get_api_key, check_api_key_id(key_id))
+        return await self._db.read("get_api_key", akops.get_api_key, check_api_key_id(key_id))
 
     async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
         """The key with this token hash and the stored hash, or ``None``."""
-        return await self._read("get_api_key_by_hash", akops.get_api_key_by_hash, check_token_hash(token_hash))
+        return await self._db.read("get_api_key_by_hash", akops.get_api_key_by_hash, check_token_hash(token_hash))
 
     async def list_api_keys(
         self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
     ) -> list[ApiKeyRecord]:
         """Keys, newest first."""
         lim, off = check_page(limit, offset)
-        return await self._read("list_api_keys", akops.list_api_keys, workspace_id, bool(include_revoked), lim, off)
+        return await self._db.read("list_api_keys", akops.list_api_keys, workspace_id, bool(include_revoked), lim, off)
 
     async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
         """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
-        return await self._write("revoke_api_key", akops.revoke_api_key, check_api_key_id(key_id), utcnow())
+        return await self._db.write("revoke_api_key", akops.revoke_api_key, check_api_key_id(key_id), utcnow())
 
 
 def _int(name: str, value: int) -> int:
@@ -943,23 +788,6 @@ def _status(value: SessionStatus | str) -> SessionStatus:
     except ValueError:
         allowed = ", ".join(s.value for s in SessionStatus)
         raise InvalidInput(f"unknown session status {value!r}; allowed: {allowed}") from None
-
-
-def _close_all(conns: _Connections) -> None:
-    for conn in (*conns.readers, conns.writer):  # the writer last: the last connection checkpoints the WAL
-        try:
-            conn.close()
-        except sqlite3.Error as exc:
-            logger.warning("sqlite_close_failed error=%s", exc)
-
-
-def _close_when_done(future: Future[_Connections]) -> None:
-    """Close the connections of an :meth:`SqliteStore.open` whose caller was cancelled."""
-    if not future.cancelled() and future.exception() is None:
-        conns = future.result()
-        _close_all(conns)
-        if conns.reader_executor is not None:
-            conns.reader_executor.shutdown(wait=False)
 
 
 __all__ = ["DEFAULT_READERS", "SqliteStore"]
