@@ -1,8 +1,8 @@
 """How :class:`~omoide.providers.local.extractive.ExtractiveChatModel` reads a prompt.
 
 The conventions are documented on ``ExtractiveChatModel``; this module implements them:
-evidence blocks (``[#n] …``), the question, the summarise instruction and the text to
-summarise.
+evidence blocks (``[#n] …``), the question, the summarise instruction, the text to
+summarise and the lines of it worth summarising (:func:`summary_lines`).
 """
 
 from __future__ import annotations
@@ -194,4 +194,58 @@ def parse_request(messages: Sequence[Message], system: str | None) -> Request:
     )
 
 
-__all__ = ["EVIDENCE_MARKER", "Evidence", "Passage", "Request", "find_question", "parse_request", "split_evidence"]
+SUMMARY_HEADERS = ("要点（原文からの抜粋）:", "Key points (quoted from the source):")
+_MD_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
+_PAREN_ONLY = re.compile(r"^(?:\([^()]*\)|（[^（）]*）)$")
+_BULLET = re.compile(r"^(?:[-*•・]|\d{1,3}[.)])\s+")
+_QUOTED = re.compile(r"^(?:「(?P<ja>.*)」|“(?P<en>.*)”)(?:\s*\[#\d+\])*$")
+_SPEAKER_QUOTE = re.compile(r"^(?P<who>[^「“:：\n]{1,80})[:：]\s*(?P<said>「.*」|“.*”)(?:\s*\[#\d+\])*$")
+_TRANSCRIPT_LINE = re.compile(
+    r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?\]\s*(?P<who>[^:：\n]{1,80}?)[:：]\s*(?P<said>.*)$"
+)
+
+
+def summary_lines(text: str) -> list[tuple[str | None, str]]:
+    """``(speaker, text)`` of each line worth summarising in a summarise prompt's text.
+
+    A summary prompt carries more than conversation: markdown headings (``## 新しい短期要約``),
+    parenthesised placeholders (``（なし）``, ``(summary of the earlier part)``), and earlier
+    summaries — this model's own output, with its label, header, bullets and quote marks.
+    Headings, placeholders, labels and headers are dropped; bullets and quotes are unwrapped
+    (however deeply nested) and a ``speaker: 「…」`` or ``[time] speaker: …`` line gives its
+    speaker, so a merge of summaries reads the sentences themselves and quotes them once.
+    """
+    out: list[tuple[str | None, str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or _MD_HEADING.match(line) or _PAREN_ONLY.match(line):
+            continue
+        if line.startswith(OWN_LABELS) or line in SUMMARY_HEADERS:
+            continue
+        speaker: str | None = None
+        while True:
+            if m := _BULLET.match(line):
+                line = line[m.end() :].strip()
+            elif m := _QUOTED.match(line):
+                line = (m.group("ja") if m.group("ja") is not None else m.group("en")).strip()
+            elif (m := _SPEAKER_QUOTE.match(line)) or (m := _TRANSCRIPT_LINE.match(line)):
+                speaker, line = m.group("who").strip(), m.group("said").strip()
+            else:
+                break
+        if line and not _PAREN_ONLY.match(line):
+            out.append((speaker, line))
+    return out
+
+
+__all__ = [
+    "EVIDENCE_MARKER",
+    "OWN_LABELS",
+    "SUMMARY_HEADERS",
+    "Evidence",
+    "Passage",
+    "Request",
+    "find_question",
+    "parse_request",
+    "split_evidence",
+    "summary_lines",
+]
