@@ -24,29 +24,33 @@ Long replies are split at Discord's 2,000-character limit (:mod:`omoide.bots._sp
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 
+from omoide.bots._discord_commands import register_commands
+from omoide.bots._discord_replies import (
+    Interaction,
+    guild_id_of,
+    is_admin,
+    is_private_thread,
+    logger,
+    readable_channels,
+    render_answer,
+    send_pieces,
+)
+from omoide.bots._discord_sync import SYNC_ORIGIN, SYNCABLE, sync_history
 from omoide.bots._erasure import describe_erasure
 from omoide.bots._split import DISCORD_LIMIT, split_message
-from omoide.errors import ConfigError, NotFoundError, OmoideError
-from omoide.importers.discord_live import from_discord_message, readable_content
+from omoide.errors import ConfigError, OmoideError
+from omoide.importers.discord_live import readable_content
 from omoide.models import Message
 
 if TYPE_CHECKING:
-    from omoide.answers import AnswerResult
     from omoide.engine import Memory
-    from omoide.stores.memories import MemoryRecord
-
-logger = logging.getLogger("omoide.bots.discord")
-
-Interaction: TypeAlias = "discord.Interaction[discord.Client]"
 
 SYSTEM_PROMPT = (
     "You are omoide, a helpful assistant in a Discord server. Answer in the language the user writes in "
@@ -54,8 +58,6 @@ SYSTEM_PROMPT = (
     "When the user asks you to remember something about them, use the remember tool; "
     "when they ask what you know about them, use recall."
 )
-SYNC_ORIGIN = "discord:sync"
-SYNCABLE = (discord.TextChannel, discord.Thread, discord.VoiceChannel, discord.StageChannel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,105 +96,6 @@ def default_intents(*, mentions: bool = True) -> discord.Intents:
     return intents
 
 
-class NotAdmin(app_commands.CheckFailure):
-    """The invoking member lacks Manage Server and Administrator."""
-
-
-def is_admin(interaction: Interaction) -> bool:
-    """Manage Server or Administrator, from the member's permissions in the interaction (a check)."""
-    perms = interaction.permissions
-    if interaction.guild_id is None or not (perms.administrator or perms.manage_guild):
-        raise NotAdmin("You need the Manage Server permission to use this command.")
-    return True
-
-
-def readable_channels(guild: discord.Guild | None, user: discord.abc.User, here: int | None) -> list[int]:
-    """The channels whose history ``user`` may read: where their answers may draw knowledge from.
-
-    From the gateway's guild cache (channels, roles and overwrites, with ``Intents.guilds``);
-    when the guild or the member is not cached, only the channel the question was asked in.
-    Knowledge from a thread carries its parent channel's id, so the parent decides.
-    """
-    if guild is not None and isinstance(user, discord.Member) and guild.channels:
-        return [
-            c.id
-            for c in guild.channels
-            if not isinstance(c, discord.CategoryChannel) and c.permissions_for(user).read_message_history
-        ]
-    return [here] if here else []
-
-
-def is_private_thread(channel: object) -> bool:
-    """A private thread: its knowledge is private to its members (threads carry the parent's channel id)."""
-    return isinstance(channel, discord.Thread) and channel.type is discord.ChannelType.private_thread
-
-
-def guild_id_of(interaction: Interaction) -> int:
-    if interaction.guild_id is None:
-        raise app_commands.NoPrivateMessage("This command works in a server, not in direct messages.")
-    return interaction.guild_id
-
-
-# ---------------------------------------------------------------- rendering
-
-
-def render_answer(result: AnswerResult) -> str:
-    """``/chat``'s reply: the answer, then one line per cited source with its jump link."""
-    from omoide.answers.prompt import time_range
-
-    if result.no_data:
-        hint = (
-            "（管理者がチャンネルで `/sync` を実行すると、その履歴から答えられるようになります。）"
-            if result.language == "ja"
-            else "(An admin can run `/sync` in a channel to let me answer from its history.)"
-        )
-        return f"{result.text}\n{hint}"
-    if not result.citations:
-        return result.text
-    lines = [result.text, "", "**根拠**" if result.language == "ja" else "**Sources**"]
-    for c in result.citations:
-        chunk = c.hit.chunk
-        where = " · ".join(p for p in (chunk.source_title, time_range(chunk.started_at, chunk.ended_at)) if p)
-        link = f" — <{c.hit.jump_url}>" if c.hit.jump_url else ""
-        lines.append(f"[#{c.number}] {where}{link}")
-    return "\n".join(lines)
-
-
-def render_memories(memories: Sequence[MemoryRecord]) -> str:
-    """One line per memory, in the given order (a recall's is best first; its fused scores mean nothing to a reader)."""
-    lines = []
-    for m in memories:
-        tags = f" [{', '.join(m.tags)}]" if m.tags else ""
-        lines.append(f"`#{m.id}` ({m.category}{tags}) {m.content} — {m.updated_at:%Y-%m-%d}")
-    return "\n".join(lines)
-
-
-async def send_pieces(interaction: Interaction, text: str, *, ephemeral: bool = False) -> None:
-    """Send ``text`` as the interaction's reply, split at 2,000 characters.
-
-    After a deferral the first piece replaces the "thinking…" message and the rest are
-    follow-ups; otherwise the first piece is the response itself.
-    """
-    pieces = split_message(text, DISCORD_LIMIT) or ["…"]
-    first, rest = pieces[0], pieces[1:]
-    if interaction.response.is_done():
-        await interaction.edit_original_response(content=first)
-    else:
-        await interaction.response.send_message(first, ephemeral=ephemeral)
-    for piece in rest:
-        await interaction.followup.send(piece, ephemeral=ephemeral)
-
-
-async def _show(interaction: Interaction, text: str, *, fallback: discord.abc.Messageable | None = None) -> None:
-    """Edit the deferred response (best effort: its token lasts 15 minutes); else post to ``fallback``."""
-    try:
-        await interaction.edit_original_response(content=text)
-    except discord.HTTPException:
-        logger.warning("discord_progress_edit_failed", exc_info=True)
-        if fallback is not None:
-            await fallback.send(text)
-
-
 # ---------------------------------------------------------------- the bot
 
 
@@ -215,7 +118,7 @@ class OmoideBot(discord.Client):
         self.mem = mem
         self.tree: app_commands.CommandTree[OmoideBot] = app_commands.CommandTree(self)
         self._syncing: set[int] = set()
-        _register(self)
+        register_commands(self)
 
     async def setup_hook(self) -> None:
         if not self.config.sync_commands:
@@ -308,81 +211,10 @@ class OmoideBot(discord.Client):
         self._syncing.add(channel.id)
         try:
             await interaction.response.defer(thinking=True)
-            await self._sync(interaction, guild_id, channel)
+            me = self.user.id if self.user is not None else None
+            await sync_history(self.mem, self.config, interaction, guild_id, channel, me=me)
         finally:
             self._syncing.discard(channel.id)
-
-    async def _sync(
-        self,
-        interaction: Interaction,
-        guild_id: int,
-        channel: discord.TextChannel | discord.Thread | discord.VoiceChannel | discord.StageChannel,
-    ) -> None:
-        mem = self.mem
-        name = f"#{channel.name}"
-        if isinstance(channel, discord.Thread):
-            parent, thread = channel.parent_id, channel.id
-        else:
-            parent, thread = channel.id, None
-        cursor = await mem.ingest_cursor(platform="discord", workspace=guild_id, channel=parent, thread=thread)
-        after = discord.Object(id=int(cursor.message_id)) if cursor is not None else None
-        since = "since the last sync" if cursor is not None else "from the beginning"
-        await _show(interaction, f"Reading {name} {since}…")
-        me = self.user.id if self.user is not None else None
-        deadline = asyncio.get_running_loop().time() + self.config.sync_time_limit
-        read = new = chunks = 0
-        batch: list[discord.Message] = []
-        stopped = False
-        private = is_private_thread(channel)
-
-        async def flush() -> None:
-            nonlocal new, chunks
-            if batch:
-                done = await mem.ingest_messages(
-                    [from_discord_message(m) for m in batch],
-                    workspace=guild_id,
-                    origin=SYNC_ORIGIN,
-                    private=private,
-                    members=[m.id for m in channel.members] if private and isinstance(channel, discord.Thread) else [],
-                )
-                new += done.new_messages
-                chunks += done.chunks
-                batch.clear()
-
-        try:
-            async for msg in channel.history(limit=self.config.sync_max_messages, after=after, oldest_first=True):
-                read += 1
-                if msg.author.id != me:  # the bot's own answers are not history
-                    batch.append(msg)
-                if read % self.config.sync_batch == 0:
-                    await flush()
-                    if asyncio.get_running_loop().time() >= deadline:
-                        stopped = True
-                        break
-                    await _show(interaction, f"Syncing {name}: {read} messages read, {new} new stored…")
-            await flush()
-        except discord.Forbidden:
-            await flush()
-            await _show(
-                interaction,
-                f"I can't read the history of {name}: give me the Read Message History permission there. "
-                f"{new} new messages were stored before that.",
-                fallback=channel,
-            )
-            return
-        if stopped:
-            text = (
-                f"Synced part of {name}: {new} new messages stored ({chunks} chunks, {read} messages read) "
-                "before the time limit. Run `/sync` again to continue from there."
-            )
-        elif new == 0:
-            text = f"Nothing new in {name} {since} ({read} messages read)."
-        else:
-            text = (
-                f"Synced {name}: {new} new messages stored in long-term memory ({chunks} chunks, "
-                f"{read} messages read). `/chat` can answer from them now."
-            )
-        await _show(interaction, text, fallback=channel)
 
     # ---- /forget-me
 
@@ -440,140 +272,6 @@ class ForgetConfirmation(discord.ui.View):
         await interaction.response.edit_message(content="Cancelled: nothing was erased.", view=None)
 
 
-# ---------------------------------------------------------------- slash commands
-
-
-def _register(bot: OmoideBot) -> None:
-    tree = bot.tree
-    mem = bot.mem
-
-    @tree.command(name="ask", description="Talk with omoide (remembers this conversation and what you told it)")
-    @app_commands.describe(question="What you want to say or ask")
-    @app_commands.guild_only()
-    async def ask(interaction: Interaction, question: app_commands.Range[str, 1, 4000]) -> None:
-        guild_id = guild_id_of(interaction)
-        await interaction.response.defer(thinking=True)
-        answer = await bot.converse(
-            guild_id=guild_id,
-            channel_id=interaction.channel_id or 0,
-            user=interaction.user,
-            text=question,
-            message_id=interaction.id,
-            readable=readable_channels(interaction.guild, interaction.user, interaction.channel_id),
-            private=is_private_thread(interaction.channel),
-        )
-        await send_pieces(interaction, answer)
-
-    @tree.command(name="chat", description="Answer from this server's history, with sources and links")
-    @app_commands.describe(question="Your question about what was said in this server")
-    @app_commands.guild_only()
-    async def chat(interaction: Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
-        guild_id = guild_id_of(interaction)
-        await interaction.response.defer(thinking=True)
-        readable = readable_channels(interaction.guild, interaction.user, interaction.channel_id)
-        # the answer is posted where everyone in this channel reads it: inside a private thread the
-        # asker's view (public + private knowledge they are a member of), elsewhere public knowledge only
-        inside_private = is_private_thread(interaction.channel)
-        result = await mem.ask(
-            question,
-            workspace=guild_id,
-            asker=interaction.user.id,
-            channel=readable or [0],
-            viewer=interaction.user.id if inside_private else None,
-            public_only=not inside_private,
-        )
-        await send_pieces(interaction, render_answer(result))
-
-    group = app_commands.Group(
-        name="memory",
-        description="What omoide remembers about you",
-        guild_only=True,
-        allowed_contexts=app_commands.AppCommandContext(guild=True),
-    )
-
-    @group.command(name="add", description="Remember something about you")
-    @app_commands.describe(content="What to remember", category="A short label", tags="Comma-separated tags")
-    async def memory_add(
-        interaction: Interaction,
-        content: app_commands.Range[str, 1, 4000],
-        category: app_commands.Range[str, 1, 64] = "general",
-        tags: str | None = None,
-    ) -> None:
-        tag_list = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
-        done = await mem.remember(
-            content, workspace=guild_id_of(interaction), user=interaction.user.id, category=category, tags=tag_list
-        )
-        verb = "Updated" if done.updated else "Remembered as"
-        await send_pieces(interaction, f"{verb} `#{done.memory.id}`: {done.memory.content}", ephemeral=True)
-
-    @group.command(name="search", description="Find your memories")
-    @app_commands.describe(query="What to look for", limit="At most this many")
-    async def memory_search(
-        interaction: Interaction, query: app_commands.Range[str, 1, 1000], limit: app_commands.Range[int, 1, 25] = 5
-    ) -> None:
-        hits = await mem.recall(query, workspace=guild_id_of(interaction), user=interaction.user.id, limit=limit)
-        if not hits:
-            text = "No memory of yours matches. `/memory list` shows them all."
-        else:
-            text = render_memories([h.memory for h in hits])
-        await send_pieces(interaction, text, ephemeral=True)
-
-    @group.command(name="list", description="List your memories, newest first")
-    @app_commands.describe(page="Page (20 per page)")
-    async def memory_list(interaction: Interaction, page: app_commands.Range[int, 1, 1000] = 1) -> None:
-        records = await mem.memories.list(guild_id_of(interaction), interaction.user.id, page=page)
-        if records:
-            text = render_memories(records)
-        else:
-            text = "You have no memories here yet. Add one with `/memory add`." if page == 1 else "No more memories."
-        await send_pieces(interaction, text, ephemeral=True)
-
-    @group.command(name="delete", description="Delete one of your memories")
-    @app_commands.describe(memory_id="The memory's number (see /memory list)")
-    async def memory_delete(interaction: Interaction, memory_id: app_commands.Range[int, 1]) -> None:
-        try:
-            await mem.memories.delete(guild_id_of(interaction), interaction.user.id, memory_id)
-        except NotFoundError:
-            text = f"You have no memory `#{memory_id}` here."
-        else:
-            text = f"Deleted memory `#{memory_id}`."
-        await send_pieces(interaction, text, ephemeral=True)
-
-    tree.add_command(group)
-
-    @tree.command(name="sync", description="Store this channel's new messages in omoide's long-term memory (admins)")
-    @app_commands.guild_only()
-    @app_commands.default_permissions(manage_guild=True)
-    @app_commands.check(is_admin)
-    async def sync(interaction: Interaction) -> None:
-        await bot.sync_channel(interaction)
-
-    @tree.command(name="forget-me", description="Erase your memories and conversations with omoide in this server")
-    @app_commands.guild_only()
-    async def forget_me(interaction: Interaction) -> None:
-        await bot.forget_me(interaction)
-
-    @tree.error
-    async def on_error(interaction: Interaction, error: app_commands.AppCommandError) -> None:
-        cause = error.original if isinstance(error, app_commands.CommandInvokeError) else error
-        if isinstance(cause, app_commands.CheckFailure):
-            text = str(cause) or "You can't use this command here."
-        elif isinstance(cause, OmoideError):
-            text = f"⚠️ {cause.message}"
-        else:
-            logger.error("discord_command_failed", exc_info=cause)
-            text = "⚠️ Something went wrong; the error was logged."
-        try:
-            if interaction.response.type is discord.InteractionResponseType.deferred_channel_message:
-                await interaction.edit_original_response(content=text)  # replaces "thinking…"
-            elif interaction.response.is_done():
-                await interaction.followup.send(text, ephemeral=True)
-            else:
-                await interaction.response.send_message(text, ephemeral=True)
-        except discord.HTTPException:
-            logger.warning("discord_error_reply_failed", exc_info=True)
-
-
 # ---------------------------------------------------------------- running
 
 
@@ -617,6 +315,7 @@ async def run_discord_bot(
 
 
 __all__ = [
+    "SYNC_ORIGIN",
     "SYSTEM_PROMPT",
     "DiscordBotConfig",
     "ForgetConfirmation",
