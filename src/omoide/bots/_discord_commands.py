@@ -1,7 +1,10 @@
 """The Discord bot's slash commands: ``/ask``, ``/chat``, ``/memory …``, ``/sync`` and ``/forget-me``.
 
 :func:`register_commands` adds them to a bot's command tree, with the error handler that
-turns a failed check or an omoide error into an ephemeral reply.
+turns a failed check or an omoide error into an ephemeral reply. The checks here are shared
+with mentions: who may run ``/sync`` (:func:`is_admin`), which server a command runs in
+(:func:`guild_id_of`), and which channels an answer may draw on (:func:`readable_channels`,
+:func:`is_private_thread`).
 """
 
 from __future__ import annotations
@@ -11,21 +14,51 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from omoide.bots._discord_replies import (
-    Interaction,
-    guild_id_of,
-    is_admin,
-    is_private_thread,
-    logger,
-    readable_channels,
-    render_answer,
-    render_memories,
-    send_pieces,
-)
+from omoide.bots._discord_replies import Interaction, logger, render_answer, render_memories, send_pieces
 from omoide.errors import NotFoundError, OmoideError
 
 if TYPE_CHECKING:
     from omoide.bots.discord_bot import OmoideBot
+
+
+class NotAdmin(app_commands.CheckFailure):
+    """The invoking member lacks Manage Server and Administrator."""
+
+
+def is_admin(interaction: Interaction) -> bool:
+    """Manage Server or Administrator, from the member's permissions in the interaction (a check)."""
+    perms = interaction.permissions
+    if interaction.guild_id is None or not (perms.administrator or perms.manage_guild):
+        raise NotAdmin("You need the Manage Server permission to use this command.")
+    return True
+
+
+def readable_channels(guild: discord.Guild | None, user: discord.abc.User, here: int | None) -> list[int]:
+    """The channels whose history ``user`` may read: where their answers may draw knowledge from.
+
+    From the gateway's guild cache (channels, roles and overwrites, with ``Intents.guilds``);
+    when the guild or the member is not cached, only the channel the question was asked in.
+    Knowledge from a thread carries its parent channel's id, so the parent decides.
+    """
+    if guild is not None and isinstance(user, discord.Member) and guild.channels:
+        return [
+            c.id
+            for c in guild.channels
+            if not isinstance(c, discord.CategoryChannel) and c.permissions_for(user).read_message_history
+        ]
+    return [here] if here else []
+
+
+def is_private_thread(channel: object) -> bool:
+    """A private thread: its knowledge is private to its members (threads carry the parent's channel id)."""
+    return isinstance(channel, discord.Thread) and channel.type is discord.ChannelType.private_thread
+
+
+def guild_id_of(interaction: Interaction) -> int:
+    """The server an interaction comes from (a check: commands work in a server only)."""
+    if interaction.guild_id is None:
+        raise app_commands.NoPrivateMessage("This command works in a server, not in direct messages.")
+    return interaction.guild_id
 
 
 def register_commands(bot: OmoideBot) -> None:
@@ -160,4 +193,11 @@ def register_commands(bot: OmoideBot) -> None:
             logger.warning("discord_error_reply_failed", exc_info=True)
 
 
-__all__ = ["register_commands"]
+__all__ = [
+    "NotAdmin",
+    "guild_id_of",
+    "is_admin",
+    "is_private_thread",
+    "readable_channels",
+    "register_commands",
+]

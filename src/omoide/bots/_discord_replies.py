@@ -1,8 +1,7 @@
-"""What the Discord bot replies with, and whose channels an answer may draw on.
+"""What the Discord bot replies with: rendering and sending in pieces.
 
 Rendering (:func:`render_answer`, :func:`render_memories`), sending a reply in pieces of at
-most 2,000 characters (:func:`send_pieces`), and the interaction checks the commands share
-(:func:`is_admin`, :func:`guild_id_of`, :func:`readable_channels`).
+most 2,000 characters (:func:`send_pieces`) and editing a deferred response (:func:`show`).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import discord
-from discord import app_commands
 
 from omoide.bots._split import DISCORD_LIMIT, split_message
 
@@ -23,46 +21,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("omoide.bots.discord")
 
 Interaction: TypeAlias = "discord.Interaction[discord.Client]"
-
-
-class NotAdmin(app_commands.CheckFailure):
-    """The invoking member lacks Manage Server and Administrator."""
-
-
-def is_admin(interaction: Interaction) -> bool:
-    """Manage Server or Administrator, from the member's permissions in the interaction (a check)."""
-    perms = interaction.permissions
-    if interaction.guild_id is None or not (perms.administrator or perms.manage_guild):
-        raise NotAdmin("You need the Manage Server permission to use this command.")
-    return True
-
-
-def readable_channels(guild: discord.Guild | None, user: discord.abc.User, here: int | None) -> list[int]:
-    """The channels whose history ``user`` may read: where their answers may draw knowledge from.
-
-    From the gateway's guild cache (channels, roles and overwrites, with ``Intents.guilds``);
-    when the guild or the member is not cached, only the channel the question was asked in.
-    Knowledge from a thread carries its parent channel's id, so the parent decides.
-    """
-    if guild is not None and isinstance(user, discord.Member) and guild.channels:
-        return [
-            c.id
-            for c in guild.channels
-            if not isinstance(c, discord.CategoryChannel) and c.permissions_for(user).read_message_history
-        ]
-    return [here] if here else []
-
-
-def is_private_thread(channel: object) -> bool:
-    """A private thread: its knowledge is private to its members (threads carry the parent's channel id)."""
-    return isinstance(channel, discord.Thread) and channel.type is discord.ChannelType.private_thread
-
-
-def guild_id_of(interaction: Interaction) -> int:
-    """The server an interaction comes from (a check: commands work in a server only)."""
-    if interaction.guild_id is None:
-        raise app_commands.NoPrivateMessage("This command works in a server, not in direct messages.")
-    return interaction.guild_id
 
 
 def render_answer(result: AnswerResult) -> str:
@@ -124,12 +82,7 @@ async def show(interaction: Interaction, text: str, *, fallback: discord.abc.Mes
 
 __all__ = [
     "Interaction",
-    "NotAdmin",
-    "guild_id_of",
-    "is_admin",
-    "is_private_thread",
     "logger",
-    "readable_channels",
     "render_answer",
     "render_memories",
     "send_pieces",

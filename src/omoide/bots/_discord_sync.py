@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from omoide.bots._discord_replies import Interaction, is_private_thread, show
+from omoide.bots._discord_commands import is_private_thread
+from omoide.bots._discord_replies import Interaction, show
 from omoide.importers.discord_live import from_discord_message
 
 if TYPE_CHECKING:

@@ -31,17 +31,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
-from omoide.bots._discord_commands import register_commands
-from omoide.bots._discord_replies import (
-    Interaction,
-    guild_id_of,
-    is_admin,
-    is_private_thread,
-    logger,
-    readable_channels,
-    render_answer,
-    send_pieces,
-)
+from omoide.bots._discord_commands import guild_id_of, is_admin, is_private_thread, readable_channels, register_commands
+from omoide.bots._discord_replies import Interaction, logger, render_answer, send_pieces
 from omoide.bots._discord_sync import SYNC_ORIGIN, SYNCABLE, sync_history
 from omoide.bots._erasure import describe_erasure
 from omoide.bots._split import DISCORD_LIMIT, split_message
