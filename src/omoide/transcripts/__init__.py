@@ -67,7 +67,8 @@ from omoide.transcripts._records import (
     validate_record,
 )
 from omoide.transcripts._replay import compaction_point, rebuild_history, to_openai_messages
-from omoide.transcripts._store import TranscriptSession, TranscriptStore, check_component
+from omoide.transcripts._sessions import TranscriptSession, check_component
+from omoide.transcripts._store import TranscriptStore
 
 __all__ = [
     "EXTRA_FIELDS",

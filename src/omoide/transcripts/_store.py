@@ -14,21 +14,18 @@ newline gets one, a torn line is cut off (with a warning). Readers take a shared
 
 The index is a cache for listing and prefix search; it is rewritten atomically (temp
 file + ``os.replace``) under its own lock after each append, and
-:meth:`TranscriptStore.rebuild_index` recreates it from the files.
+:meth:`TranscriptStore.rebuild_index` recreates it from the files. The file operations are in
+:mod:`omoide.transcripts._files`, the session record and id checks in :mod:`omoide.transcripts._sessions`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import json
-import logging
 import os
 import uuid
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,7 +40,8 @@ from omoide.errors import (
 )
 from omoide.models import Message, utcnow
 from omoide.transcripts._convert import messages_from_records
-from omoide.transcripts._jsonl import TornLineWarning, dump_record, parse_jsonl
+from omoide.transcripts._files import erase_author_in_file, locked, repair_tail, replace_atomically, write_all
+from omoide.transcripts._jsonl import dump_record, parse_jsonl
 from omoide.transcripts._records import (
     AssistantRecord,
     CompactionRecord,
@@ -59,112 +57,9 @@ from omoide.transcripts._records import (
     validate_record,
 )
 from omoide.transcripts._replay import rebuild_history
-
-logger = logging.getLogger("omoide.transcripts")
+from omoide.transcripts._sessions import TranscriptSession, check_component, check_label
 
 _R = TypeVar("_R", bound=Mapping[str, Any])
-
-MAX_ID_LENGTH = 128
-MAX_LABEL_LENGTH = 200
-_CHUNK = 64 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptSession:
-    """One JSONL session of an agent, as listed in the index.
-
-    Attributes:
-        agent_id: the agent the session belongs to.
-        id: the session id (12 hex digits for sessions this store creates).
-        label: the optional human name given at creation (``/new my-project``).
-        created_at / last_active_at: aware UTC datetimes.
-        message_count: conversation records appended (compaction records not counted).
-        path: the JSONL file.
-    """
-
-    agent_id: str
-    id: str
-    label: str | None
-    created_at: datetime
-    last_active_at: datetime
-    message_count: int
-    path: Path
-
-    @property
-    def display_name(self) -> str:
-        return f"{self.id} ({self.label})" if self.label else self.id
-
-
-def check_component(kind: str, value: object) -> str:
-    """Return ``value`` if it is a safe single path component, else raise ``InvalidInput``."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{kind} must be a string, got {type(value).__name__}")
-    if not value:
-        raise InvalidInput(f"{kind} must not be empty")
-    if len(value) > MAX_ID_LENGTH:
-        raise InvalidInput(f"{kind} must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
-    if "/" in value or "\\" in value or "\x00" in value or ".." in value or value.startswith("."):
-        raise InvalidInput(f"{kind} {value!r} is not a safe file name: no '/', '\\', '..', NUL or leading '.'")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise InvalidInput(f"{kind} {value!r} contains a control character")
-    return value
-
-
-def _check_label(label: object) -> str:
-    if not isinstance(label, str):
-        raise InvalidInput(f"session name must be a string, got {type(label).__name__}")
-    text = label.strip()
-    if not text:
-        raise InvalidInput("session name must not be empty")
-    if len(text) > MAX_LABEL_LENGTH:
-        raise InvalidInput(f"session name must be at most {MAX_LABEL_LENGTH} characters")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise InvalidInput(f"session name {text!r} contains a control character")
-    return text
-
-
-@contextlib.contextmanager
-def _locked(path: Path, flags: int, lock: int) -> Iterator[int]:
-    fd = os.open(path, flags, 0o644)
-    try:
-        fcntl.flock(fd, lock)
-        yield fd
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _repair_tail(fd: int, path: Path) -> None:
-    """Make the file end with a newline before an append (caller holds the lock)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
-    start, pos = 0, size
-    while pos > 0:
-        lo = max(0, pos - _CHUNK)
-        nl = os.pread(fd, pos - lo, lo).rfind(b"\n")
-        if nl >= 0:
-            start = lo + nl + 1
-            break
-        pos = lo
-    tail = os.pread(fd, size - start, start)
-    try:
-        json.loads(tail.decode("utf-8"))
-    except ValueError:
-        os.ftruncate(fd, start)
-        logger.warning("transcript.torn_line_removed path=%s bytes=%d", path, len(tail))
-        warnings.warn(
-            f"{path}: removed a torn last line ({len(tail)} bytes, probably a crash mid-write) before appending",
-            TornLineWarning,
-            stacklevel=2,
-        )
-    else:
-        _write_all(fd, b"\n")  # a complete record that only lacked its newline
 
 
 def _iso(value: datetime) -> str:
@@ -227,28 +122,13 @@ class TranscriptStore:
 
     def _write_index(self, agent_id: str, index: Mapping[str, Any]) -> None:
         path = self.index_path(agent_id)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         data = json.dumps(index, ensure_ascii=False, indent=1, sort_keys=True).encode()
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                if self.fsync:
-                    os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        if self.fsync:
-            dir_fd = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        replace_atomically(path, data, fsync=self.fsync)
 
     def _update_index(self, agent_id: str, change: Callable[[dict[str, dict[str, Any]]], None]) -> None:
         agent_dir = self.agent_dir(agent_id)
         (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
-        with _locked(agent_dir / "sessions.json.lock", os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX):
+        with locked(agent_dir / "sessions.json.lock", os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX):
             index = self._read_index(agent_id)
             change(index)
             self._write_index(agent_id, index)
@@ -287,7 +167,7 @@ class TranscriptStore:
                 another session of this agent (names must be unique for ``find``).
         """
         check_component("agent_id", agent_id)
-        label = None if name is None else _check_label(name)
+        label = None if name is None else check_label(name)
         return await asyncio.to_thread(self._create_sync, agent_id, label)
 
     def _create_sync(self, agent_id: str, label: str | None) -> TranscriptSession:
@@ -404,7 +284,7 @@ class TranscriptStore:
 
         agent_dir = self.agent_dir(agent_id)
         (agent_dir / "sessions").mkdir(parents=True, exist_ok=True)
-        with _locked(agent_dir / "sessions.json.lock", os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX):
+        with locked(agent_dir / "sessions.json.lock", os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX):
             index = tolerant_read()
             change(index)
             self._write_index(agent_id, index)
@@ -458,8 +338,8 @@ class TranscriptStore:
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            _repair_tail(fd, path)
-            _write_all(fd, data)
+            repair_tail(fd, path)
+            write_all(fd, data)
             if self.fsync:
                 os.fsync(fd)
         finally:
@@ -528,7 +408,7 @@ class TranscriptStore:
     def _records_sync(self, agent_id: str, session_id: str) -> list[Record]:
         path = self.session_path(agent_id, session_id)
         try:
-            with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as fd, os.fdopen(os.dup(fd), "rb") as fh:
+            with locked(path, os.O_RDONLY, fcntl.LOCK_SH) as fd, os.fdopen(os.dup(fd), "rb") as fh:
                 data = fh.read()
         except FileNotFoundError:
             raise SessionNotFound(
@@ -560,39 +440,12 @@ class TranscriptStore:
         for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
             touched = False
             for path in sorted((agent_dir / "sessions").glob("*.jsonl")):
-                if self._erase_in_file(path, author_id):
+                if erase_author_in_file(path, author_id):
                     touched = True
                     changed += 1
             if touched:
                 self._rebuild_index_sync(agent_dir.name)
         return changed
-
-    def _erase_in_file(self, path: Path, author_id: str) -> bool:
-        with _locked(path, os.O_RDWR, fcntl.LOCK_EX) as fd:
-            size = os.fstat(fd).st_size
-            data = os.pread(fd, size, 0)
-            if author_id.encode() not in data:
-                return False
-            records = parse_jsonl(data, source=str(path))
-            if not any(r.get("author_id") == author_id for r in records):
-                return False
-            users = [r for r in records if r["type"] == "user"]
-            kept = [r for r in records if r.get("author_id") != author_id and r["type"] != "compaction"]
-            keep_file = any(r.get("author_id") != author_id for r in users)
-            if keep_file:
-                text = "".join(dump_record(r) for r in kept).encode("utf-8")
-                try:
-                    parse_jsonl(text, source=str(path))
-                except (InvalidContent, TranscriptError):
-                    keep_file = False
-            if not keep_file:
-                path.unlink()
-                return True
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            _write_all(fd, text)
-            os.fsync(fd)
-        return True
 
     async def history(self, agent_id: str, session_id: str, *, apply_compaction: bool = True) -> list[dict[str, Any]]:
         """The session replayed as Anthropic Messages (see :func:`rebuild_history`)."""
@@ -604,3 +457,6 @@ class TranscriptStore:
         """The session as :class:`~omoide.models.Message` objects (see :func:`messages_from_records`)."""
         records = await self.records(agent_id, session_id)
         return messages_from_records(records, apply_compaction=apply_compaction, positions=positions)
+
+
+__all__ = ["TranscriptSession", "TranscriptStore", "check_component"]
