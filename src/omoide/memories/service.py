@@ -212,8 +212,8 @@ class MemoryService:
         page_size: int = 20,
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        """One page of the user's memories, newest first (``page`` from 1); ``offset`` skips
-        that many more before the page (the HTTP API pages by offset, with ``page=1``).
+        """One page of the user's memories, newest first (``page`` from 1), after skipping
+        ``offset`` more memories.
 
         Raises:
             InvalidInput: a bad page, page size, offset, category or tags.
