@@ -2,8 +2,10 @@
 
 Every tool answers with both: a short text a model reads (jump URLs and ``[#n]``
 citations included) and the same data as structured content, validated against the
-tool's published output schema. Nothing here decides anything: it only renders what
-:class:`omoide.Memory` returned.
+tool's published output schema. A memory and a remember result are the models the HTTP
+API answers too (:mod:`omoide.api_models`); the envelopes and the compact search and
+answer results here are the tools' own. Nothing here decides anything: it only renders
+what :class:`omoide.Memory` returned.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Literal
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from omoide.api_models import MemoryOut, RememberOut
+
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
     from omoide.context.assembly import AssembledContext
@@ -25,29 +29,14 @@ PREVIEW_CHARS = 600
 """Longest passage quoted in the text rendering of a search hit (the structured content has all of it)."""
 
 
-class MemoryOut(BaseModel):
-    """One of the user's memories."""
-
-    id: int = Field(description="The memory's id (for forget_memory).")
-    content: str
-    category: str
-    tags: list[str]
-    created_at: datetime
-    updated_at: datetime
-
-
 class RecalledMemory(MemoryOut):
+    """A recalled memory: the memory's fields with its rank and score."""
+
     rank: int = Field(description="1 = best match.")
     score: float = Field(description="Fused (vector + full text) score; higher is better.")
 
 
-class RememberOut(BaseModel):
-    memory: MemoryOut
-    updated: bool = Field(description="True when a near-identical memory existed and was updated instead.")
-    similarity: float | None = Field(description="Cosine similarity to that memory, when one was close.")
-
-
-class RecallOut(BaseModel):
+class RecalledMemoriesOut(BaseModel):
     memories: list[RecalledMemory] = Field(description="Best match first; empty when nothing matches.")
 
 
@@ -61,7 +50,7 @@ class ForgetOut(BaseModel):
     deleted: int = Field(description="The id of the memory that was deleted.")
 
 
-class ErasureOut(BaseModel):
+class ForgetMeOut(BaseModel):
     """The receipt of ``forget_me``."""
 
     workspace: str
@@ -143,24 +132,13 @@ def result(text: str, structured: BaseModel) -> CallToolResult:
 # ---------------------------------------------------------------- memories
 
 
-def memory_out(m: MemoryRecord) -> MemoryOut:
-    return MemoryOut(
-        id=int(m.id),
-        content=m.content,
-        category=m.category,
-        tags=list(m.tags),
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-    )
-
-
 def _memory_line(m: MemoryOut) -> str:
     tags = f" [{', '.join(m.tags)}]" if m.tags else ""
     return f"- (id {m.id}, {m.category}{tags}, {m.updated_at:%Y-%m-%d}) {m.content}"
 
 
 def render_remember(done: RememberResult) -> CallToolResult:
-    out = RememberOut(memory=memory_out(done.memory), updated=done.updated, similarity=done.similarity)
+    out = RememberOut.of(done)
     if done.updated:
         similarity = f", similarity {done.similarity:.3f}" if done.similarity is not None else ""
         text = f"Updated memory {out.memory.id} (a near-duplicate{similarity}): {out.memory.content}"
@@ -170,8 +148,8 @@ def render_remember(done: RememberResult) -> CallToolResult:
 
 
 def render_recall(hits: list[MemoryHit]) -> CallToolResult:
-    out = RecallOut(
-        memories=[RecalledMemory(**memory_out(h.memory).model_dump(), rank=h.rank, score=h.score) for h in hits]
+    out = RecalledMemoriesOut(
+        memories=[RecalledMemory(**MemoryOut.of(h.memory).model_dump(), rank=h.rank, score=h.score) for h in hits]
     )
     if not hits:
         return result("No memory matches.", out)
@@ -179,7 +157,7 @@ def render_recall(hits: list[MemoryHit]) -> CallToolResult:
 
 
 def render_page(memories: list[MemoryRecord], *, page: int, page_size: int) -> CallToolResult:
-    out = MemoryPageOut(memories=[memory_out(m) for m in memories], page=page, page_size=page_size)
+    out = MemoryPageOut(memories=[MemoryOut.of(m) for m in memories], page=page, page_size=page_size)
     if not memories:
         return result(f"No memories on page {page}.", out)
     return result("\n".join(_memory_line(m) for m in out.memories), out)
@@ -187,7 +165,7 @@ def render_page(memories: list[MemoryRecord], *, page: int, page_size: int) -> C
 
 def render_erasure(erased: Mapping[str, int], *, workspace: str, user: str) -> CallToolResult:
     """The receipt of an erasure: one ``kind: count`` per kind, whatever kinds there are."""
-    out = ErasureOut(workspace=workspace, user=user, erased=dict(erased))
+    out = ForgetMeOut(workspace=workspace, user=user, erased=dict(erased))
     if not any(out.erased.values()):
         return result(f"Nothing was stored about user {user} in this workspace: nothing to erase.", out)
     counts = ", ".join(f"{kind.replace('_', ' ')}: {n}" for kind, n in out.erased.items())
@@ -279,14 +257,12 @@ __all__ = [
     "CitationOut",
     "ContextMessageOut",
     "ContextPartOut",
-    "ErasureOut",
+    "ForgetMeOut",
     "ForgetOut",
     "HitOut",
-    "MemoryOut",
     "MemoryPageOut",
-    "RecallOut",
+    "RecalledMemoriesOut",
     "RecalledMemory",
-    "RememberOut",
     "SearchOut",
     "render_answer",
     "render_context",

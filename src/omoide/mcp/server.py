@@ -34,15 +34,15 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from omoide import __version__
+from omoide.api_models import RememberOut
 from omoide.errors import OmoideError
 from omoide.mcp.results import (
     AskOut,
     BuildContextOut,
-    ErasureOut,
+    ForgetMeOut,
     ForgetOut,
     MemoryPageOut,
-    RecallOut,
-    RememberOut,
+    RecalledMemoriesOut,
     SearchOut,
     render_answer,
     render_context,
@@ -214,7 +214,7 @@ def build_server(
         limit: Annotated[int | None, Field(ge=1, le=MAX_K, description="At most this many (default 5).")] = None,
         category: Category = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with every one of these tags.")] = None,
-    ) -> Annotated[CallToolResult, RecallOut]:
+    ) -> Annotated[CallToolResult, RecalledMemoriesOut]:
         where = resolve(ctx)
         with _tool_errors():
             hits = await mem.recall(
@@ -266,7 +266,7 @@ def build_server(
         confirm: Annotated[
             bool, Field(description="true only after the user has explicitly confirmed the erasure.")
         ] = False,
-    ) -> Annotated[CallToolResult, ErasureOut]:
+    ) -> Annotated[CallToolResult, ForgetMeOut]:
         where = resolve(ctx)
         user = _memory_user(where)
         if confirm is not True:

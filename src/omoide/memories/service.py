@@ -210,23 +210,29 @@ class MemoryService:
         tags: Sequence[str] | None = None,
         page: int = 1,
         page_size: int = 20,
+        offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        """One page of the user's memories, newest first (``page`` from 1).
+        """One page of the user's memories, newest first (``page`` from 1), after skipping
+        ``offset`` more memories.
 
         Raises:
-            InvalidInput: a bad page, page size, category or tags.
+            InvalidInput: a bad page, page size, offset, category or tags.
         """
         ws, uid = _ident("workspace", workspace), _ident("user", user)
-        for name, value, most in (("page", page, 1_000_000), ("page_size", page_size, 200)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-                raise InvalidInput(f"{name} must be an integer from 1 to {most}, got {value!r}")
+        for name, value, least, most in (
+            ("page", page, 1, 1_000_000),
+            ("page_size", page_size, 1, 200),
+            ("offset", offset, 0, 10**9),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+                raise InvalidInput(f"{name} must be an integer from {least} to {most}, got {value!r}")
         return await self.store.list_memories(
             ws,
             uid,
             category=None if category is None else _category(category),
             tags=_tags(tags),
             limit=page_size,
-            offset=(page - 1) * page_size,
+            offset=(page - 1) * page_size + offset,
         )
 
     async def get(self, workspace: str | int, user: str | int, memory_id: int) -> MemoryRecord:

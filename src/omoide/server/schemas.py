@@ -1,4 +1,8 @@
-"""Request and response models of the HTTP API (pydantic, with OpenAPI examples)."""
+"""Request and response models of the HTTP API (pydantic, with OpenAPI examples).
+
+The memory, search and answer responses are the models it shares with the MCP server:
+:mod:`omoide.api_models`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from omoide.models import Message, Session
 from omoide.stores.api_keys import ApiKeyRecord
-from omoide.stores.memories import MemoryHit, MemoryRecord
 
 T = TypeVar("T")
 
@@ -214,56 +217,11 @@ class RememberIn(_In):
     metadata: dict[str, Any] | None = None
 
 
-class MemoryOut(BaseModel):
-    id: int
-    user_id: str
-    content: str
-    category: str
-    tags: list[str]
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, m: MemoryRecord) -> MemoryOut:
-        return cls(
-            id=int(m.id),
-            user_id=m.user_id,
-            content=m.content,
-            category=m.category,
-            tags=list(m.tags),
-            metadata=dict(m.metadata),
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-        )
-
-
-class RememberOut(BaseModel):
-    memory: MemoryOut
-    updated: bool = Field(description="True when a near-duplicate was updated instead of adding one.")
-    similarity: float | None
-
-
 class RecallIn(_In):
     query: str = Field(examples=["誕生日はいつ？"])
     limit: int | None = Field(None, ge=1, le=100)
     category: str | None = Field(None, max_length=64)
     tags: list[str] | None = Field(None, max_length=64)
-
-
-class MemoryHitOut(BaseModel):
-    rank: int
-    score: float
-    ranks: dict[str, int]
-    memory: MemoryOut
-
-    @classmethod
-    def of(cls, h: MemoryHit) -> MemoryHitOut:
-        return cls(rank=h.rank, score=h.score, ranks=dict(h.ranks), memory=MemoryOut.of(h.memory))
-
-
-class RecallOut(BaseModel):
-    items: list[MemoryHitOut]
 
 
 class MemoryUpdateIn(_In):
@@ -329,15 +287,33 @@ class AskIn(SearchFiltersIn):
 SEARCH_EXAMPLE: dict[str, Any] = {
     "query": "リリースが延期された理由",
     "mode": "hybrid",
+    "queries": ["リリースが延期された理由"],
     "hits": [
         {
             "rank": 1,
             "score": 0.032,
+            "scores": {"vector": 0.81, "lexical": 7.4, "fused": 0.032, "rerank": None},
+            "ranks": None,
+            "chunk_id": 12,
+            "source_id": 1,
             "content": "v0.4.0 は CI が不安定なので来週に延期します",
+            "channel_id": "42",
+            "thread_id": None,
+            "author_ids": ["7"],
+            "started_at": "2025-11-15T13:30:00+00:00",
+            "ended_at": "2025-11-15T13:38:00+00:00",
+            "source_type": "discord_channel",
+            "source_title": "#dev",
             "jump_url": "https://discord.com/channels/1290478288896131072/42/1311000000000000001",
+            "location": {"message_ids": ["1311000000000000001"]},
         }
     ],
+    "timings_ms": {"embed": 3.1, "search": 4.2, "fetch": 0.7},
+    "notes": [],
+    "fallback": False,
+    "reranked": False,
 }
+"""A response of ``POST /v1/search`` (the OpenAPI example; it validates as :class:`omoide.api_models.SearchOut`)."""
 
 
 class StatusOut(BaseModel):

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.datastructures import UploadFile
 
+from omoide.api_models import AnswerOut, SearchOut
 from omoide.errors import InvalidInput, OmoideError
 from omoide.server.auth import KeyDep, MemoryDep
 from omoide.server.problems import PROBLEM_RESPONSES
@@ -42,19 +43,19 @@ def _filters(body: SearchFiltersIn) -> dict[str, Any]:
     summary="Hybrid search over the workspace's long-term memory",
     responses={200: {"content": {"application/json": {"example": SEARCH_EXAMPLE}}}},
 )
-async def search(body: SearchIn, memory: MemoryDep, key: KeyDep) -> dict[str, Any]:
+async def search(body: SearchIn, memory: MemoryDep, key: KeyDep) -> SearchOut:
     """Vector + full text, fused with RRF (`mode`), with filters; hits carry jump URLs."""
     result = await memory.search(body.query, workspace=key.workspace_id, explain=body.explain, **_filters(body))
-    return result.as_dict()
+    return SearchOut.model_validate(result.as_dict())
 
 
 @router.post("/ask", summary="A cited answer from the workspace's long-term memory")
-async def ask(body: AskIn, memory: MemoryDep, key: KeyDep) -> dict[str, Any]:
+async def ask(body: AskIn, memory: MemoryDep, key: KeyDep) -> AnswerOut:
     """Search → prompt with numbered evidence → the chat model; the answer cites `[#n]`."""
     result = await memory.ask(
         body.question, workspace=key.workspace_id, asker=body.asker, language=body.language, **_filters(body)
     )
-    return result.as_dict()
+    return AnswerOut.model_validate(result.as_dict())
 
 
 @router.post(

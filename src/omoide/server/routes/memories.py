@@ -6,18 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
+from omoide.api_models import MemoryHitOut, MemoryOut, RecallOut, RememberOut
 from omoide.server.auth import KeyDep, MemoryDep
 from omoide.server.problems import PROBLEM_RESPONSES
-from omoide.server.schemas import (
-    MemoryHitOut,
-    MemoryOut,
-    MemoryUpdateIn,
-    Page,
-    RecallIn,
-    RecallOut,
-    RememberIn,
-    RememberOut,
-)
+from omoide.server.schemas import MemoryUpdateIn, Page, RecallIn, RememberIn
 
 router = APIRouter(prefix="/v1/users/{user_id}/memories", tags=["memories"], responses={**PROBLEM_RESPONSES})
 
@@ -36,7 +28,7 @@ async def remember(user_id: UserId, body: RememberIn, memory: MemoryDep, key: Ke
         tags=body.tags,
         metadata=body.metadata,
     )
-    return RememberOut(memory=MemoryOut.of(result.memory), updated=result.updated, similarity=result.similarity)
+    return RememberOut.of(result)
 
 
 @router.post("/recall", summary="Recall a user's memories that match a query")
@@ -58,20 +50,20 @@ async def list_memories(
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Page[MemoryOut]:
-    """Newest first."""
-    found = await memory.memories.store.list_memories(
-        key.workspace_id,
-        user_id,
-        category=category,
-        tags=tuple(tag or ()),
-        limit=limit + 1,
-        offset=offset,
+    """Newest first; `next_offset` is null on the last page."""
+    found = await memory.memories.list(
+        key.workspace_id, user_id, category=category, tags=tag, page_size=limit, offset=offset
+    )
+    more = len(found) == limit and bool(
+        await memory.memories.list(
+            key.workspace_id, user_id, category=category, tags=tag, page_size=1, offset=offset + limit
+        )
     )
     return Page[MemoryOut](
-        items=[MemoryOut.of(m) for m in found[:limit]],
+        items=[MemoryOut.of(m) for m in found],
         limit=limit,
         offset=offset,
-        next_offset=offset + limit if len(found) > limit else None,
+        next_offset=offset + limit if more else None,
     )
 
 

@@ -1,0 +1,175 @@
+"""Response models shared by the HTTP API (:mod:`omoide.server`) and the MCP server (:mod:`omoide.mcp`).
+
+One memory, a remember result, a recall hit, a search result and a cited answer, as JSON.
+The HTTP API answers these models as they are (they are its OpenAPI response schemas); the
+MCP tools answer the memory models inside their own envelopes, and keep compact search and
+answer results of their own for a model to read. Only pydantic: importing this module needs
+neither FastAPI nor the MCP SDK.
+
+The search and answer models validate the JSON-ready dicts of
+:meth:`omoide.search.pipeline.SearchResult.as_dict` and :meth:`omoide.answers.AnswerResult.as_dict`
+(``SearchOut.model_validate(result.as_dict())``), so the HTTP API, ``--json`` output and the
+schema cannot disagree; their times stay in ``datetime.isoformat()`` form.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, PlainSerializer, WithJsonSchema
+
+if TYPE_CHECKING:
+    from omoide.stores.memories import MemoryHit, MemoryRecord, RememberResult
+
+IsoTime = Annotated[
+    datetime,
+    PlainSerializer(datetime.isoformat, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A time written as ``datetime.isoformat()`` (``2025-11-15T13:30:00+00:00``), as ``--json`` writes it."""
+
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+"""A score or a duration, kept as given (an integral ``0`` stays ``0``, not ``0.0``)."""
+
+
+# ---------------------------------------------------------------- memories
+
+
+class MemoryOut(BaseModel):
+    """One of a user's memories."""
+
+    id: int = Field(description="The memory's id (for get, update, delete and forget_memory).")
+    user_id: str = Field(description="The user whose memory it is.")
+    content: str
+    category: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, m: MemoryRecord) -> MemoryOut:
+        return cls(
+            id=int(m.id),
+            user_id=m.user_id,
+            content=m.content,
+            category=m.category,
+            tags=list(m.tags),
+            metadata=dict(m.metadata),
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+        )
+
+
+class RememberOut(BaseModel):
+    """What ``remember`` did: the memory stored, or the near-duplicate it updated instead."""
+
+    memory: MemoryOut
+    updated: bool = Field(description="True when a near-duplicate was updated instead of adding one.")
+    similarity: float | None = Field(description="Cosine similarity to that near-duplicate, when one was close.")
+
+    @classmethod
+    def of(cls, done: RememberResult) -> RememberOut:
+        return cls(memory=MemoryOut.of(done.memory), updated=done.updated, similarity=done.similarity)
+
+
+class MemoryHitOut(BaseModel):
+    """A recalled memory with its rank and fused (vector + full text) score."""
+
+    rank: int = Field(description="1 = best match.")
+    score: float = Field(description="Fused (vector + full text) score; higher is better.")
+    ranks: dict[str, int]
+    memory: MemoryOut
+
+    @classmethod
+    def of(cls, h: MemoryHit) -> MemoryHitOut:
+        return cls(rank=h.rank, score=h.score, ranks=dict(h.ranks), memory=MemoryOut.of(h.memory))
+
+
+class RecallOut(BaseModel):
+    items: list[MemoryHitOut] = Field(description="Best match first; empty when nothing matches.")
+
+
+# ---------------------------------------------------------------- long-term memory
+
+
+class ScoresOut(BaseModel):
+    """A hit's score at each stage (``null``: the stage did not run or did not find it)."""
+
+    vector: Number | None
+    lexical: Number | None
+    fused: Number | None
+    rerank: Number | None
+
+
+class SearchHitOut(BaseModel):
+    """A passage of long-term memory (archived conversation or imported chat history)."""
+
+    rank: int = Field(description="1 = best.")
+    score: Number
+    scores: ScoresOut
+    ranks: dict[str, int] | None = Field(description="The hit's rank in each ranking (with `explain`).")
+    chunk_id: int
+    source_id: int
+    content: str
+    channel_id: str | None
+    thread_id: str | None
+    author_ids: list[str]
+    started_at: IsoTime | None
+    ended_at: IsoTime | None
+    source_type: str
+    source_title: str
+    jump_url: str | None = Field(description="A link to the original messages, when known.")
+    location: dict[str, Any] = Field(description="Where the passage came from (session and seq range, message ids).")
+
+
+class SearchOut(BaseModel):
+    """Hits of a search, best first, and how the search went."""
+
+    query: str
+    mode: str
+    queries: list[str] = Field(description="The queries searched: the query, then any expansions.")
+    hits: list[SearchHitOut]
+    timings_ms: dict[str, Number] = Field(description="Milliseconds per phase that ran.")
+    notes: list[str] = Field(description="Fallbacks and skipped stages, for humans.")
+    fallback: bool = Field(description="The vector side failed and lexical results were used instead.")
+    reranked: bool
+
+
+class _Numbered(BaseModel):
+    number: int = Field(description="The n of [#n] in the answer.")
+
+
+class CitationOut(SearchHitOut, _Numbered):
+    """A passage the answer cites as ``[#number]``."""
+
+
+class AnswerOut(BaseModel):
+    """A cited answer and its evidence."""
+
+    text: str = Field(description="The answer; it cites its evidence as [#n].")
+    citations: list[CitationOut] = Field(description="The evidence the answer cites, in order of first citation.")
+    evidence: list[SearchHitOut] = Field(description="All passages given to the model; [#n] is the n-th.")
+    timings_ms: dict[str, Number] = Field(description="Milliseconds per phase that ran.")
+    total_ms: Number
+    notes: list[str]
+    no_data: bool = Field(description="Nothing was found, so no model was called.")
+    fallback: bool
+    model: str = Field(description="The chat model that answered ('' when none was called).")
+    language: Literal["ja", "en"]
+
+
+__all__ = [
+    "AnswerOut",
+    "CitationOut",
+    "IsoTime",
+    "MemoryHitOut",
+    "MemoryOut",
+    "Number",
+    "RecallOut",
+    "RememberOut",
+    "ScoresOut",
+    "SearchHitOut",
+    "SearchOut",
+]
