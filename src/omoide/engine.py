@@ -73,7 +73,7 @@ class Memory:
     ) -> None:
         self.settings = settings
         self.store = store
-        self.sessions = Sessions(store, settings)
+        self.sessions = Sessions(store.sessions, settings)
         self._chat_model = chat_model
         self._token_counter = token_counter
 
@@ -841,13 +841,15 @@ class Memory:
         if service is None:
             from omoide.apikeys.service import ApiKeyService
             from omoide.errors import CapabilityNotSupported
-            from omoide.stores.base import ApiKeyStore
+            from omoide.stores.api_keys import ApiKeyStore
 
-            if not isinstance(self.store, ApiKeyStore):
+            if not isinstance(self.store.api_keys, ApiKeyStore):
                 raise CapabilityNotSupported(
                     f"the {type(self.store).__name__} backend does not store API keys; use SQLite or PostgreSQL"
                 )
-            service = self._api_keys = ApiKeyService(self.store, cache_seconds=self.settings.api_key_cache_seconds)
+            service = self._api_keys = ApiKeyService(
+                self.store.api_keys, cache_seconds=self.settings.api_key_cache_seconds
+            )
         return service
 
     # ---- summaries

@@ -1,6 +1,6 @@
 """Short-term memory: sessions as a bot uses them.
 
-:class:`Sessions` sits between a caller and a :class:`~omoide.stores.base.SessionStore`.
+:class:`Sessions` sits between a caller and a :class:`~omoide.stores.sessions.SessionStore`.
 It resolves keys, validates messages (size, content) before anything is written,
 re-reads and retries optimistic-lock conflicts, and expires idle sessions in batches.
 
@@ -22,7 +22,7 @@ from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
 from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
-from omoide.stores.base import SessionStore
+from omoide.stores.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ import pytest
 
 from omoide.apikeys import ApiKeyDraft, ApiKeyService, hash_token
 from omoide.errors import ConflictError, InvalidInput, NotFoundError
-from omoide.stores.base import ApiKeyStore
+from omoide.stores.api_keys import ApiKeyStore
 
 
 def _draft(workspace: str = "g1", token: str = "omk_test", name: str = "bot") -> ApiKeyDraft:
@@ -16,7 +16,7 @@ def _draft(workspace: str = "g1", token: str = "omk_test", name: str = "bot") ->
 
 
 async def test_protocol_and_migration(store):
-    assert isinstance(store, ApiKeyStore)
+    assert isinstance(store.api_keys, ApiKeyStore)
     assert await store.list_api_keys() == []
 
 

@@ -10,7 +10,7 @@ import pytest
 from omoide.errors import InvalidInput, SessionNotFound, VersionConflict
 from omoide.keys import session_key
 from omoide.models import Message, SessionStatus, TextBlock, ToolResultBlock, ToolUseBlock
-from omoide.stores.base import SessionStore
+from omoide.stores.sessions import SessionStore
 
 
 def _key(user: str = "u1", channel: str = "c1", workspace: str = "g1"):
@@ -18,7 +18,7 @@ def _key(user: str = "u1", channel: str = "c1", workspace: str = "g1"):
 
 
 async def test_store_satisfies_protocol(store):
-    assert isinstance(store, SessionStore)
+    assert isinstance(store.sessions, SessionStore)
     assert store.backend in {"sqlite", "postgresql"}
 
 

@@ -22,7 +22,7 @@ from omoide.keys import session_key
 from omoide.models import Message, SessionStatus
 from omoide.settings import Settings
 from omoide.stores import open_store
-from omoide.stores.base import SessionStore
+from omoide.stores.sessions import SessionStore
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite._sessions import HISTORY_SQL
 
@@ -48,7 +48,7 @@ def _pragmas(conn: sqlite3.Connection) -> dict[str, object]:
 async def test_open_store_builds_an_sqlite_store(tmp_path: Path) -> None:
     store = open_store(_url(tmp_path / "x.db"), settings=Settings(), migrate=True)
     assert isinstance(store, SqliteStore)
-    assert isinstance(store, SessionStore)
+    assert isinstance(store.sessions, SessionStore)
     assert store.backend == "sqlite"
 
 

@@ -28,7 +28,7 @@ from omoide.errors import InvalidInput, NotFoundError
 from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord, CreatedApiKey
 
 if TYPE_CHECKING:
-    from omoide.stores.base import ApiKeyStore
+    from omoide.stores.api_keys import ApiKeyStore
 
 TOKEN_PREFIX = "omk_"
 TOKEN_BYTES = 32
@@ -76,7 +76,7 @@ def _key_id(value: object) -> ApiKeyId:
 
 
 class ApiKeyService:
-    """API keys over an :class:`~omoide.stores.base.ApiKeyStore`. Reached as ``Memory.api_keys``."""
+    """API keys over an :class:`~omoide.stores.api_keys.ApiKeyStore`. Reached as ``Memory.api_keys``."""
 
     def __init__(
         self, store: ApiKeyStore, *, cache_seconds: float = 0.0, clock: Callable[[], float] = time.monotonic

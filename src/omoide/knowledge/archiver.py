@@ -56,7 +56,7 @@ from omoide.errors import (
 from omoide.knowledge.chunking import Chunker
 from omoide.models import Message, Session, SessionId, SessionStatus, utcnow
 from omoide.settings import Settings
-from omoide.stores.base import KnowledgeStore, SessionStore
+from omoide.stores.base import KnowledgeStore
 from omoide.stores.knowledge import ArchivePlan, ArchiveResult, SourceDraft
 
 log = structlog.get_logger(__name__)
@@ -71,8 +71,14 @@ ChannelNames = Callable[[Session], str | None]
 
 
 @runtime_checkable
-class LongTermStore(SessionStore, KnowledgeStore, Protocol):
+class LongTermStore(KnowledgeStore, Protocol):
     """A backend with short-term and long-term memory (both built-in backends)."""
+
+    async def get_session_by_id(self, session_id: SessionId) -> Session | None: ...
+
+    async def messages(
+        self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]: ...
 
 
 def knowledge_store(store: object) -> LongTermStore:

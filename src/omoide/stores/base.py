@@ -1,25 +1,10 @@
 """The store contract: what every storage backend must do, and how.
 
-A backend is one class that opens a database, applies migrations and implements the
-store Protocols. This issue defines :class:`SessionStore` (short-term memory); the
-knowledge, memory and summary Protocols join it as their features land, backed by
-tables every backend already creates (see ``docs/schema.md``).
-
-Contract notes that every implementation honours (and ``tests/conformance`` checks):
-
-* Ids are database-assigned integers; keys and platform ids are strings.
-* Every timestamp read back is an aware UTC ``datetime``.
-* ``append_message`` is atomic: it allocates the next ``seq`` of the session (1, 2, 3, …),
-  inserts the message, bumps ``version``, sets ``status='active'`` and moves
-  ``last_active_at`` forward, all in one transaction. Concurrent appends to one
-  session never lose a message or reuse a ``seq``.
-* A message whose ``message_id`` (platform id) is already stored in the same workspace
-  is not stored again: the stored copy is returned with ``created=False``.
-* Read-then-write state changes (:meth:`SessionStore.update_session`) are guarded by
-  the ``version`` read: a stale version raises :class:`~omoide.errors.VersionConflict`,
-  and the caller re-reads before retrying (see :mod:`omoide.sessions`).
-* Missing ids: getters return ``None``; mutators raise
-  :class:`~omoide.errors.SessionNotFound`.
+A backend is one :class:`Store`: it opens a database, applies migrations and holds one
+object per role (``store.sessions``, ``store.api_keys``, …). Each role's contract lives in
+its own module beside its record types (:mod:`omoide.stores.sessions`,
+:mod:`omoide.stores.api_keys`, …); every backend creates the same tables
+(see ``docs/schema.md``).
 """
 
 from __future__ import annotations
@@ -33,9 +18,9 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus
+from omoide.models import Message, Session, SessionId
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
+from omoide.stores.api_keys import ApiKeyStore
 from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
@@ -53,6 +38,7 @@ from omoide.stores.knowledge import (
 )
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
+from omoide.stores.sessions import SessionStore
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 
@@ -65,110 +51,6 @@ class ErasureAware(Protocol):
         before its work, skips erased authors, and passes the generation back when it writes
         (``SummaryDraft.erasure_generation``, ``add_source(erasure_generation=...)``): a write made
         stale by an erasure in between raises :class:`~omoide.errors.ErasureConflict`."""
-
-
-@runtime_checkable
-class SessionStore(Protocol):
-    """Short-term memory: sessions and their append-only messages."""
-
-    async def get_or_create_session(self, key: SessionKey) -> Session:
-        """Return the session with this key, creating it (status active) if absent.
-
-        Concurrent calls with the same key return the same session.
-        """
-
-    async def get_session(self, key: str) -> Session | None:
-        """The session with this key string, or ``None``."""
-
-    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
-        """The session with this id, or ``None``."""
-
-    async def set_session_visibility(
-        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
-    ) -> Session:
-        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-
-    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
-        """Append one message; return ``(stored_message, created)``.
-
-        See the module docstring for atomicity and idempotency. Re-activates an
-        archived or expired session.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-
-    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
-        """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
-
-    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
-        """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``.
-
-        ``after_seq=session.archived_seq`` gives the messages not yet in long-term memory.
-        """
-
-    async def list_sessions(
-        self,
-        *,
-        workspace_id: str | None = None,
-        status: SessionStatus | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Session]:
-        """Sessions, most recently active first (ties: newest id first), optionally filtered."""
-
-    async def update_session(
-        self,
-        session_id: SessionId,
-        *,
-        expected_version: int,
-        status: SessionStatus | None = None,
-        window_start_seq: int | None = None,
-    ) -> Session:
-        """Change a session's state if its version is still ``expected_version``.
-
-        Bumps ``version`` and returns the updated session.
-
-        Raises:
-            VersionConflict: the session changed since it was read.
-            SessionNotFound: no session has this id.
-        """
-
-    async def reset_window(self, session_id: SessionId) -> Session:
-        """Start a fresh conversation: ``window_start_seq = last_seq``, atomically, bumping ``version``.
-
-        A blind update (no version guard): whatever was appended before it is reset out
-        of the window, whatever comes after is in it.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-
-    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
-        """Persist a prompt compaction covering messages ``seq <= through_seq``.
-
-        A compare-and-set on ``context_summary_seq``: it is stored only when it covers
-        more than the stored one, so concurrent turns never move it backwards. Returns the
-        updated session, or ``None`` when a summary covering as much was already stored.
-
-        Raises:
-            SessionNotFound: no session has this id.
-            InvalidInput: ``through_seq`` is beyond the newest message.
-        """
-
-    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
-        """Mark at most ``batch_size`` active sessions idle since before ``idle_before``
-        as expired (bumping their version); return how many were marked.
-
-        A session that receives a message concurrently is never expired by this call.
-        """
-
-    async def delete_session(self, session_id: SessionId) -> bool:
-        """Delete a session and all its messages; ``False`` when it did not exist."""
 
 
 @runtime_checkable
@@ -552,42 +434,6 @@ class SummaryStore(ErasureAware, Protocol):
         """``(workspace_id, scope_id)`` of the channels / threads / users with messages since ``since``."""
 
 
-# ---- API keys
-
-
-@runtime_checkable
-class ApiKeyStore(Protocol):
-    """API keys of the HTTP API and MCP server: hashed tokens, one workspace each.
-
-    Contract notes:
-
-    * The token is never stored, only ``token_hash`` (unique); a lookup is by that hash.
-    * Revoking sets ``revoked_at`` once (revoking again keeps the first time); revoked keys
-      stay listed (``include_revoked``) so an audit can see them.
-    """
-
-    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
-        """Store a new key; return it as stored.
-
-        Raises:
-            ConflictError: a key with this hash exists (a reused token).
-        """
-
-    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """The key with this id (revoked or not), or ``None``."""
-
-    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
-        """The key with this token hash and the hash as stored, revoked or not, or ``None``."""
-
-    async def list_api_keys(
-        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
-    ) -> list[ApiKeyRecord]:
-        """Keys, newest first (ties: higher id first), of one workspace or all."""
-
-    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """Revoke the key (keeping an earlier revocation time); ``None`` when no key has this id."""
-
-
 # ---- the store: one backend, one object per role
 
 ROLES = ("sessions", "knowledge", "search", "lexical_index", "memories", "summaries", "api_keys")
@@ -649,14 +495,12 @@ class Store(abc.ABC):
 
 __all__ = [
     "ROLES",
-    "ApiKeyStore",
     "ErasureAware",
     "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",
     "MemoryStore",
     "SearchStore",
-    "SessionStore",
     "Store",
     "SummaryStore",
 ]

@@ -4,7 +4,7 @@
 >>> store = open_store("postgresql://bot:pw@localhost/omoide")   # doctest: +SKIP
 >>> async with store: ...                                        # connects and migrates
 
-See :mod:`omoide.stores.postgres.store` for how appends, version checks and expiry stay
+See :mod:`omoide.stores.postgres.sessions` for how appends, version checks and expiry stay
 correct under concurrency, and :mod:`omoide.stores.postgres.migrations` for migrations.
 """
 

@@ -7,33 +7,12 @@ and this store keeps no session state that changes (no LISTEN, only transaction-
 advisory locks; its one session-level setting, pgvector's HNSW scan settings, is made when a
 connection opens and never changed); asyncpg still rolls back a transaction left open.
 
-How the session operations stay correct with many writers:
-
-* ``append_message`` is one statement (so one round trip and its own transaction)::
-
-      WITH dup AS (SELECT ... platform id already stored in this workspace ...),
-           s AS (UPDATE sessions SET last_seq = last_seq + 1, version = version + 1, ...
-                 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM dup) RETURNING id, workspace_id, last_seq)
-      INSERT INTO session_messages (...) SELECT ... s.last_seq ... FROM s RETURNING id, seq
-
-  The ``UPDATE`` takes the session's row lock, so concurrent appends to one session queue
-  on it and each gets the next ``seq`` (READ COMMITTED re-reads the locked row; nothing is
-  lost). Two concurrent appends of one platform message id both pass ``dup``; the second
-  INSERT then hits the partial UNIQUE index, the whole statement rolls back (no ``seq`` or
-  ``version`` is consumed) and the stored copy is returned with ``created=False``.
-* ``update_session`` is one version-guarded statement, ``UPDATE ... WHERE id = $1 AND
-  version = $2``. If an append holds the row, the UPDATE waits and then re-checks the guard
-  against the committed row (READ COMMITTED re-evaluation), so a stale version matches
-  nothing and becomes a :class:`~omoide.errors.VersionConflict`; the caller re-reads. No
-  transaction here reads and then writes, so none needs REPEATABLE READ (which would only
-  add BEGIN and COMMIT round trips and widen the window in which appends cause conflicts).
-* ``expire_idle`` claims rows with ``FOR UPDATE SKIP LOCKED`` (a session that is being
-  appended to is skipped) and re-checks the predicate on the locked row.
+The role objects share one :class:`~omoide.stores.postgres._db.PostgresDb`; how the session
+operations stay correct with many writers is told in :mod:`omoide.stores.postgres.sessions`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,17 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import (
-    InvalidContent,
     InvalidInput,
-    InvalidSessionKey,
-    MessageTooLarge,
-    SessionNotFound,
-    StoreError,
-    VersionConflict,
 )
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc, utcnow
-from omoide.providers.tokens import stored_text_tokens
-from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
+from omoide.models import Message, Session, SessionId
 from omoide.stores._erasure_common import ErasureState, check_workspace
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
@@ -78,7 +49,6 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.stores.base import LexicalTable, Store
 from omoide.stores.knowledge import (
     ArchivePlan,
@@ -96,7 +66,6 @@ from omoide.stores.knowledge import (
     SourceStatus,
 )
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
-from omoide.stores.postgres import _apikeys as akops
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
@@ -104,8 +73,9 @@ from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _summaries as sumops
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._db import PostgresDb
-from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, check_members
+from omoide.stores.postgres.api_keys import PostgresApiKeys
+from omoide.stores.postgres.sessions import PostgresSessions
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 if TYPE_CHECKING:
@@ -121,80 +91,6 @@ LEXEME_STATS_TTL = 300.0
 TOKENIZER_TTL = 10.0
 """Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
 T = TypeVar("T")
-
-
-_RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
-
-_SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1"
-_SELECT_SESSION_BY_ID = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"
-_INSERT_SESSION = f"""
-INSERT INTO sessions (session_key, policy, platform, workspace_id, channel_id, thread_id, user_id, agent_id,
-                      last_active_at, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-ON CONFLICT (session_key) DO NOTHING
-RETURNING {SESSION_COLUMNS}
-"""
-_APPEND = """
-WITH dup AS (
-    SELECT 1 FROM session_messages m
-    WHERE $8::text IS NOT NULL AND m.platform_message_id = $8::text
-      AND m.workspace_id = (SELECT workspace_id FROM sessions WHERE id = $1)
-), s AS (
-    UPDATE sessions
-    SET last_seq = last_seq + 1, version = version + 1, status = 'active',
-        last_active_at = GREATEST(last_active_at, $2)
-    WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM dup)
-    RETURNING id, workspace_id, last_seq
-)
-INSERT INTO session_messages (session_id, workspace_id, seq, role, content, author_id, author_name, is_bot,
-                              platform_message_id, created_at, token_count)
-SELECT s.id, s.workspace_id, s.last_seq, $3, $4::jsonb, $5, $6, $7, $8::text, $2, $9 FROM s
-RETURNING id, seq
-"""
-_PLATFORM_ID_INDEX = "session_messages_platform_id"
-_SELECT_BY_PLATFORM_ID = f"""
-SELECT {MESSAGE_COLUMNS} FROM session_messages
-WHERE workspace_id = (SELECT workspace_id FROM sessions WHERE id = $1) AND platform_message_id = $2
-"""
-_HISTORY = f"""
-SELECT {MESSAGE_COLUMNS} FROM session_messages
-WHERE session_id = $1 AND seq > (SELECT window_start_seq FROM sessions WHERE id = $1)
-ORDER BY seq DESC LIMIT $2
-"""
-_MESSAGES = f"""
-SELECT {MESSAGE_COLUMNS} FROM session_messages
-WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
-"""
-_UPDATE_SESSION = f"""
-UPDATE sessions
-SET version = version + 1, status = COALESCE($3, status), window_start_seq = COALESCE($4, window_start_seq)
-WHERE id = $1 AND version = $2
-RETURNING {SESSION_COLUMNS}
-"""
-_RESET_WINDOW = f"""
-UPDATE sessions SET window_start_seq = last_seq, version = version + 1 WHERE id = $1
-RETURNING {SESSION_COLUMNS}
-"""
-_SAVE_CONTEXT_SUMMARY = f"""
-UPDATE sessions SET context_summary = $2, context_summary_seq = $3, version = version + 1
-WHERE id = $1 AND context_summary_seq < $3 AND $3 <= last_seq
-RETURNING {SESSION_COLUMNS}
-"""
-_EXPIRE_IDLE = """
-WITH claimed AS (
-    SELECT id FROM sessions
-    WHERE status = 'active' AND last_active_at < $1
-    ORDER BY last_active_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-), expired AS (
-    UPDATE sessions s SET status = 'expired', version = s.version + 1
-    FROM claimed
-    WHERE s.id = claimed.id AND s.status = 'active' AND s.last_active_at < $1
-    RETURNING 1
-)
-SELECT count(*) FROM expired
-"""
 
 
 def _check_int(name: str, value: object, *, minimum: int) -> int:
@@ -233,13 +129,13 @@ class PostgresStore(Store):
     def __init__(self, url: str, *, settings: Settings | None = None, migrate: bool = True) -> None:
         self._db = PostgresDb(url, settings=settings, migrate=migrate)
         self.url = url
-        self.sessions = self
+        self.sessions = PostgresSessions(self._db)
         self.knowledge = self
         self.search = self
         self.lexical_index = self
         self.memories = self
         self.summaries = self
-        self.api_keys = self
+        self.api_keys = PostgresApiKeys(self._db)
 
     def __repr__(self) -> str:
         state = "open" if self._db.is_open else "closed"
@@ -285,234 +181,6 @@ class PostgresStore(Store):
     async def schema_version(self) -> int:
         """The newest applied migration version (0 for an empty database)."""
         return await self._db.schema_version()
-
-    # ------------------------------------------------------------------ sessions
-
-    async def get_or_create_session(self, key: SessionKey) -> Session:
-        if not isinstance(key, SessionKey) or not key.value:
-            raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.keys.session_key()")
-        async with self._db.acquire() as conn:
-            for _ in range(_RETRIES):
-                row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key.value)
-                if row is None:
-                    row = await conn.fetchrow(
-                        _INSERT_SESSION,
-                        key.value,
-                        key.policy.value,
-                        key.platform,
-                        key.workspace,
-                        key.channel,
-                        key.thread,
-                        key.user,
-                        key.agent,
-                        utcnow(),
-                    )
-                if row is not None:  # else: created and deleted by others between our two statements
-                    return row_to_session(row)
-        raise StoreError(f"session {key.value!r} was deleted while being created {_RETRIES} times; try again")
-
-    async def get_session(self, key: str) -> Session | None:
-        if not isinstance(key, str):
-            raise InvalidSessionKey(f"session key must be a string, got {type(key).__name__}")
-        async with self._db.acquire() as conn:
-            row = await conn.fetchrow(_SELECT_SESSION_BY_KEY, key)
-        return None if row is None else row_to_session(row)
-
-    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
-        sid = _check_id(session_id)
-        async with self._db.acquire() as conn:
-            row = await conn.fetchrow(_SELECT_SESSION_BY_ID, sid)
-        return None if row is None else row_to_session(row)
-
-    async def set_session_visibility(
-        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
-    ) -> Session:
-        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-        sid = _check_id(session_id)
-        who = check_members(members)
-        async with self._db.acquire() as conn:
-            row = await conn.fetchrow(
-                f"UPDATE sessions SET private = $2, members = $3::jsonb, version = version + 1 WHERE id = $1 "
-                f"RETURNING {SESSION_COLUMNS}",
-                sid,
-                bool(private),
-                json.dumps(who),
-            )
-        if row is None:
-            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
-        return row_to_session(row)
-
-    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
-        sid = _check_id(session_id)
-        if not isinstance(message, Message):
-            raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        content = message.content_json()
-        size = len(content.encode("utf-8"))
-        limit = self._db.settings.max_message_bytes
-        if size > limit:
-            raise MessageTooLarge(
-                f"message content is {size} bytes of JSON, over the limit of {limit} (OMOIDE_MAX_MESSAGE_BYTES)",
-                size=size,
-                limit=limit,
-            )
-        tokens = stored_text_tokens(message)
-        async with self._db.acquire() as conn:
-            for _ in range(_RETRIES):
-                try:
-                    row = await conn.fetchrow(
-                        _APPEND,
-                        sid,
-                        message.created_at,
-                        message.role,
-                        content,
-                        message.author_id,
-                        message.author_name,
-                        message.is_bot,
-                        message.message_id,
-                        tokens,
-                    )
-                except asyncpg.UniqueViolationError as exc:
-                    if exc.constraint_name != _PLATFORM_ID_INDEX:
-                        raise
-                    row = None  # a concurrent append stored this platform id first
-                if row is not None:
-                    return message.with_stored(id=row["id"], session_id=SessionId(sid), seq=int(row["seq"])), True
-                if message.message_id is not None:
-                    stored = await conn.fetchrow(_SELECT_BY_PLATFORM_ID, sid, message.message_id)
-                    if stored is not None:
-                        return row_to_message(stored), False
-                if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)", sid):
-                    raise SessionNotFound(f"no session with id {sid}", session_id=sid)
-                # the duplicate was deleted between the two statements: append again
-        raise StoreError(f"append to session {sid} kept racing with deletes of message {message.message_id!r}")
-
-    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
-        sid = _check_id(session_id)
-        window = _check_int("window", window, minimum=0)
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(_HISTORY, sid, window)
-        return [row_to_message(r) for r in reversed(rows)]
-
-    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
-        sid = _check_id(session_id)
-        after = _check_int("after_seq", after_seq, minimum=0)
-        if limit is not None:
-            limit = _check_int("limit", limit, minimum=0)
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(_MESSAGES, sid, after, limit)
-        return [row_to_message(r) for r in rows]
-
-    async def list_sessions(
-        self,
-        *,
-        workspace_id: str | None = None,
-        status: SessionStatus | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Session]:
-        limit = _check_int("limit", limit, minimum=0)
-        offset = _check_int("offset", offset, minimum=0)
-        where: list[str] = []
-        args: list[object] = []
-        if workspace_id is not None:
-            args.append(str(workspace_id))
-            where.append(f"workspace_id = ${len(args)}")
-        if status is not None:
-            args.append(self._status(status).value)
-            where.append(f"status = ${len(args)}")
-        args += [limit, offset]
-        sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + f" ORDER BY last_active_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
-        )
-        async with self._db.acquire() as conn:
-            rows = await conn.fetch(sql, *args)
-        return [row_to_session(r) for r in rows]
-
-    @staticmethod
-    def _status(status: str) -> SessionStatus:
-        try:
-            return SessionStatus(status)
-        except ValueError:
-            allowed = ", ".join(s.value for s in SessionStatus)
-            raise InvalidInput(f"status must be one of {allowed}, got {status!r}") from None
-
-    async def update_session(
-        self,
-        session_id: SessionId,
-        *,
-        expected_version: int,
-        status: SessionStatus | None = None,
-        window_start_seq: int | None = None,
-    ) -> Session:
-        sid = _check_id(session_id)
-        expected = _check_int("expected_version", expected_version, minimum=0)
-        new_status = None if status is None else self._status(status).value
-        if window_start_seq is not None:
-            window_start_seq = _check_int("window_start_seq", window_start_seq, minimum=0)
-        async with self._db.acquire() as conn:
-            try:
-                row = await conn.fetchrow(_UPDATE_SESSION, sid, expected, new_status, window_start_seq)
-            except asyncpg.CheckViolationError as exc:
-                raise InvalidInput(
-                    f"window_start_seq {window_start_seq} is beyond the newest message of session {sid}",
-                    session_id=sid,
-                ) from exc
-            if row is not None:
-                return row_to_session(row)
-            current = await conn.fetchrow("SELECT version FROM sessions WHERE id = $1", sid)
-        if current is None:
-            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
-        raise VersionConflict(
-            f"session {sid} is at version {current['version']}, not {expected}: it changed since it was read; "
-            "re-read it and retry",
-            session_id=sid,
-            expected_version=expected,
-            actual_version=int(current["version"]),
-        )
-
-    async def reset_window(self, session_id: SessionId) -> Session:
-        sid = _check_id(session_id)
-        async with self._db.acquire() as conn:
-            row = await conn.fetchrow(_RESET_WINDOW, sid)
-        if row is None:
-            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
-        return row_to_session(row)
-
-    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
-        sid = _check_id(session_id)
-        through = _check_int("through_seq", through_seq, minimum=0)
-        if not isinstance(summary, str) or not summary.strip():
-            raise InvalidInput("a context summary must be non-empty text")
-        async with self._db.acquire() as conn:
-            row = await conn.fetchrow(_SAVE_CONTEXT_SUMMARY, sid, summary, through)
-            if row is not None:
-                return row_to_session(row)
-            last = await conn.fetchval("SELECT last_seq FROM sessions WHERE id = $1", sid)
-        if last is None:
-            raise SessionNotFound(f"no session with id {sid}", session_id=sid)
-        if through > last:
-            raise InvalidInput(f"through_seq {through} is beyond the newest message of session {sid} ({last})")
-        return None
-
-    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
-        if not isinstance(idle_before, datetime):
-            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
-        batch = _check_int("batch_size", batch_size, minimum=1)
-        async with self._db.acquire() as conn:
-            count = await conn.fetchval(_EXPIRE_IDLE, ensure_utc(idle_before), batch)
-        return int(count)
-
-    async def delete_session(self, session_id: SessionId) -> bool:
-        sid = _check_id(session_id)
-        async with self._db.acquire() as conn:
-            deleted = await conn.fetchval("DELETE FROM sessions WHERE id = $1 RETURNING id", sid)
-        return deleted is not None
 
     # ------------------------------------------------------------------ knowledge
     # The contract is in omoide.stores.base.KnowledgeStore; the SQL in _knowledge.py.
@@ -993,40 +661,6 @@ class PostgresStore(Store):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         async with self._db.acquire() as conn:
             return await sumops.active_scopes(conn, since, chosen)
-
-    # ---- API keys
-
-    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
-        """Store a new key (its hash); return it as stored."""
-        checked = check_api_key_draft(draft)
-        async with self._db.acquire() as conn:
-            return await akops.insert_api_key(conn, checked)
-
-    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """The key with this id, or ``None``."""
-        kid = check_api_key_id(key_id)
-        async with self._db.acquire() as conn:
-            return await akops.get_api_key(conn, kid)
-
-    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
-        """The key with this token hash and the stored hash, or ``None``."""
-        digest = check_token_hash(token_hash)
-        async with self._db.acquire() as conn:
-            return await akops.get_api_key_by_hash(conn, digest)
-
-    async def list_api_keys(
-        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
-    ) -> list[ApiKeyRecord]:
-        """Keys, newest first."""
-        lim, off = check_page(limit, offset)
-        async with self._db.acquire() as conn:
-            return await akops.list_api_keys(conn, workspace_id, bool(include_revoked), lim, off)
-
-    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
-        kid = check_api_key_id(key_id)
-        async with self._db.acquire() as conn:
-            return await akops.revoke_api_key(conn, kid)
 
 
 __all__ = ["PostgresStore"]

@@ -1,6 +1,6 @@
 """Session and message operations as plain synchronous functions on one connection.
 
-Each function is one whole store operation: :class:`~omoide.stores.sqlite.SqliteStore`
+Each function is one whole store operation: :class:`~omoide.stores.sqlite.sessions.SqliteSessions`
 runs it in the thread that owns the connection, so an operation costs one thread hop
 however many statements it runs (see ``docs/bench-notes/sqlite-driver.md``). Writers
 run inside ``BEGIN IMMEDIATE`` (the caller opens it with
@@ -133,12 +133,12 @@ def set_session_visibility(conn: sqlite3.Connection, session_id: int, private: b
 
 
 def append_message(
-    conn: sqlite3.Connection, session_id: int, message: Message, tokens: int | None = None
+    conn: sqlite3.Connection, session_id: int, message: Message, content: str, tokens: int | None
 ) -> tuple[Message, bool]:
     """Store ``message`` as the session's next ``seq`` unless its platform id is already stored.
 
-    ``tokens``: its stored token count (:func:`~omoide.providers.tokens.stored_text_tokens`,
-    counted before the write transaction).
+    ``content``: its JSON (``message.content_json()``); ``tokens``: its stored token count
+    (:func:`~omoide.providers.tokens.stored_text_tokens`); both made before the write transaction.
 
     Raises:
         SessionNotFound: no session has this id.
@@ -181,7 +181,7 @@ def append_message(
             workspace_id,
             seq,
             message.role,
-            message.content_json(),
+            content,
             message.author_id,
             message.author_name,
             1 if message.is_bot else 0,

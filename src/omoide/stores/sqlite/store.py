@@ -12,11 +12,9 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from omoide.errors import InvalidInput, InvalidSessionKey
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
-from omoide.providers.tokens import stored_text_tokens
+from omoide.errors import InvalidInput
+from omoide.models import Message, Session, SessionId, utcnow
 from omoide.settings import Settings
-from omoide.stores._apikey_common import check_api_key_draft, check_api_key_id, check_page, check_token_hash
 from omoide.stores._erasure_common import ErasureState, check_workspace
 from omoide.stores._knowledge_common import (
     MAX_INDEX_DIMENSIONS,
@@ -40,7 +38,6 @@ from omoide.stores._memory_common import (
 )
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 from omoide.stores.base import LexicalTable, Store
 from omoide.stores.knowledge import (
     ArchivePlan,
@@ -58,16 +55,16 @@ from omoide.stores.knowledge import (
     SourceStatus,
 )
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, check_members
-from omoide.stores.sqlite import _apikeys as akops
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
-from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._db import DEFAULT_READERS, SqliteDb
+from omoide.stores.sqlite.api_keys import SqliteApiKeys
+from omoide.stores.sqlite.sessions import SqliteSessions
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 logger = logging.getLogger(__name__)
@@ -86,7 +83,7 @@ class SqliteStore(Store):
     Args:
         url: ``sqlite:///PATH`` (relative or absolute; missing directories are created)
             or ``sqlite:///:memory:``.
-        settings: ``db_busy_timeout_ms`` is used.
+        settings: ``db_busy_timeout_ms`` and ``max_message_bytes`` are used.
         migrate: apply pending migrations in :meth:`open`.
         readers: reader connections (and threads) beside the writer.
 
@@ -100,13 +97,13 @@ class SqliteStore(Store):
         self._db = SqliteDb(url, settings=settings, migrate=migrate, readers=readers)
         self.url = url
         self.path = self._db.path
-        self.sessions = self
+        self.sessions = SqliteSessions(self._db)
         self.knowledge = self
         self.search = self
         self.lexical_index = self
         self.memories = self
         self.summaries = self
-        self.api_keys = self
+        self.api_keys = SqliteApiKeys(self._db)
 
     def __repr__(self) -> str:
         state = "open" if self._db.is_open else "closed"
@@ -149,133 +146,6 @@ class SqliteStore(Store):
             MigrationError: the database was migrated by a newer omoide.
         """
         return await self._db.read("pending_migrations", migrations.pending)
-
-    # -------------------------------------------------------------------- sessions
-
-    async def get_or_create_session(self, key: SessionKey) -> Session:
-        """Return the session with this key, creating it (status active) if absent.
-
-        Raises:
-            InvalidSessionKey: ``key`` has no string form (build it with ``omoide.session_key``).
-        """
-        if not isinstance(key, SessionKey) or not key.value:
-            raise InvalidSessionKey("get_or_create_session needs a SessionKey built by omoide.session_key(...)")
-        session = await self._db.read("get_or_create_session", ops.get_session, key.value)
-        if session is not None:
-            return session
-        return await self._db.write("get_or_create_session", ops.get_or_create_session, key, utcnow())
-
-    async def get_session(self, key: str) -> Session | None:
-        """The session with this key string, or ``None``."""
-        return await self._db.read("get_session", ops.get_session, str(key))
-
-    async def get_session_by_id(self, session_id: SessionId) -> Session | None:
-        """The session with this id, or ``None``."""
-        return await self._db.read("get_session_by_id", ops.get_session_by_id, _int("session_id", session_id))
-
-    async def set_session_visibility(
-        self, session_id: SessionId, *, private: bool, members: Sequence[str] = ()
-    ) -> Session:
-        """Mark the conversation private to ``members`` (or public); its later archives inherit it.
-
-        Raises:
-            SessionNotFound: no session has this id.
-        """
-        who = check_members(members)
-        return await self._db.write(
-            "set_session_visibility", ops.set_session_visibility, _int("session_id", session_id), bool(private), who
-        )
-
-    async def append_message(self, session_id: SessionId, message: Message) -> tuple[Message, bool]:
-        """Append one message as the session's next ``seq``; return ``(stored_message, created)``.
-
-        A message whose platform ``message_id`` is already stored in the session's
-        workspace is returned as stored, with ``created=False``.
-
-        Raises:
-            SessionNotFound: no session has this id.
-            InvalidInput: ``message`` is not a :class:`~omoide.models.Message`.
-        """
-        if not isinstance(message, Message):
-            raise InvalidInput(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        sid = _int("session_id", session_id)
-        return await self._db.write("append_message", ops.append_message, sid, message, stored_text_tokens(message))
-
-    async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
-        """The newest ``window`` messages with ``seq > window_start_seq``, oldest first."""
-        _check_count("window", window)
-        return await self._db.read("history", ops.history, _int("session_id", session_id), window)
-
-    async def messages(self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
-        """Stored messages with ``seq > after_seq``, oldest first, at most ``limit``."""
-        _check_count("after_seq", after_seq)
-        if limit is not None:
-            _check_count("limit", limit)
-        return await self._db.read("messages", ops.messages, _int("session_id", session_id), after_seq, limit)
-
-    async def list_sessions(
-        self,
-        *,
-        workspace_id: str | None = None,
-        status: SessionStatus | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Session]:
-        """Sessions, most recently active first, optionally filtered."""
-        _check_count("limit", limit)
-        _check_count("offset", offset)
-        wanted = None if status is None else _status(status)
-        return await self._db.read("list_sessions", ops.list_sessions, workspace_id, wanted, limit, offset)
-
-    async def update_session(
-        self,
-        session_id: SessionId,
-        *,
-        expected_version: int,
-        status: SessionStatus | None = None,
-        window_start_seq: int | None = None,
-    ) -> Session:
-        """Change a session's state if its version is still ``expected_version``; bump the version.
-
-        Raises:
-            VersionConflict: the session changed since it was read.
-            SessionNotFound: no session has this id.
-            InvalidInput: unknown status, or ``window_start_seq`` negative or beyond ``last_seq``.
-        """
-        new_status = None if status is None else _status(status)
-        if window_start_seq is not None:
-            _check_count("window_start_seq", window_start_seq)
-        return await self._db.write(
-            "update_session",
-            ops.update_session,
-            _int("session_id", session_id),
-            _int("expected_version", expected_version),
-            new_status,
-            window_start_seq,
-        )
-
-    async def reset_window(self, session_id: SessionId) -> Session:
-        """See :meth:`omoide.stores.base.SessionStore.reset_window`."""
-        return await self._db.write("reset_window", ops.reset_window, _int("session_id", session_id))
-
-    async def save_context_summary(self, session_id: SessionId, *, summary: str, through_seq: int) -> Session | None:
-        """See :meth:`omoide.stores.base.SessionStore.save_context_summary`."""
-        if not isinstance(summary, str) or not summary.strip():
-            raise InvalidInput("a context summary must be non-empty text")
-        sid, through = _int("session_id", session_id), _int("through_seq", through_seq)
-        return await self._db.write("save_context_summary", ops.save_context_summary, sid, summary, through)
-
-    async def expire_idle(self, *, idle_before: datetime, batch_size: int) -> int:
-        """Expire at most ``batch_size`` active sessions idle since before ``idle_before``; return the count."""
-        if not isinstance(idle_before, datetime):
-            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
-        if _int("batch_size", batch_size) < 1:
-            raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
-        return await self._db.write("expire_idle", ops.expire_idle, idle_before, batch_size)
-
-    async def delete_session(self, session_id: SessionId) -> bool:
-        """Delete a session and all its messages; ``False`` when it did not exist."""
-        return await self._db.write("delete_session", ops.delete_session, _int("session_id", session_id))
 
     # ------------------------------------------------------------------- knowledge
     # The contract is in omoide.stores.base.KnowledgeStore; the operations in _knowledge.py.
@@ -745,31 +615,6 @@ class SqliteStore(Store):
             raise InvalidInput(f"since must be a datetime, got {type(since).__name__}")
         return await self._db.read("active_scopes", sumops.active_scopes, since, chosen)
 
-    # ---- API keys
-
-    async def insert_api_key(self, draft: ApiKeyDraft) -> ApiKeyRecord:
-        """Store a new key (its hash); return it as stored."""
-        return await self._db.write("insert_api_key", akops.insert_api_key, check_api_key_draft(draft), utcnow())
-
-    async def get_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """The key with this id, or ``None``."""
-        return await self._db.read("get_api_key", akops.get_api_key, check_api_key_id(key_id))
-
-    async def get_api_key_by_hash(self, token_hash: str) -> tuple[ApiKeyRecord, str] | None:
-        """The key with this token hash and the stored hash, or ``None``."""
-        return await self._db.read("get_api_key_by_hash", akops.get_api_key_by_hash, check_token_hash(token_hash))
-
-    async def list_api_keys(
-        self, *, workspace_id: str | None = None, include_revoked: bool = True, limit: int = 100, offset: int = 0
-    ) -> list[ApiKeyRecord]:
-        """Keys, newest first."""
-        lim, off = check_page(limit, offset)
-        return await self._db.read("list_api_keys", akops.list_api_keys, workspace_id, bool(include_revoked), lim, off)
-
-    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKeyRecord | None:
-        """Revoke the key (keeping an earlier revocation time), or ``None`` when unknown."""
-        return await self._db.write("revoke_api_key", akops.revoke_api_key, check_api_key_id(key_id), utcnow())
-
 
 def _int(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -780,14 +625,6 @@ def _int(name: str, value: int) -> int:
 def _check_count(name: str, value: int) -> None:
     if _int(name, value) < 0:
         raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
-
-
-def _status(value: SessionStatus | str) -> SessionStatus:
-    try:
-        return SessionStatus(value)
-    except ValueError:
-        allowed = ", ".join(s.value for s in SessionStatus)
-        raise InvalidInput(f"unknown session status {value!r}; allowed: {allowed}") from None
 
 
 __all__ = ["DEFAULT_READERS", "SqliteStore"]
