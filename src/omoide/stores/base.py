@@ -57,8 +57,8 @@ from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryS
 
 
 @runtime_checkable
-class ErasureAware(Protocol):
-    """What a job that writes people's words reads first, so that it never writes back an erased user's."""
+class _ErasureAware(Protocol):  # TRANSITIONAL: the Protocol side of omoide.stores._erasure_common.ErasureAware
+    """What a job that writes people's words reads first (see :class:`~omoide.stores._erasure_common.ErasureAware`)."""
 
     async def erasure_state(self, workspace_id: str) -> ErasureState:
         """The workspace's erasure generation and erased users (hashed). A summary or import reads it
@@ -172,7 +172,7 @@ class SessionStore(Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(ErasureAware, Protocol):
+class KnowledgeStore(_ErasureAware, Protocol):
     """Long-term memory: sources, chunks and their embeddings (per embedding model).
 
     Contract notes:
@@ -417,7 +417,7 @@ class LexicalIndexStore(Protocol):
 
 
 @runtime_checkable
-class MemoryStore(ErasureAware, Protocol):
+class MemoryStore(_ErasureAware, Protocol):
     """Explicit per-user memories (seed 001).
 
     Contract notes:
@@ -514,7 +514,7 @@ class MemoryStore(ErasureAware, Protocol):
 
 
 @runtime_checkable
-class SummaryStore(ErasureAware, Protocol):
+class SummaryStore(_ErasureAware, Protocol):
     """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
 
     Contract notes:
@@ -650,7 +650,6 @@ class Store(abc.ABC):
 __all__ = [
     "ROLES",
     "ApiKeyStore",
-    "ErasureAware",
     "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",
