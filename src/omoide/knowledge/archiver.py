@@ -20,7 +20,7 @@ For each session the archiver reads the session row, then its unarchived message
   at least its prompt window, ``session_window``);
 * ``expected_version`` = the version read.
 
-:meth:`KnowledgeStore.archive_session <omoide.stores.base.KnowledgeStore.archive_session>`
+:meth:`KnowledgeStore.archive_session <omoide.stores.knowledge.KnowledgeStore.archive_session>`
 applies a plan in one transaction. A message appended after the read bumps the version,
 the plan fails with :class:`~omoide.errors.VersionConflict`, and the archiver re-reads the
 session and plans again (tenacity, 3 attempts, jittered exponential backoff; a session
@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -56,8 +56,8 @@ from omoide.errors import (
 from omoide.knowledge.chunking import Chunker
 from omoide.models import Message, Session, SessionId, SessionStatus, utcnow
 from omoide.settings import Settings
-from omoide.stores.base import KnowledgeStore
-from omoide.stores.knowledge import ArchivePlan, ArchiveResult, SourceDraft
+from omoide.stores.knowledge import ArchivePlan, ArchiveResult, KnowledgeStore, SourceDraft
+from omoide.stores.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 
@@ -70,15 +70,22 @@ ChannelNames = Callable[[Session], str | None]
 """Looks up a session's channel name (a bot knows it; the session row does not)."""
 
 
-@runtime_checkable
-class LongTermStore(KnowledgeStore, Protocol):
-    """A backend with short-term and long-term memory (both built-in backends)."""
+if TYPE_CHECKING:
 
-    async def get_session_by_id(self, session_id: SessionId) -> Session | None: ...
+    class LongTermStore(SessionStore, KnowledgeStore):
+        """A backend with short-term and long-term memory (both built-in backends)."""
 
-    async def messages(
-        self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]: ...
+else:  # TRANSITIONAL: the roles are ABCs now; the archiver takes them separately
+
+    @runtime_checkable
+    class LongTermStore(Protocol):
+        """A backend with short-term and long-term memory (both built-in backends)."""
+
+        async def get_session_by_id(self, session_id: SessionId) -> Session | None: ...
+
+        async def messages(
+            self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None
+        ) -> list[Message]: ...
 
 
 def knowledge_store(store: object) -> LongTermStore:
@@ -417,7 +424,7 @@ class SessionArchiver:
         jittered exponential backoff). A session whose users keep appending faster than a
         plan takes can conflict every time, so the last resort is pessimistic: the store
         reads, plans and commits under the session's write lock
-        (:meth:`~omoide.stores.base.KnowledgeStore.archive_session_locked`), which makes
+        (:meth:`~omoide.stores.knowledge.KnowledgeStore.archive_session_locked`), which makes
         progress however busy the channel (appends wait a few milliseconds meanwhile).
 
         Args:

@@ -11,10 +11,13 @@ the backend-independent pieces:
   token count, location and authors, or ``None`` when nothing would be left (or when the
   chunk predates line records, so its lines cannot be told apart: it is dropped whole).
 * :func:`user_hash` is what ``erased_users`` keeps instead of the user id.
+* :class:`ErasureAware` is the part of the store contracts (knowledge, memories, summaries)
+  that a job writing people's words reads first: :meth:`ErasureAware.erasure_state`.
 """
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -63,6 +66,31 @@ class ErasureState:
             return False
         when = self.erased.get(user_hash(workspace_id, author_id))
         return when is not None and at <= when
+
+
+class ErasureAware(abc.ABC):
+    """What a job that writes people's words reads first, so that it never writes back an erased user's.
+
+    Mixed into the store contracts whose writes carry an erasure generation (knowledge,
+    memories, summaries); a backend implements :meth:`_erasure_state`.
+    """
+
+    async def erasure_state(self, workspace_id: str) -> ErasureState:
+        """The workspace's erasure generation and erased users (hashed).
+
+        A summary or import reads it before its work, skips erased authors, and passes the
+        generation back when it writes (``SummaryDraft.erasure_generation``,
+        ``add_source(erasure_generation=...)``): a write made stale by an erasure in between
+        raises :class:`~omoide.errors.ErasureConflict`.
+
+        Raises:
+            InvalidInput: ``workspace_id`` is not a non-empty string.
+        """
+        return await self._erasure_state(check_workspace(workspace_id))
+
+    @abc.abstractmethod
+    async def _erasure_state(self, workspace_id: str) -> ErasureState:
+        """The erasure state of a checked workspace id (backend)."""
 
 
 def check_generation(workspace_id: str, expected: int, current: int) -> None:
@@ -217,6 +245,7 @@ def strip_user(
 __all__ = [
     "LINES_KEY",
     "ChunkRewrite",
+    "ErasureAware",
     "ErasureState",
     "LineSpan",
     "check_generation",

@@ -18,23 +18,12 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from omoide.models import Message, Session, SessionId
+from omoide.models import Message
 from omoide.stores._erasure_common import ErasureState
 from omoide.stores.api_keys import ApiKeyStore
 from omoide.stores.knowledge import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
     ChunkId,
-    ChunkText,
-    EmbeddingRow,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
+    KnowledgeStore,
 )
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
@@ -43,8 +32,8 @@ from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryS
 
 
 @runtime_checkable
-class ErasureAware(Protocol):
-    """What a job that writes people's words reads first, so that it never writes back an erased user's."""
+class _ErasureAware(Protocol):  # TRANSITIONAL: the Protocol side of omoide.stores._erasure_common.ErasureAware
+    """What a job that writes people's words reads first (see :class:`~omoide.stores._erasure_common.ErasureAware`)."""
 
     async def erasure_state(self, workspace_id: str) -> ErasureState:
         """The workspace's erasure generation and erased users (hashed). A summary or import reads it
@@ -54,160 +43,6 @@ class ErasureAware(Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(ErasureAware, Protocol):
-    """Long-term memory: sources, chunks and their embeddings (per embedding model).
-
-    Contract notes:
-
-    * :meth:`archive_session` is ONE transaction (``BEGIN IMMEDIATE`` on SQLite,
-      REPEATABLE READ on PostgreSQL): the source and its chunks are inserted, the
-      session's ``archived_seq`` becomes ``plan.upto_seq``, archived messages except the
-      newest ``plan.keep_newest`` are deleted, the status is set and ``version`` bumped —
-      all guarded by ``plan.expected_version``. Either all of it commits or none of it
-      (no half-written source, ever).
-    * Embedding work is claimed per source with a lease: a source in ``processing``
-      whose ``claimed_at`` is older than the lease is claimable again (a crashed worker
-      never leaves a source stuck). PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``.
-    * Vectors are stored per ``(chunk_id, model)``: a new model is embedded beside the
-      old one, and search keeps using the old one until told otherwise.
-    * Vectors are validated the same way on every backend (the ``halfvec`` limits of
-      PostgreSQL: finite, within ±65504, at most 16,000 dimensions); a bad one is an
-      :class:`~omoide.errors.InvalidInput` and nothing of the call is written.
-    * Missing ids: getters return ``None`` (or an empty list); :meth:`finish_source` raises
-      :class:`~omoide.errors.NotFoundError`.
-    """
-
-    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
-        """Apply one archive plan atomically.
-
-        Checks, in order: the session exists, its ``version`` is ``plan.expected_version``,
-        ``archived_seq < plan.upto_seq <= last_seq`` and the source's workspace is the
-        session's. Then inserts the source (``pending``) and its chunks (``chunk_index``
-        0..n-1, no embeddings), sets ``archived_seq = upto_seq``, deletes the messages with
-        ``seq <= min(upto_seq, last_seq - keep_newest)``, sets ``plan.status`` and bumps
-        ``version``. A message appended concurrently is never deleted or skipped: either it
-        committed first (a conflict: re-plan) or it gets a ``seq`` above ``last_seq``.
-
-        Raises:
-            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
-            SessionNotFound: the session is gone.
-            InvalidInput: ``upto_seq`` is not beyond ``archived_seq`` or beyond ``last_seq``.
-        """
-
-    async def archive_session_locked(
-        self, session_id: SessionId, planner: ArchivePlanner
-    ) -> tuple[ArchivePlan, ArchiveResult] | None:
-        """Read, plan and apply an archive while holding the session's write lock.
-
-        The pessimistic fallback for a session so busy that optimistic plans keep conflicting
-        with appends: the session and its unarchived messages are read inside the archive
-        transaction (``BEGIN IMMEDIATE`` on SQLite; the session row locked by the first
-        statement of a REPEATABLE READ transaction on PostgreSQL), ``planner(session,
-        messages)`` plans against exactly that read (``messages``: every message the
-        session still stores, oldest first — the unarchived ones above ``archived_seq``
-        and the overlap kept below it), and the plan is applied as by
-        :meth:`archive_session` before anything else can write to the session. Appends to
-        the session wait meanwhile, so the planner must be quick, pure computation.
-
-        Returns:
-            ``(plan, result)``, or ``None`` when the planner returned ``None`` (nothing written).
-
-        Raises:
-            SessionNotFound: the session is gone.
-            VersionConflict: PostgreSQL only, an append was committing just as the lock was
-                taken (serialization failure); retry.
-            InvalidInput: the plan is malformed, not for the session as given, or does not fit.
-        """
-
-    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
-        """Sessions with unarchived messages (``last_seq > archived_seq``) that are either idle
-        (``last_active_at < idle_before``) or have at least ``min_unarchived`` unarchived
-        messages, oldest activity first (ties: lower id), at most ``limit``.
-
-        Any status qualifies: an *expired* session's unarchived messages must still reach
-        long-term memory (an archived session normally has none left).
-        """
-
-    async def add_source(
-        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
-    ) -> tuple[SourceId, list[ChunkId]]:
-        """Create a ``pending`` source with its chunks (``chunk_index`` 0..n-1) in one
-        transaction (importers, documents); return the source id and the chunk ids in order."""
-
-    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
-        """Claim up to ``limit`` sources to embed: ``pending`` ones, and ``processing`` ones
-        whose lease expired. Sets ``processing``, ``claimed_at = now``, ``attempts += 1``.
-
-        Oldest (lowest id) first; returns the claimed ids ascending. Concurrent claimers
-        (tasks, processes, hosts) never get the same source while its lease runs.
-        """
-
-    async def chunks_missing_embedding(
-        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
-    ) -> list[ChunkText]:
-        """Chunks (of these sources, or all) with no vector for ``model``, by id, ``id > after_id``."""
-
-    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
-        """Insert or replace vectors for ``model``; return how many were written.
-
-        Rows whose chunk no longer exists (its source was deleted) are skipped.
-
-        Raises:
-            InvalidInput: a vector's length is not ``dimensions``, a value is not finite or
-                beyond ±65504, or a chunk id repeats within ``rows``.
-        """
-
-    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
-        """Hand claimed sources back unfinished (a clean stop): those of ``source_ids`` still
-        ``processing`` go back to ``pending`` with no lease, and the claim is not counted as an
-        attempt (``attempts -= 1``); their ``error`` stays. Others are left alone. Returns how
-        many were released.
-        """
-
-    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
-        """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later).
-
-        Stores ``error`` as given (``None`` clears it) and drops the lease. The current
-        status is not checked, so a reindex may also move a ``ready`` source back to ``pending``.
-
-        Raises:
-            NotFoundError: no source has this id.
-            InvalidInput: ``status`` is ``processing`` (only a claim sets it) or unknown.
-        """
-
-    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
-        """Create the ANN index for ``model`` if the backend has one (PostgreSQL HNSW,
-        ``halfvec_cosine_ops``); ``True`` if it was created now, ``False`` if it existed or
-        the backend has no ANN index (SQLite).
-
-        The PostgreSQL index is partial and on an expression; a query uses it when it repeats
-        both: ``WHERE model = '<model>' ORDER BY (embedding::halfvec(D)) <=> $1`` with the
-        model as a literal (a generic plan with ``model = $n`` cannot match a partial index).
-        """
-
-    async def list_sources(
-        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[KnowledgeSource]:
-        """Sources, newest first, with their chunk counts."""
-
-    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model,
-        of one workspace (``workspace_id``) or of all.
-
-        Every session and source status is a key (0 when none).
-        """
-
-    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
-        """The source with this id, with its chunk count, or ``None``."""
-
-    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
-        """A source's chunks by ``chunk_index`` (empty if it has none or does not exist)."""
-
-    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
-        """The vector stored for a chunk and model as float32 (PostgreSQL rounds to half
-        precision), or ``None``."""
-
-
 @runtime_checkable
 class SearchStore(Protocol):
     """Retrieval over knowledge chunks: vector, lexical and fetch-by-id.
@@ -299,7 +134,7 @@ class LexicalIndexStore(Protocol):
 
 
 @runtime_checkable
-class MemoryStore(ErasureAware, Protocol):
+class MemoryStore(_ErasureAware, Protocol):
     """Explicit per-user memories (seed 001).
 
     Contract notes:
@@ -396,7 +231,7 @@ class MemoryStore(ErasureAware, Protocol):
 
 
 @runtime_checkable
-class SummaryStore(ErasureAware, Protocol):
+class SummaryStore(_ErasureAware, Protocol):
     """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
 
     Contract notes:
@@ -495,8 +330,6 @@ class Store(abc.ABC):
 
 __all__ = [
     "ROLES",
-    "ErasureAware",
-    "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",
     "MemoryStore",

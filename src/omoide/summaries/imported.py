@@ -18,8 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from omoide.errors import ErasureConflict
-from omoide.stores.base import KnowledgeStore
-from omoide.stores.knowledge import KnowledgeSource
+from omoide.stores.knowledge import KnowledgeSource, KnowledgeStore
 from omoide.stores.summaries import SummaryScope
 from omoide.summaries.service import SummaryGenerator
 from omoide.text.chat_lines import HEADER, speaker_of

@@ -1,7 +1,8 @@
 """Knowledge operations (long-term memory) on PostgreSQL + pgvector, one function per operation.
 
-Each function takes a pooled asyncpg connection; :class:`~omoide.stores.postgres.PostgresStore`
-validates the input (``omoide.stores._knowledge_common``) and translates driver errors.
+Each function takes a pooled asyncpg connection (its driver errors translated) from
+:class:`~omoide.stores.postgres.knowledge.PostgresKnowledge`, with arguments the contract
+(:class:`~omoide.stores.knowledge.KnowledgeStore`) checked.
 
 How :func:`archive_session` stays exactly-once with appends running at the same time:
 
@@ -43,7 +44,6 @@ from omoide.models import Session, SessionStatus, ensure_utc
 from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
     check_archive_range,
-    check_locked_plan,
     prune_through,
     session_not_found,
     source_members,
@@ -300,7 +300,7 @@ async def archive_session_locked(
     Raises:
         SessionNotFound: the session is gone.
         VersionConflict: an append was committing just as the lock was taken (40001); retry.
-        InvalidInput: the planner's plan is malformed or does not fit the session.
+        InvalidInput: the plan does not fit the session (the contract's planner checks the rest).
     """
     try:
         async with conn.transaction(isolation="repeatable_read"):
@@ -313,7 +313,6 @@ async def archive_session_locked(
             plan = await asyncio.to_thread(planner, session, messages)
             if plan is None:
                 return None
-            plan = check_locked_plan(plan, session)
             result = await _apply_archive(
                 conn,
                 plan,

@@ -25,20 +25,9 @@ import numpy.typing as npt
 from omoide.errors import (
     InvalidInput,
 )
-from omoide.models import Message, Session, SessionId
+from omoide.models import Message
 from omoide.stores._erasure_common import ErasureState, check_workspace
-from omoide.stores._knowledge_common import (
-    MAX_INDEX_DIMENSIONS,
-    check_chunks,
-    check_dimensions,
-    check_finish_status,
-    check_int,
-    check_model,
-    check_number,
-    check_plan,
-    check_source,
-    check_vectors,
-)
+from omoide.stores._knowledge_common import check_int
 from omoide.stores._memory_common import (
     check_changes,
     check_draft,
@@ -50,30 +39,16 @@ from omoide.stores._memory_common import (
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import LexicalTable, Store
-from omoide.stores.knowledge import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    EmbeddingRow,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.stores.postgres import _erasure as erasure
-from omoide.stores.postgres import _knowledge as kops
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _summaries as sumops
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._db import PostgresDb
 from omoide.stores.postgres.api_keys import PostgresApiKeys
+from omoide.stores.postgres.knowledge import PostgresKnowledge
 from omoide.stores.postgres.sessions import PostgresSessions
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
@@ -130,7 +105,7 @@ class PostgresStore(Store):
         self._db = PostgresDb(url, settings=settings, migrate=migrate)
         self.url = url
         self.sessions = PostgresSessions(self._db)
-        self.knowledge = self
+        self.knowledge = PostgresKnowledge(self._db)
         self.search = self
         self.lexical_index = self
         self.memories = self
@@ -181,175 +156,6 @@ class PostgresStore(Store):
     async def schema_version(self) -> int:
         """The newest applied migration version (0 for an empty database)."""
         return await self._db.schema_version()
-
-    # ------------------------------------------------------------------ knowledge
-    # The contract is in omoide.stores.base.KnowledgeStore; the SQL in _knowledge.py.
-
-    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
-        """Apply one archive plan in one REPEATABLE READ transaction (see ``KnowledgeStore``).
-
-        Raises:
-            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
-            SessionNotFound: the session is gone.
-            InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
-        """
-        check_plan(plan)
-        async with self._db.acquire() as conn:
-            return await kops.archive_session(conn, plan)
-
-    async def archive_session_locked(
-        self, session_id: SessionId, planner: ArchivePlanner
-    ) -> tuple[ArchivePlan, ArchiveResult] | None:
-        """Lock the session row, read, plan and apply in one REPEATABLE READ transaction (see ``KnowledgeStore``).
-
-        Raises:
-            SessionNotFound: the session is gone.
-            VersionConflict: an append was committing just as the lock was taken; retry.
-            InvalidInput: the planner returned a malformed plan, or one that does not fit.
-        """
-        sid = _check_id(session_id)
-        if not callable(planner):
-            raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
-        async with self._db.acquire() as conn:
-            return await kops.archive_session_locked(conn, sid, planner)
-
-    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
-        """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
-        if not isinstance(idle_before, datetime):
-            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
-        check_int("min_unarchived", min_unarchived, minimum=1)
-        check_int("limit", limit, minimum=1)
-        async with self._db.acquire() as conn:
-            return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
-
-    async def add_source(
-        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
-    ) -> tuple[SourceId, list[ChunkId]]:
-        """Create a pending source with its chunks (one statement); return their ids.
-
-        Raises:
-            ErasureConflict: ``erasure_generation`` is given and a user of the workspace was erased since.
-        """
-        check_source(source)
-        check_chunks(chunks)
-        generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
-        try:
-            async with self._db.acquire() as conn, conn.transaction():
-                await erasure.check_erasure_generation(conn, source.workspace_id, generation)
-                return await kops.insert_source(conn, source, list(chunks))
-        finally:
-            self._db.tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
-
-    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
-        """Claim up to ``limit`` pending (or lease-expired) sources, oldest first, ``FOR UPDATE SKIP LOCKED``."""
-        check_int("limit", limit, minimum=1)
-        lease = check_number("lease_seconds", lease_seconds)
-        async with self._db.acquire() as conn:
-            return await kops.claim_sources(conn, limit, lease)
-
-    async def chunks_missing_embedding(
-        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
-    ) -> list[ChunkText]:
-        """Chunks with no vector for ``model``, by id, ``id > after_id``."""
-        check_model(model)
-        check_int("after_id", after_id, minimum=0)
-        check_int("limit", limit, minimum=1)
-        ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
-        if ids is not None and not ids:
-            return []
-        async with self._db.acquire() as conn:
-            return await kops.chunks_missing_embedding(conn, model, ids, after_id, limit)
-
-    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
-        """Insert or replace ``halfvec`` vectors for ``model``; return how many were written.
-
-        Raises:
-            InvalidInput: a vector's length is not ``dimensions``, or it is outside the halfvec range.
-        """
-        check_model(model)
-        dims = check_dimensions(dimensions)
-        checked = check_vectors(dims, rows)
-        if not checked:
-            return 0
-        async with self._db.acquire() as conn:
-            return await kops.put_embeddings(conn, model, dims, checked, self._db.vector_schema)
-
-    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
-        """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
-        ids = [check_int("source_ids[]", i) for i in source_ids]
-        if not ids:
-            return 0
-        async with self._db.acquire() as conn:
-            return await kops.release_sources(conn, ids)
-
-    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
-        """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
-
-        Raises:
-            NotFoundError: no source has this id.
-            InvalidInput: ``status`` is ``processing`` or unknown.
-        """
-        sid = check_int("source_id", source_id)
-        new_status = check_finish_status(status)
-        if error is not None and not isinstance(error, str):
-            raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
-        async with self._db.acquire() as conn:
-            await kops.finish_source(conn, sid, new_status, error)
-
-    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
-        """Create the HNSW index (``halfvec_cosine_ops``, m / ef_construction from settings) for
-        ``model`` at ``dimensions`` unless it exists; ``True`` if it was created now.
-
-        Queries use it with ``WHERE model = '<model>' ORDER BY (embedding::halfvec(D)) <=> $q``
-        (the model as a literal, so the planner can match the partial index).
-
-        Raises:
-            InvalidInput: an empty model id, or more than 4,000 dimensions (HNSW's halfvec limit).
-        """
-        check_model(model)
-        dims = check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS)
-        async with self._db.acquire() as conn:
-            return await kops.ensure_vector_index(
-                conn,
-                model,
-                dims,
-                m=self._db.settings.hnsw_m,
-                ef_construction=self._db.settings.hnsw_ef_construction,
-                schema=self._db.vector_schema,
-            )
-
-    async def list_sources(
-        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[KnowledgeSource]:
-        """Sources, newest first, with their chunk counts."""
-        limit = _check_int("limit", limit, minimum=0)
-        offset = _check_int("offset", offset, minimum=0)
-        async with self._db.acquire() as conn:
-            return await kops.list_sources(conn, workspace_id, limit, offset)
-
-    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
-        """The source with this id (with its chunk count), or ``None``."""
-        sid = check_int("source_id", source_id)
-        async with self._db.acquire() as conn:
-            return await kops.get_source(conn, sid)
-
-    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
-        """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
-        sid = check_int("source_id", source_id)
-        async with self._db.acquire() as conn:
-            return await kops.chunks_of_source(conn, sid)
-
-    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
-        """The stored vector of a chunk for ``model`` (halfvec read back as float32), or ``None``."""
-        cid = check_int("chunk_id", chunk_id)
-        check_model(model)
-        async with self._db.acquire() as conn:
-            return await kops.get_embedding(conn, cid, model)
-
-    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
-        async with self._db.acquire() as conn:
-            return await kops.knowledge_status(conn, workspace_id)
 
     # ---------------------------------------------------------------------- search
     # The contract is in omoide.stores.base.SearchStore; the SQL in _search.py.

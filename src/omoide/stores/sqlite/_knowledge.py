@@ -1,7 +1,8 @@
 """Knowledge operations (long-term memory) as plain synchronous functions on one connection.
 
 Like :mod:`~omoide.stores.sqlite._sessions`, each function is one whole store operation
-that :class:`~omoide.stores.sqlite.SqliteStore` runs in the thread owning the connection.
+that :class:`~omoide.stores.sqlite.knowledge.SqliteKnowledge` runs in the thread owning the
+connection, with arguments the contract (:class:`~omoide.stores.knowledge.KnowledgeStore`) checked.
 Writers run inside ``BEGIN IMMEDIATE`` (opened by the caller), so a function that reads
 and then writes sees no other writer in between; that is what makes
 :func:`archive_session`'s version check and :func:`claim_sources` atomic, in this process
@@ -34,7 +35,6 @@ from omoide.models import Session, SessionStatus
 from omoide.stores._erasure_common import stale_rows
 from omoide.stores._knowledge_common import (
     check_archive_range,
-    check_locked_plan,
     prune_through,
     session_not_found,
     source_members,
@@ -243,7 +243,7 @@ def insert_source(
 
 
 def archive_session(conn: sqlite3.Connection, plan: ArchivePlan, now: datetime) -> ArchiveResult:
-    """Apply ``plan`` (see :meth:`omoide.stores.base.KnowledgeStore.archive_session`).
+    """Apply ``plan`` (see :meth:`omoide.stores.knowledge.KnowledgeStore.archive_session`).
 
     Raises:
         SessionNotFound: the session is gone.
@@ -271,7 +271,7 @@ def archive_session_locked(
 
     Raises:
         SessionNotFound: the session is gone.
-        InvalidInput: the planner's plan is malformed or does not fit the session.
+        InvalidInput: the plan does not fit the session (the contract's planner checks the rest).
     """
     session = get_session_by_id(conn, session_id)
     if session is None:
@@ -279,7 +279,6 @@ def archive_session_locked(
     plan = planner(session, session_messages(conn, session_id, 0, None))  # all stored: unarchived + kept overlap
     if plan is None:
         return None
-    plan = check_locked_plan(plan, session)
     result = _apply_archive(
         conn,
         plan,

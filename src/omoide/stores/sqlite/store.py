@@ -13,21 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput
-from omoide.models import Message, Session, SessionId, utcnow
+from omoide.models import Message, utcnow
 from omoide.settings import Settings
 from omoide.stores._erasure_common import ErasureState, check_workspace
-from omoide.stores._knowledge_common import (
-    MAX_INDEX_DIMENSIONS,
-    check_chunks,
-    check_dimensions,
-    check_finish_status,
-    check_int,
-    check_model,
-    check_number,
-    check_plan,
-    check_source,
-    check_vectors,
-)
+from omoide.stores._knowledge_common import check_int
 from omoide.stores._memory_common import (
     check_changes,
     check_draft,
@@ -39,31 +28,17 @@ from omoide.stores._memory_common import (
 from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
 from omoide.stores.base import LexicalTable, Store
-from omoide.stores.knowledge import (
-    ArchivePlan,
-    ArchivePlanner,
-    ArchiveResult,
-    ChunkDraft,
-    ChunkId,
-    ChunkText,
-    EmbeddingRow,
-    KnowledgeChunk,
-    KnowledgeSource,
-    KnowledgeStatus,
-    SourceDraft,
-    SourceId,
-    SourceStatus,
-)
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.sqlite import _erasure as erasure
-from omoide.stores.sqlite import _knowledge as kops
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._db import DEFAULT_READERS, SqliteDb
 from omoide.stores.sqlite.api_keys import SqliteApiKeys
+from omoide.stores.sqlite.knowledge import SqliteKnowledge
 from omoide.stores.sqlite.sessions import SqliteSessions
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -98,7 +73,7 @@ class SqliteStore(Store):
         self.url = url
         self.path = self._db.path
         self.sessions = SqliteSessions(self._db)
-        self.knowledge = self
+        self.knowledge = SqliteKnowledge(self._db)
         self.search = self
         self.lexical_index = self
         self.memories = self
@@ -146,141 +121,6 @@ class SqliteStore(Store):
             MigrationError: the database was migrated by a newer omoide.
         """
         return await self._db.read("pending_migrations", migrations.pending)
-
-    # ------------------------------------------------------------------- knowledge
-    # The contract is in omoide.stores.base.KnowledgeStore; the operations in _knowledge.py.
-
-    async def archive_session(self, plan: ArchivePlan) -> ArchiveResult:
-        """Apply one archive plan in one ``BEGIN IMMEDIATE`` transaction (see ``KnowledgeStore``).
-
-        Raises:
-            VersionConflict: the session changed since the archiver read it (re-read, re-plan).
-            SessionNotFound: the session is gone.
-            InvalidInput: a malformed plan, or ``upto_seq`` does not fit the session.
-        """
-        check_plan(plan)
-        return await self._db.write("archive_session", kops.archive_session, plan, utcnow())
-
-    async def archive_session_locked(
-        self, session_id: SessionId, planner: ArchivePlanner
-    ) -> tuple[ArchivePlan, ArchiveResult] | None:
-        """Read the session and its unarchived messages, plan and apply in one ``BEGIN IMMEDIATE``
-        transaction (see ``KnowledgeStore``). The planner runs in the writer thread.
-
-        Raises:
-            SessionNotFound: the session is gone.
-            InvalidInput: the planner returned a malformed plan, or one that does not fit.
-        """
-        sid = _int("session_id", session_id)
-        if not callable(planner):
-            raise InvalidInput(f"planner must be callable, got {type(planner).__name__}")
-        return await self._db.write("archive_session_locked", kops.archive_session_locked, sid, planner, utcnow())
-
-    async def sessions_to_archive(self, *, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
-        """Sessions with unarchived messages, idle or over ``min_unarchived``, oldest activity first."""
-        if not isinstance(idle_before, datetime):
-            raise InvalidInput(f"idle_before must be a datetime, got {type(idle_before).__name__}")
-        check_int("min_unarchived", min_unarchived, minimum=1)
-        check_int("limit", limit, minimum=1)
-        return await self._db.read("sessions_to_archive", kops.sessions_to_archive, idle_before, min_unarchived, limit)
-
-    async def add_source(
-        self, source: SourceDraft, chunks: Sequence[ChunkDraft], *, erasure_generation: int | None = None
-    ) -> tuple[SourceId, list[ChunkId]]:
-        """Create a pending source with its chunks in one transaction; return their ids.
-
-        Raises:
-            ErasureConflict: ``erasure_generation`` is given and a user of the workspace was erased since.
-        """
-        check_source(source)
-        check_chunks(chunks)
-        generation = None if erasure_generation is None else check_int("erasure_generation", erasure_generation)
-        return await self._db.write("add_source", _add_source, source, list(chunks), utcnow(), generation)
-
-    async def claim_sources(self, *, limit: int, lease_seconds: float) -> list[SourceId]:
-        """Claim up to ``limit`` pending (or lease-expired) sources, oldest first."""
-        check_int("limit", limit, minimum=1)
-        lease = check_number("lease_seconds", lease_seconds)
-        return await self._db.write("claim_sources", kops.claim_sources, limit, lease, utcnow())
-
-    async def chunks_missing_embedding(
-        self, *, model: str, source_ids: Sequence[SourceId] | None = None, after_id: int = 0, limit: int = 1000
-    ) -> list[ChunkText]:
-        """Chunks with no vector for ``model``, by id, ``id > after_id``."""
-        check_model(model)
-        check_int("after_id", after_id, minimum=0)
-        check_int("limit", limit, minimum=1)
-        ids = None if source_ids is None else [check_int("source_ids[]", i) for i in source_ids]
-        if ids is not None and not ids:
-            return []
-        return await self._db.read(
-            "chunks_missing_embedding", kops.chunks_missing_embedding, model, ids, after_id, limit
-        )
-
-    async def put_embeddings(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
-        """Insert or replace float32 vectors for ``model``; return how many were written.
-
-        Raises:
-            InvalidInput: a vector's length is not ``dimensions``, or it is not finite.
-        """
-        check_model(model)
-        dims = check_dimensions(dimensions)
-        checked = check_vectors(dims, rows)
-        if not checked:
-            return 0
-        return await self._db.write("put_embeddings", kops.put_embeddings, model, dims, checked, utcnow())
-
-    async def release_sources(self, source_ids: Sequence[SourceId]) -> int:
-        """Claimed sources still ``processing`` back to ``pending``, the claim not counted as an attempt."""
-        ids = [check_int("source_ids[]", i) for i in source_ids]
-        if not ids:
-            return 0
-        released: int = await self._db.write("release_sources", kops.release_sources, ids, utcnow())
-        return released
-
-    async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
-        """Leave ``processing`` for ``ready``, ``failed`` (with ``error``) or ``pending``.
-
-        Raises:
-            NotFoundError: no source has this id.
-            InvalidInput: ``status`` is ``processing`` or unknown.
-        """
-        sid = check_int("source_id", source_id)
-        new_status = check_finish_status(status)
-        if error is not None and not isinstance(error, str):
-            raise InvalidInput(f"error must be text or None, got {type(error).__name__}")
-        await self._db.write("finish_source", kops.finish_source, sid, new_status, error, utcnow())
-
-    async def ensure_vector_index(self, *, model: str, dimensions: int) -> bool:
-        """SQLite has no ANN index (vectors are scanned): always ``False``."""
-        check_model(model)
-        check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS)
-        return False
-
-    async def list_sources(
-        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[KnowledgeSource]:
-        """Sources, newest first, with their chunk counts."""
-        _check_count("limit", limit)
-        _check_count("offset", offset)
-        return await self._db.read("list_sources", kops.list_sources, workspace_id, limit, offset)
-
-    async def get_source(self, source_id: SourceId) -> KnowledgeSource | None:
-        """The source with this id (with its chunk count), or ``None``."""
-        return await self._db.read("get_source", kops.get_source, check_int("source_id", source_id))
-
-    async def chunks_of_source(self, source_id: SourceId) -> list[KnowledgeChunk]:
-        """The chunks of a source by ``chunk_index`` (empty when it has none or does not exist)."""
-        return await self._db.read("chunks_of_source", kops.chunks_of_source, check_int("source_id", source_id))
-
-    async def get_embedding(self, chunk_id: ChunkId, model: str) -> npt.NDArray[np.float32] | None:
-        """The stored vector of a chunk for ``model`` (float32), or ``None``."""
-        cid = check_int("chunk_id", chunk_id)
-        return await self._db.read("get_embedding", kops.get_embedding, cid, check_model(model))
-
-    async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
-        """Counts of sessions, unarchived messages, sources, chunks and embeddings per model (of one workspace)."""
-        return await self._db.read("knowledge_status", kops.knowledge_status, workspace_id)
 
     # ---------------------------------------------------------------------- search
     # The contract is in omoide.stores.base.SearchStore; the operations in _search.py.
@@ -632,10 +472,3 @@ __all__ = ["DEFAULT_READERS", "SqliteStore"]
 
 def _erasure_state(conn: sqlite3.Connection, workspace_id: str) -> ErasureState:
     return ErasureState(erasure.erasure_generation(conn, workspace_id), erasure.erased_users(conn, workspace_id))
-
-
-def _add_source(
-    conn: sqlite3.Connection, source: SourceDraft, chunks: list[ChunkDraft], now: datetime, generation: int | None
-) -> tuple[SourceId, list[ChunkId]]:
-    erasure.check_erasure_generation(conn, source.workspace_id, generation)
-    return kops.insert_source(conn, source, chunks, now)

@@ -1,0 +1,215 @@
+"""The argument checks of :class:`~omoide.stores.knowledge.KnowledgeStore`'s public methods.
+
+Every backend validates the same way *before* touching the database, because the contract
+runs these checks and then calls the backend: a bad archive plan, draft or vector fails
+with the same :class:`~omoide.errors.InvalidInput` on SQLite and on PostgreSQL, naming
+what was wrong, and nothing is written.
+
+``omoide.stores.knowledge`` imports this module for its contract, and this module reads
+the record types from it (as a module, so either can be imported first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import InvalidInput
+from omoide.models import Message, Session, SessionStatus
+from omoide.stores import knowledge as records
+from omoide.stores._checks import HALFVEC_MAX, check_int
+
+CheckedVector = tuple[int, npt.NDArray[np.float32], str | None]
+"""``(chunk_id, float32 vector, content_hash)``: an :class:`EmbeddingRow` as checked."""
+
+
+def _optional_text(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text or None, got {type(value).__name__}")
+
+
+def _optional_time(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, datetime):
+        raise InvalidInput(f"{name} must be a datetime or None, got {type(value).__name__}")
+
+
+def check_source(source: object) -> records.SourceDraft:
+    """A :class:`SourceDraft` with text fields of the right types.
+
+    Raises:
+        InvalidInput: not a SourceDraft, empty workspace / type, or a field of the wrong type.
+    """
+    from omoide.stores.search import check_members  # not at the top: search.py imports the knowledge ids
+
+    if not isinstance(source, records.SourceDraft):
+        raise InvalidInput(f"a knowledge source must be a SourceDraft, got {type(source).__name__}")
+    if not isinstance(source.workspace_id, str) or not source.workspace_id:
+        raise InvalidInput("SourceDraft.workspace_id must be non-empty text")
+    if not isinstance(source.type, str) or not source.type.strip():
+        raise InvalidInput("SourceDraft.type must be non-empty text such as 'discord_session' or 'document'")
+    _optional_text("SourceDraft.title", source.title)
+    _optional_text("SourceDraft.uri", source.uri)
+    if not isinstance(source.metadata, Mapping):
+        raise InvalidInput(f"SourceDraft.metadata must be a mapping, got {type(source.metadata).__name__}")
+    if not isinstance(source.private, bool):
+        raise InvalidInput(f"SourceDraft.private must be a bool, got {type(source.private).__name__}")
+    check_members(source.members)
+    return source
+
+
+def check_chunks(chunks: object) -> Sequence[records.ChunkDraft]:
+    """A sequence of :class:`ChunkDraft` with fields of the right types.
+
+    Raises:
+        InvalidInput: not a sequence of ChunkDraft, or a field of the wrong type (the
+            message names the chunk's position).
+    """
+    if not isinstance(chunks, Sequence) or isinstance(chunks, str | bytes):
+        raise InvalidInput(f"chunks must be a sequence of ChunkDraft, got {type(chunks).__name__}")
+    for i, chunk in enumerate(chunks):
+        where = f"chunk {i}"
+        if not isinstance(chunk, records.ChunkDraft):
+            raise InvalidInput(f"{where} must be a ChunkDraft, got {type(chunk).__name__}")
+        if not isinstance(chunk.content, str) or not isinstance(chunk.lexical, str):
+            raise InvalidInput(f"{where}: content and lexical must be text")
+        check_int(f"{where}: token_count", chunk.token_count, minimum=0)
+        if not isinstance(chunk.location, Mapping):
+            raise InvalidInput(f"{where}: location must be a mapping, got {type(chunk.location).__name__}")
+        authors = chunk.author_ids
+        if isinstance(authors, str | bytes) or not isinstance(authors, Sequence):
+            raise InvalidInput(f"{where}: author_ids must be a sequence of author ids (not one string)")
+        if not all(isinstance(a, str) for a in authors):
+            raise InvalidInput(f"{where}: every author id must be text")
+        _optional_text(f"{where}: channel_id", chunk.channel_id)
+        _optional_text(f"{where}: thread_id", chunk.thread_id)
+        _optional_time(f"{where}: started_at", chunk.started_at)
+        _optional_time(f"{where}: ended_at", chunk.ended_at)
+    return chunks
+
+
+def check_plan(plan: object) -> records.ArchivePlan:
+    """An :class:`ArchivePlan` whose numbers, status, source and chunks are well formed.
+
+    Whether ``upto_seq`` fits the session is checked later, inside the transaction
+    (``omoide.stores._knowledge_common.check_archive_range``).
+
+    Raises:
+        InvalidInput: not an ArchivePlan, a negative or non-integer number, an unknown
+            status, or chunks without a source.
+    """
+    if not isinstance(plan, records.ArchivePlan):
+        raise InvalidInput(f"archive_session needs an ArchivePlan, got {type(plan).__name__}")
+    check_int("ArchivePlan.session_id", plan.session_id)
+    check_int("ArchivePlan.expected_version", plan.expected_version, minimum=0)
+    check_int("ArchivePlan.upto_seq", plan.upto_seq, minimum=1)
+    check_int("ArchivePlan.keep_newest", plan.keep_newest, minimum=0)
+    try:
+        SessionStatus(plan.status)
+    except ValueError:
+        allowed = ", ".join(s.value for s in SessionStatus)
+        raise InvalidInput(f"ArchivePlan.status must be one of {allowed}, got {plan.status!r}") from None
+    if plan.source is None:
+        if len(plan.chunks):
+            raise InvalidInput("ArchivePlan has chunks but no source: chunks belong to a source")
+    else:
+        check_source(plan.source)
+    check_chunks(plan.chunks)
+    return plan
+
+
+def check_locked_plan(plan: object, session: Session) -> records.ArchivePlan:
+    """A plan made by an :data:`ArchivePlanner` under the session's lock: well formed and for that session as read.
+
+    Raises:
+        InvalidInput: not an ArchivePlan, malformed, or planned for another session or version.
+    """
+    plan = check_plan(plan)
+    if plan.session_id != session.id or plan.expected_version != session.version:
+        raise InvalidInput(
+            f"the planner returned a plan for session {plan.session_id} version {plan.expected_version}, "
+            f"but was given session {session.id} version {session.version}: plan against the session given",
+            session_id=session.id,
+        )
+    return plan
+
+
+def check_finish_status(status: object) -> records.SourceStatus:
+    """The status a worker may leave ``processing`` for: ready, failed or pending.
+
+    Raises:
+        InvalidInput: ``processing`` (only a claim sets it) or an unknown status.
+    """
+    try:
+        value = records.SourceStatus(status)  # type: ignore[arg-type]
+    except ValueError:
+        allowed = ", ".join(s.value for s in records.SourceStatus)
+        raise InvalidInput(f"unknown source status {status!r}; allowed: {allowed}") from None
+    if value is records.SourceStatus.PROCESSING:
+        raise InvalidInput("finish_source cannot set 'processing': claim_sources does that")
+    return value
+
+
+def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
+    """``(chunk_id, float32 vector, content_hash)`` for each :class:`EmbeddingRow`.
+
+    Raises:
+        InvalidInput: a row is not an EmbeddingRow, a chunk id repeats, a vector is not
+            one-dimensional of length ``dimensions``, or holds NaN, an infinity or a value
+            beyond ±65504 (the halfvec range).
+    """
+    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
+        raise InvalidInput(f"rows must be a sequence of EmbeddingRow, got {type(rows).__name__}")
+    out: list[CheckedVector] = []
+    seen: set[int] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, records.EmbeddingRow):
+            raise InvalidInput(f"row {i} must be an EmbeddingRow, got {type(row).__name__}")
+        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
+        if chunk_id in seen:
+            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_embeddings call", chunk_id=chunk_id)
+        seen.add(chunk_id)
+        _optional_text(f"row {i}: content_hash", row.content_hash)
+        try:
+            vector = np.asarray(row.vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"chunk {chunk_id}: the vector is not numeric: {exc}", chunk_id=chunk_id) from exc
+        if vector.ndim != 1 or vector.shape[0] != dimensions:
+            raise InvalidInput(
+                f"chunk {chunk_id}: the vector has shape {vector.shape}, expected ({dimensions},) "
+                f"for dimensions={dimensions}",
+                chunk_id=chunk_id,
+                dimensions=dimensions,
+            )
+        if not np.all(np.isfinite(vector)) or float(np.max(np.abs(vector), initial=0.0)) > HALFVEC_MAX:
+            raise InvalidInput(
+                f"chunk {chunk_id}: the vector holds NaN, an infinity or a value beyond ±{HALFVEC_MAX:g} "
+                "(the halfvec range)",
+                chunk_id=chunk_id,
+            )
+        out.append((chunk_id, vector, row.content_hash))
+    return out
+
+
+def checked_planner(planner: records.ArchivePlanner) -> records.ArchivePlanner:
+    """``planner`` whose plans are checked (:func:`check_locked_plan`) before a backend applies them."""
+
+    def plan(session: Session, messages: Sequence[Message]) -> records.ArchivePlan | None:
+        made = planner(session, messages)
+        return None if made is None else check_locked_plan(made, session)
+
+    return plan
+
+
+__all__ = [
+    "CheckedVector",
+    "check_chunks",
+    "check_finish_status",
+    "check_locked_plan",
+    "check_plan",
+    "check_source",
+    "check_vectors",
+    "checked_planner",
+]

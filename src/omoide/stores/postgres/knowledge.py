@@ -1,0 +1,127 @@
+"""The PostgreSQL knowledge role: :class:`PostgresKnowledge` (the SQL is in ``_knowledge.py``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.models import Session
+from omoide.stores._erasure_common import ErasureState
+from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores.knowledge import (
+    ArchivePlan,
+    ArchivePlanner,
+    ArchiveResult,
+    ChunkDraft,
+    ChunkId,
+    ChunkText,
+    KnowledgeChunk,
+    KnowledgeSource,
+    KnowledgeStatus,
+    KnowledgeStore,
+    SourceDraft,
+    SourceId,
+    SourceStatus,
+)
+from omoide.stores.postgres import _erasure as erasure
+from omoide.stores.postgres import _knowledge as kops
+from omoide.stores.postgres._db import PostgresDb
+
+
+class PostgresKnowledge(KnowledgeStore):
+    """Long-term memory in PostgreSQL + pgvector: archives in REPEATABLE READ, vectors as ``halfvec``."""
+
+    def __init__(self, db: PostgresDb) -> None:
+        self._db = db
+
+    async def _archive_session(self, plan: ArchivePlan) -> ArchiveResult:
+        async with self._db.acquire() as conn:
+            return await kops.archive_session(conn, plan)
+
+    async def _archive_session_locked(
+        self, session_id: int, planner: ArchivePlanner
+    ) -> tuple[ArchivePlan, ArchiveResult] | None:
+        """The planner runs in a worker thread while the session row is locked."""
+        async with self._db.acquire() as conn:
+            return await kops.archive_session_locked(conn, session_id, planner)
+
+    async def _sessions_to_archive(self, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
+        async with self._db.acquire() as conn:
+            return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
+
+    async def _add_source(
+        self, source: SourceDraft, chunks: list[ChunkDraft], erasure_generation: int | None
+    ) -> tuple[SourceId, list[ChunkId]]:
+        """One statement; forgets the reused tokenizer name, which the insert may have changed."""
+        try:
+            async with self._db.acquire() as conn, conn.transaction():
+                await erasure.check_erasure_generation(conn, source.workspace_id, erasure_generation)
+                return await kops.insert_source(conn, source, chunks)
+        finally:
+            self._db.tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
+
+    async def _claim_sources(self, limit: int, lease_seconds: float) -> list[SourceId]:
+        """``FOR UPDATE SKIP LOCKED``: concurrent claimers neither share nor wait."""
+        async with self._db.acquire() as conn:
+            return await kops.claim_sources(conn, limit, lease_seconds)
+
+    async def _chunks_missing_embedding(
+        self, model: str, source_ids: list[int] | None, after_id: int, limit: int
+    ) -> list[ChunkText]:
+        async with self._db.acquire() as conn:
+            return await kops.chunks_missing_embedding(conn, model, source_ids, after_id, limit)
+
+    async def _put_embeddings(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+        async with self._db.acquire() as conn:
+            return await kops.put_embeddings(conn, model, dimensions, rows, self._db.vector_schema)
+
+    async def _release_sources(self, source_ids: list[int]) -> int:
+        async with self._db.acquire() as conn:
+            return await kops.release_sources(conn, source_ids)
+
+    async def _finish_source(self, source_id: int, status: SourceStatus, error: str | None) -> None:
+        async with self._db.acquire() as conn:
+            await kops.finish_source(conn, source_id, status, error)
+
+    async def _ensure_vector_index(self, model: str, dimensions: int) -> bool:
+        """The partial HNSW index, built concurrently with ``m`` / ``ef_construction`` from settings."""
+        async with self._db.acquire() as conn:
+            return await kops.ensure_vector_index(
+                conn,
+                model,
+                dimensions,
+                m=self._db.settings.hnsw_m,
+                ef_construction=self._db.settings.hnsw_ef_construction,
+                schema=self._db.vector_schema,
+            )
+
+    async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
+        async with self._db.acquire() as conn:
+            return await kops.list_sources(conn, workspace_id, limit, offset)
+
+    async def _knowledge_status(self, workspace_id: str | None) -> KnowledgeStatus:
+        async with self._db.acquire() as conn:
+            return await kops.knowledge_status(conn, workspace_id)
+
+    async def _get_source(self, source_id: int) -> KnowledgeSource | None:
+        async with self._db.acquire() as conn:
+            return await kops.get_source(conn, source_id)
+
+    async def _chunks_of_source(self, source_id: int) -> list[KnowledgeChunk]:
+        async with self._db.acquire() as conn:
+            return await kops.chunks_of_source(conn, source_id)
+
+    async def _get_embedding(self, chunk_id: int, model: str) -> npt.NDArray[np.float32] | None:
+        async with self._db.acquire() as conn:
+            return await kops.get_embedding(conn, chunk_id, model)
+
+    async def _erasure_state(self, workspace_id: str) -> ErasureState:
+        async with self._db.acquire() as conn, conn.transaction():
+            return ErasureState(
+                await erasure.erasure_generation(conn, workspace_id), await erasure.erased_users(conn, workspace_id)
+            )
+
+
+__all__ = ["PostgresKnowledge"]
