@@ -1,4 +1,6 @@
-"""Search filters: one workspace (required) plus optional channel/thread/author/type/time limits.
+"""The search contract: :class:`SearchStore` (rankings, then chunks by id), its filters and hit types.
+
+Search filters: one workspace (required) plus optional channel/thread/author/type/time limits.
 
 Every store query is scoped to exactly one workspace, so a search can never return another
 guild's or agent's chunks. The other filters narrow it further and are applied *inside*
@@ -292,7 +294,7 @@ class SearchStore(abc.ABC):
             InvalidInput: bad ``k``/filters/model, a non-finite or all-zero query, or a
                 query size that differs from the stored vectors.
         """
-        from omoide.stores._knowledge_common import check_model  # it imports check_members from here
+        from omoide.stores._knowledge_common import check_model  # local: _knowledge_common imports this module
 
         check_model(model)
         vector, wanted, limit = check_query_vector(query), check_filters(filters), check_k(k)
@@ -322,7 +324,7 @@ class SearchStore(abc.ABC):
         Raises:
             InvalidInput: an id is not an integer.
         """
-        from omoide.stores._knowledge_common import check_int  # it imports check_members from here
+        from omoide.stores._knowledge_common import check_int  # local: _knowledge_common imports this module
 
         ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
         if not ids:
