@@ -17,7 +17,9 @@ once, as ``ensure_vector_index`` does):
 
 Measured, every search with the workspace filter ``SearchFilters("g1")``:
 
-* ``vector`` / ``lexical``: the store calls, ``k = --k`` (200: the pipeline's candidates per list);
+* ``vector`` / ``lexical``: a ranking and then its chunks (``vector_ranking`` / ``lexical_ranking``
+  and ``fetch_chunks``: :func:`vector_search`, :func:`lexical_search`), ``k = --k`` (200: the
+  pipeline's candidates per list);
 * ``hybrid-db``: both at once, as the pipeline runs them (its database step before fusion);
   ``hybrid-serial``: one after the other, for comparison;
 * ``vector+channel``: vector search with a one-channel filter (5 % of the workspace);
@@ -44,13 +46,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +66,7 @@ from omoide.search.pipeline import PipelineConfig, SearchPipeline
 from omoide.settings import Settings
 from omoide.stores import open_store
 from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.stores.search import SearchFilters
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
 from omoide.text import search_tokenizer_name
 
 MODEL = "bench-e5"
@@ -201,6 +204,31 @@ async def _reload(
     return np.array(ids, dtype=np.int64), np.concatenate(vecs), 0.0
 
 
+async def _hits(search: SearchStore, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:
+    """The chunks of ``ranking`` in its order, with its scores and ranks 1, 2, …."""
+    found = {hit.chunk_id: hit for hit in await search.fetch_chunks([r.chunk_id for r in ranking])}
+    hits: list[ChunkHit] = []
+    for r in ranking:
+        hit = found.get(r.chunk_id)
+        if hit is not None:
+            hits.append(dataclasses.replace(hit, score=r.score, rank=len(hits) + 1))
+    return hits
+
+
+async def vector_search(
+    search: SearchStore, *, model: str, query: np.ndarray, filters: SearchFilters, k: int
+) -> list[ChunkHit]:
+    """The ``k`` nearest chunks with their rows: ``vector_ranking``, then ``fetch_chunks``."""
+    return await _hits(search, await search.vector_ranking(model=model, query=query, filters=filters, k=k))
+
+
+async def lexical_search(
+    search: SearchStore, *, tokens: Sequence[str], filters: SearchFilters, k: int
+) -> list[ChunkHit]:
+    """The ``k`` best full-text matches with their rows: ``lexical_ranking``, then ``fetch_chunks``."""
+    return await _hits(search, await search.lexical_ranking(tokens=tokens, filters=filters, k=k))
+
+
 async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
     samples = []
     for i in range(queries):
@@ -249,17 +277,17 @@ async def bench(
         chan = SearchFilters("g1", channel_ids=("c3",))
 
         t = time.perf_counter()
-        await store.vector_search(model=MODEL, query=qvecs[0], filters=ws, k=k)  # SQLite: builds the matrix
+        await vector_search(store.search, model=MODEL, query=qvecs[0], filters=ws, k=k)  # SQLite: builds the matrix
         out["first_vector_search_ms"] = round((time.perf_counter() - t) * 1000, 1)
         for i in range(5):  # warm caches / prepared statements
-            await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=k)
-            await store.lexical_search(tokens=qtokens[i], filters=ws, k=k)
+            await vector_search(store.search, model=MODEL, query=qvecs[i], filters=ws, k=k)
+            await lexical_search(store.search, tokens=qtokens[i], filters=ws, k=k)
 
         async def vector(i: int) -> Any:
-            return await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=k)
+            return await vector_search(store.search, model=MODEL, query=qvecs[i], filters=ws, k=k)
 
         async def lexical(i: int) -> Any:
-            return await store.lexical_search(tokens=qtokens[i], filters=ws, k=k)
+            return await lexical_search(store.search, tokens=qtokens[i], filters=ws, k=k)
 
         async def hybrid(i: int) -> Any:  # the pipeline runs both lists at once
             return await asyncio.gather(vector(i), lexical(i))
@@ -269,18 +297,18 @@ async def bench(
             return await lexical(i)
 
         async def vector_channel(i: int) -> Any:
-            return await store.vector_search(model=MODEL, query=qvecs[i], filters=chan, k=k)
+            return await vector_search(store.search, model=MODEL, query=qvecs[i], filters=chan, k=k)
 
         async def vector_ranking(i: int) -> Any:
-            return await store.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
+            return await store.search.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
 
         async def lexical_ranking(i: int) -> Any:
-            return await store.lexical_ranking(tokens=qtokens[i], filters=ws, k=k)
+            return await store.search.lexical_ranking(tokens=qtokens[i], filters=ws, k=k)
 
         # the whole pipeline but the query embedding: both rankings at once, RRF, fetch the fused 15
         texts = [" ".join(t) for t in qtokens]
         pipeline = SearchPipeline(
-            store,
+            store.search,
             PipelineConfig(candidates=k, fused=15, top_k=5, mode="hybrid"),
             embedder=lambda: _LookupEmbedder(dict(zip(texts, qvecs, strict=True)), dims),
         )
@@ -309,10 +337,12 @@ async def bench(
             recalls, pipeline_recalls = [], []
             for i in range(min(queries, 100)):
                 want = set(g1_ids[np.argsort(-(exact_m @ qvecs[i]))[:10]].tolist())
-                got = {h.chunk_id for h in await store.vector_search(model=MODEL, query=qvecs[i], filters=ws, k=10)}
+                got = {
+                    h.chunk_id for h in await vector_search(store.search, model=MODEL, query=qvecs[i], filters=ws, k=10)
+                }
                 recalls.append(len(got & want) / 10)
                 # the pipeline asks for k candidates (ef_search raised to k): its 10 nearest
-                ranked = await store.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
+                ranked = await store.search.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
                 pipeline_recalls.append(len({r.chunk_id for r in ranked[:10]} & want) / 10)
             out["recall@10"] = round(float(np.mean(recalls)), 4)
             out["recall@10_of_k"] = round(float(np.mean(pipeline_recalls)), 4)

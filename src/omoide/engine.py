@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from omoide.providers.base import Embedder, Reranker
     from omoide.search.lexical_index import LexicalRebuildReport
     from omoide.search.pipeline import SearchHit, SearchMode, SearchPipeline, SearchResult
-    from omoide.stores.base import LexicalTable
     from omoide.stores.knowledge import KnowledgeSource, KnowledgeStatus
+    from omoide.stores.lexical_index import LexicalTable
     from omoide.stores.memories import ForgetReport, MemoryHit, RememberResult
     from omoide.stores.search import SearchFilters
     from omoide.stores.summaries import Summary
@@ -356,9 +356,9 @@ class Memory:
         """
         from omoide.errors import CapabilityNotSupported
         from omoide.search.lexical_index import rebuild_lexical_index
-        from omoide.stores.base import LexicalIndexStore
+        from omoide.stores.lexical_index import LexicalIndexStore
 
-        if not isinstance(self.store, LexicalIndexStore):
+        if not isinstance(self.store.lexical_index, LexicalIndexStore):
             raise CapabilityNotSupported(f"the {type(self.store).__name__} backend has no full-text index")
         return await rebuild_lexical_index(self.store, on_rows=on_rows)
 
@@ -463,15 +463,15 @@ class Memory:
         """
         from omoide.errors import CapabilityNotSupported
         from omoide.search.pipeline import PipelineConfig, SearchPipeline
-        from omoide.stores.base import SearchStore
+        from omoide.stores.search import SearchStore
 
-        if not isinstance(self.store, SearchStore):
+        if not isinstance(self.store.search, SearchStore):
             raise CapabilityNotSupported(
                 f"the {type(self.store).__name__} backend cannot search knowledge; use SQLite or PostgreSQL"
             )
         expander = self.chat_model if self.settings.search_query_expansion > 0 else None
         return SearchPipeline(
-            self.store,
+            self.store.search,
             PipelineConfig.from_settings(self.settings),
             embedder=lambda: self.embedder,
             reranker=self.reranker,
@@ -943,7 +943,8 @@ class Memory:
             ContextOverflow: the system prompt and the latest exchange alone exceed the budget.
         """
         from omoide.context.assembly import ContextPart, PartKind, assemble
-        from omoide.stores.base import MemoryStore, SearchStore
+        from omoide.stores.base import MemoryStore
+        from omoide.stores.search import SearchStore
 
         session = await self.sessions.get_or_create(key)
         window = await self.history(key)
@@ -966,7 +967,11 @@ class Memory:
         viewer = session.user_id if session.private and session.user_id else None
 
         async def knowledge() -> SearchResult | None:
-            if not text.strip() or not isinstance(self.store, SearchStore) or (channels is not None and not channels):
+            if (
+                not text.strip()
+                or not isinstance(self.store.search, SearchStore)
+                or (channels is not None and not channels)
+            ):
                 return None
             return await self.search(
                 text, workspace=session.workspace_id, channel=channels, viewer=viewer, public_only=viewer is None

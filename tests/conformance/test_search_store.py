@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from omoide.errors import InvalidInput
-from omoide.stores.base import SearchStore
 from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
-from omoide.stores.search import ChunkHit, SearchFilters
+from omoide.stores.search import ChunkHit, SearchFilters, SearchStore
 from omoide.text import search_tokenizer_name, tokenize_for_search
+from search_helpers import lexical_search, vector_search
 
 T0 = datetime(2025, 11, 8, 12, 0, tzinfo=UTC)
 MODEL = "test-model"
@@ -73,14 +73,14 @@ def _tokens(text: str) -> list[str]:
 
 
 async def test_store_satisfies_search_protocol(store):
-    assert isinstance(store, SearchStore)
+    assert isinstance(store.search, SearchStore)
 
 
 async def test_vector_search_ranks_by_cosine_similarity(store):
     vectors = [_vec(i) for i in range(6)]
     ids = await _add(store, [Doc(f"doc {i}", vector=v) for i, v in enumerate(vectors)])
     query = vectors[3] * 5.0  # the length must not matter: cosine
-    hits = await store.vector_search(model=MODEL, query=query, filters=SearchFilters("g1"), k=6)
+    hits = await vector_search(store.search, model=MODEL, query=query, filters=SearchFilters("g1"), k=6)
     assert hits[0].chunk_id == ids[3]
     assert hits[0].score == pytest.approx(1.0, abs=2e-3)
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5, 6]
@@ -97,11 +97,11 @@ async def test_rankings_are_the_searches_without_the_rows(store):
     await _add(store, docs)
     await _add(store, [Doc("release plan elsewhere", vector=_vec(1))], workspace="g2")
     for filters in (SearchFilters("g1"), SearchFilters("g1", channel_ids=("c1",))):
-        full = await store.vector_search(model=MODEL, query=_vec(2), filters=filters, k=5)
+        full = await vector_search(store.search, model=MODEL, query=_vec(2), filters=filters, k=5)
         ranked = await store.vector_ranking(model=MODEL, query=_vec(2), filters=filters, k=5)
         assert [r.chunk_id for r in ranked] == _ids(full)
         assert [r.score for r in ranked] == pytest.approx([h.score for h in full])
-        full_lex = await store.lexical_search(tokens=_tokens("release plan"), filters=filters, k=5)
+        full_lex = await lexical_search(store.search, tokens=_tokens("release plan"), filters=filters, k=5)
         ranked_lex = await store.lexical_ranking(tokens=_tokens("release plan"), filters=filters, k=5)
         assert [r.chunk_id for r in ranked_lex] == _ids(full_lex)
         assert [r.score for r in ranked_lex] == pytest.approx([h.score for h in full_lex])
@@ -112,9 +112,9 @@ async def test_rankings_are_the_searches_without_the_rows(store):
 
 async def test_vector_search_k_limits_and_other_models_are_ignored(store):
     await _add(store, [Doc(f"doc {i}", vector=_vec(i)) for i in range(5)])
-    hits = await store.vector_search(model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=2)
+    hits = await vector_search(store.search, model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=2)
     assert len(hits) == 2
-    assert await store.vector_search(model="other-model", query=_vec(1), filters=SearchFilters("g1"), k=2) == []
+    assert await vector_search(store.search, model="other-model", query=_vec(1), filters=SearchFilters("g1"), k=2) == []
 
 
 async def test_hits_carry_chunk_and_source_fields(store):
@@ -125,8 +125,8 @@ async def test_hits_carry_chunk_and_source_fields(store):
         type_="discord_channel",
     )
     for hits in (
-        await store.vector_search(model=MODEL, query=_vec(0), filters=SearchFilters("g1"), k=1),
-        await store.lexical_search(tokens=_tokens("天気"), filters=SearchFilters("g1"), k=1),
+        await vector_search(store.search, model=MODEL, query=_vec(0), filters=SearchFilters("g1"), k=1),
+        await lexical_search(store.search, tokens=_tokens("天気"), filters=SearchFilters("g1"), k=1),
         await store.fetch_chunks([cid]),
     ):
         [hit] = hits
@@ -147,11 +147,13 @@ async def test_workspace_isolation(store):
     mine = await _add(store, [Doc("天気 weather report", vector=_vec(7))], workspace="g1")
     theirs = await _add(store, [Doc("天気 weather report", vector=_vec(7))] * 3, workspace="g2")
     f = SearchFilters("g1")
-    assert _ids(await store.vector_search(model=MODEL, query=_vec(7), filters=f, k=10)) == mine
-    assert _ids(await store.lexical_search(tokens=_tokens("weather 天気"), filters=f, k=10)) == mine
+    assert _ids(await vector_search(store.search, model=MODEL, query=_vec(7), filters=f, k=10)) == mine
+    assert _ids(await lexical_search(store.search, tokens=_tokens("weather 天気"), filters=f, k=10)) == mine
     other = SearchFilters("g2")
-    assert sorted(_ids(await store.vector_search(model=MODEL, query=_vec(7), filters=other, k=10))) == sorted(theirs)
-    assert await store.vector_search(model=MODEL, query=_vec(7), filters=SearchFilters("nobody"), k=10) == []
+    assert sorted(_ids(await vector_search(store.search, model=MODEL, query=_vec(7), filters=other, k=10))) == sorted(
+        theirs
+    )
+    assert await vector_search(store.search, model=MODEL, query=_vec(7), filters=SearchFilters("nobody"), k=10) == []
 
 
 FILTER_DOCS = [
@@ -184,8 +186,8 @@ async def test_each_filter_applies_to_vector_and_lexical_search(store, filters, 
     )
     await _add(store, [Doc("deploy notes other workspace", vector=_vec(0))], workspace="g2")
     want = sorted(ids[i] for i in expected)
-    vector = await store.vector_search(model=MODEL, query=_vec(0), filters=filters, k=10)
-    lexical = await store.lexical_search(tokens=_tokens("deploy"), filters=filters, k=10)
+    vector = await vector_search(store.search, model=MODEL, query=_vec(0), filters=filters, k=10)
+    lexical = await lexical_search(store.search, tokens=_tokens("deploy"), filters=filters, k=10)
     assert sorted(_ids(vector)) == want
     assert sorted(_ids(lexical)) == want
 
@@ -194,11 +196,11 @@ async def test_source_type_filter_and_time_span_overlap(store):
     chat = await _add(store, [Doc("release plan", start=T0, end=T0 + timedelta(hours=5))], type_="discord_channel")
     doc = await _add(store, [Doc("release plan", start=T0, end=T0)], type_="document")
     f = SearchFilters("g1", source_types=("document",))
-    assert _ids(await store.lexical_search(tokens=_tokens("release"), filters=f, k=5)) == doc
-    assert _ids(await store.vector_search(model=MODEL, query=_vec(0), filters=f, k=5)) == doc
+    assert _ids(await lexical_search(store.search, tokens=_tokens("release"), filters=f, k=5)) == doc
+    assert _ids(await vector_search(store.search, model=MODEL, query=_vec(0), filters=f, k=5)) == doc
     # a span that starts before `since` but ends after it overlaps the range
     late = SearchFilters("g1", since=T0 + timedelta(hours=2))
-    assert _ids(await store.lexical_search(tokens=_tokens("release"), filters=late, k=5)) == chat
+    assert _ids(await lexical_search(store.search, tokens=_tokens("release"), filters=late, k=5)) == chat
 
 
 async def test_selective_filter_still_returns_k_rows(store):
@@ -207,9 +209,9 @@ async def test_selective_filter_still_returns_k_rows(store):
     await store.ensure_vector_index(model=MODEL, dimensions=DIMS)
     rare = {ids[i] for i in range(0, 200, 25)}
     f = SearchFilters("g1", channel_ids=("rare",))
-    hits = await store.vector_search(model=MODEL, query=_vec(3), filters=f, k=5)
+    hits = await vector_search(store.search, model=MODEL, query=_vec(3), filters=f, k=5)
     assert len(hits) == 5 and set(_ids(hits)) <= rare
-    assert len(await store.vector_search(model=MODEL, query=_vec(3), filters=f, k=50)) == len(rare)
+    assert len(await vector_search(store.search, model=MODEL, query=_vec(3), filters=f, k=50)) == len(rare)
 
 
 async def test_japanese_word_inside_a_sentence_matches(store):
@@ -221,9 +223,9 @@ async def test_japanese_word_inside_a_sentence_matches(store):
             Doc("天候が悪い日は家で本を読みます"),
         ],
     )
-    hits = await store.lexical_search(tokens=_tokens("天気"), filters=SearchFilters("g1"), k=10)
+    hits = await lexical_search(store.search, tokens=_tokens("天気"), filters=SearchFilters("g1"), k=10)
     assert _ids(hits) == [ids[0]]
-    hits = await store.lexical_search(tokens=_tokens("会議はいつ？"), filters=SearchFilters("g1"), k=10)
+    hits = await lexical_search(store.search, tokens=_tokens("会議はいつ？"), filters=SearchFilters("g1"), k=10)
     assert hits and hits[0].chunk_id == ids[1]
 
 
@@ -236,7 +238,7 @@ async def test_lexical_ranking_prefers_more_and_denser_matches(store):
             Doc("nothing relevant here at all"),
         ],
     )
-    hits = await store.lexical_search(tokens=_tokens("kubernetes upgrade"), filters=SearchFilters("g1"), k=10)
+    hits = await lexical_search(store.search, tokens=_tokens("kubernetes upgrade"), filters=SearchFilters("g1"), k=10)
     assert _ids(hits) == [ids[1], ids[0]]
     assert hits[0].score > hits[1].score > 0
     assert [h.rank for h in hits] == [1, 2]
@@ -248,7 +250,7 @@ async def test_lexical_ranking_weighs_rare_words_above_common_ones(store):
     IDF, ranked it last)."""
     common = [Doc(f"meeting notes meeting agenda meeting room {i}") for i in range(12)]
     ids = await _add(store, [*common, Doc("we booked the venue in sapporo for the offsite next month")])
-    hits = await store.lexical_search(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
+    hits = await lexical_search(store.search, tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
     assert hits[0].chunk_id == ids[-1]
     ranked = await store.lexical_ranking(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
     assert [r.chunk_id for r in ranked] == _ids(hits)
@@ -273,39 +275,39 @@ async def test_lexical_tokens_are_never_query_syntax(store):
         ["()"],
         ["hello"],
     ):
-        hits = await store.lexical_search(tokens=tokens, filters=f, k=5)
+        hits = await lexical_search(store.search, tokens=tokens, filters=f, k=5)
         assert _ids(hits) in ([], [cid])
-    assert _ids(await store.lexical_search(tokens=["hello"], filters=f, k=5)) == [cid]
+    assert _ids(await lexical_search(store.search, tokens=["hello"], filters=f, k=5)) == [cid]
 
 
 async def test_empty_tokens_return_nothing(store):
     await _add(store, [Doc("something")])
     f = SearchFilters("g1")
-    assert await store.lexical_search(tokens=[], filters=f, k=5) == []
-    assert await store.lexical_search(tokens=["", "  "], filters=f, k=5) == []
+    assert await lexical_search(store.search, tokens=[], filters=f, k=5) == []
+    assert await lexical_search(store.search, tokens=["", "  "], filters=f, k=5) == []
 
 
 @pytest.mark.parametrize("k", [0, -1, 1001, 2.5, True, "3"])
 async def test_k_out_of_bounds_is_invalid_input(store, k):
     f = SearchFilters("g1")
     with pytest.raises(InvalidInput, match="k must"):
-        await store.vector_search(model=MODEL, query=_vec(0), filters=f, k=k)
+        await vector_search(store.search, model=MODEL, query=_vec(0), filters=f, k=k)
     with pytest.raises(InvalidInput, match="k must"):
-        await store.lexical_search(tokens=["x"], filters=f, k=k)
+        await lexical_search(store.search, tokens=["x"], filters=f, k=k)
 
 
 async def test_bad_inputs_are_invalid_input(store):
     f = SearchFilters("g1")
     with pytest.raises(InvalidInput, match="SearchFilters"):
-        await store.lexical_search(tokens=["x"], filters="g1", k=5)
+        await lexical_search(store.search, tokens=["x"], filters="g1", k=5)
     with pytest.raises(InvalidInput, match="sequence of search tokens"):
-        await store.lexical_search(tokens="天気", filters=f, k=5)
+        await lexical_search(store.search, tokens="天気", filters=f, k=5)
     with pytest.raises(InvalidInput, match="all zeros"):
-        await store.vector_search(model=MODEL, query=np.zeros(DIMS, dtype=np.float32), filters=f, k=5)
+        await vector_search(store.search, model=MODEL, query=np.zeros(DIMS, dtype=np.float32), filters=f, k=5)
     with pytest.raises(InvalidInput, match="NaN"):
-        await store.vector_search(model=MODEL, query=np.full(DIMS, np.nan, dtype=np.float32), filters=f, k=5)
+        await vector_search(store.search, model=MODEL, query=np.full(DIMS, np.nan, dtype=np.float32), filters=f, k=5)
     with pytest.raises(InvalidInput, match="model"):
-        await store.vector_search(model="", query=_vec(0), filters=f, k=5)
+        await vector_search(store.search, model="", query=_vec(0), filters=f, k=5)
     with pytest.raises(InvalidInput, match="workspace_id"):
         SearchFilters("")
     with pytest.raises(InvalidInput, match="after until"):
@@ -315,7 +317,7 @@ async def test_bad_inputs_are_invalid_input(store):
 async def test_query_size_must_match_the_stored_vectors(store):
     await _add(store, [Doc("x")])
     with pytest.raises(InvalidInput, match="8-dimensional"):
-        await store.vector_search(model=MODEL, query=_vec(0, dims=4), filters=SearchFilters("g1"), k=5)
+        await vector_search(store.search, model=MODEL, query=_vec(0, dims=4), filters=SearchFilters("g1"), k=5)
 
 
 async def test_fetch_chunks_keeps_the_given_order(store):
@@ -329,13 +331,13 @@ async def test_fetch_chunks_keeps_the_given_order(store):
 async def test_new_embeddings_are_seen_by_the_next_search(store):
     first = await _add(store, [Doc("a", vector=_vec(1))])
     f = SearchFilters("g1")
-    assert _ids(await store.vector_search(model=MODEL, query=_vec(2), filters=f, k=5)) == first
+    assert _ids(await vector_search(store.search, model=MODEL, query=_vec(2), filters=f, k=5)) == first
     second = await _add(store, [Doc("b", vector=_vec(2))])
-    hits = await store.vector_search(model=MODEL, query=_vec(2), filters=f, k=5)
+    hits = await vector_search(store.search, model=MODEL, query=_vec(2), filters=f, k=5)
     assert _ids(hits) == [second[0], first[0]]
     # replacing a vector is seen too
     await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(chunk_id=first[0], vector=_vec(2))])
-    hits = await store.vector_search(model=MODEL, query=_vec(2), filters=f, k=5)
+    hits = await vector_search(store.search, model=MODEL, query=_vec(2), filters=f, k=5)
     assert [round(h.score, 2) for h in hits] == [1.0, 1.0]
 
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from omoide import Memory
 from omoide.cli import app
 from omoide.search.lexical_index import chunk_lexical_text
-from omoide.stores.base import LexicalIndexStore, LexicalTable
 from omoide.stores.knowledge import ChunkDraft, SourceDraft
+from omoide.stores.lexical_index import LexicalIndexStore, LexicalTable
 from omoide.text import get_search_tokenizer, tokenize_for_search, tokenizer_named
 
 from .helpers import T0
@@ -44,7 +44,7 @@ async def _add_chunk(mem: Memory, text: str, *, workspace: str = "g1") -> int:
 async def _age_index(mem: Memory) -> None:
     """Make the index look as an older omoide wrote it: v1 tokens everywhere, v1 recorded."""
     store = mem.store
-    assert isinstance(store, LexicalIndexStore)
+    assert isinstance(store.lexical_index, LexicalIndexStore)
     old = tokenizer_named(OLD)
     assert old is not None
     for table in LexicalTable:
@@ -119,7 +119,7 @@ async def test_a_mixed_index_says_so_and_the_rebuild_fixes_it(mem: Memory) -> No
 async def test_lexical_batches_resume_by_id(mem: Memory) -> None:
     ids = [await _add_chunk(mem, f"note number {i}") for i in range(5)]
     store = mem.store
-    assert isinstance(store, LexicalIndexStore)
+    assert isinstance(store.lexical_index, LexicalIndexStore)
     first = await store.lexical_batch(LexicalTable.CHUNKS, after_id=0, limit=2)
     rest = await store.lexical_batch(LexicalTable.CHUNKS, after_id=first[-1][0], limit=100)
     assert [i for i, _ in first + rest] == ids

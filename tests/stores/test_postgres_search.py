@@ -15,6 +15,7 @@ from omoide.stores.postgres import PostgresStore
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._knowledge import vector_index_name
 from omoide.stores.search import RankedChunk, SearchFilters
+from search_helpers import vector_search
 
 pytestmark = pytest.mark.postgres
 
@@ -74,10 +75,8 @@ async def test_selective_filter_returns_k_rows_through_the_index(pg_store):
             sql, _ = sops.vector_sql(MODEL, DIMS, f, None)
             plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, HalfVector(query), "g1", ["rare"], 10))
             ranking = await sops.vector_ranking(conn, MODEL, query, f, 10, ef_search=40, schema=None, exact_limit=0)
-            hits = await sops.hits_for(conn, ranking)
-            exact_hits = await sops.hits_for(
-                conn, await sops.vector_ranking(conn, MODEL, query, f, 10, ef_search=40, schema=None)
-            )
+            hits = ranking
+            exact_hits = await sops.vector_ranking(conn, MODEL, query, f, 10, ef_search=40, schema=None)
             # without the iterative scan (seed 004's query shape) the same filter starves
             async with conn.transaction():
                 await conn.execute("SET LOCAL hnsw.iterative_scan = off; SET LOCAL hnsw.ef_search = 40")
@@ -96,8 +95,8 @@ async def test_selective_filter_returns_k_rows_through_the_index(pg_store):
 
 async def test_store_vector_search_fills_k_with_a_one_percent_filter(pg_store):
     _, vectors, rare = await _load(pg_store)
-    hits = await pg_store.vector_search(
-        model=MODEL, query=vectors[5], filters=SearchFilters("g1", channel_ids=("rare",)), k=25
+    hits = await vector_search(
+        pg_store.search, model=MODEL, query=vectors[5], filters=SearchFilters("g1", channel_ids=("rare",)), k=25
     )
     assert len(hits) == 25 and {h.chunk_id for h in hits} <= rare
     assert [h.rank for h in hits] == list(range(1, 26))
@@ -118,7 +117,7 @@ async def test_cosine_not_l2_seed_004(pg_store):
         dimensions=DIMS,
         rows=[EmbeddingRow(chunk_id=far, vector=long_same), EmbeddingRow(chunk_id=near, vector=close)],
     )
-    hits = await pg_store.vector_search(model=MODEL, query=q, filters=SearchFilters("g1"), k=2)
+    hits = await vector_search(pg_store.search, model=MODEL, query=q, filters=SearchFilters("g1"), k=2)
     assert [h.chunk_id for h in hits] == [far, near]
     assert hits[0].score == pytest.approx(1.0, abs=1e-3)
 
@@ -230,7 +229,7 @@ async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_sto
 async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, pg_url, tmp_path, monkeypatch):
     """Every search asks which tokenizer wrote the index: the answer is reused for a few seconds,
     this store's own writes and reindexes forget it at once, another process's are seen after."""
-    import omoide.stores.postgres.store as pg_module
+    import omoide.stores.postgres.search as pg_module
 
     assert await pg_store.lexical_tokenizer() is None
     drafts = [ChunkDraft(content="hello", lexical="hello", token_count=1, channel_id="c")]

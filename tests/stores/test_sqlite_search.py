@@ -15,6 +15,7 @@ from omoide.stores.search import SearchFilters
 from omoide.stores.sqlite import SqliteStore
 from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite._conn import path_from_url
+from search_helpers import vector_search
 
 MODEL = "m"
 DIMS = 4
@@ -49,16 +50,16 @@ async def test_matrix_is_cached_until_the_workspace_changes(sq_store):
     await _add(sq_store, "g1", [_v(1, 0, 0, 0), _v(0, 1, 0, 0)])
     await _add(sq_store, "g2", [_v(1, 0, 0, 0)])
     f = SearchFilters("g1")
-    await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5)
+    await vector_search(sq_store.search, model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5)
     cache = sq_store._db.vector_cache
     first = cache._entries[("g1", MODEL)]
-    await sq_store.vector_search(model=MODEL, query=_v(0, 1, 0, 0), filters=f, k=5)
+    await vector_search(sq_store.search, model=MODEL, query=_v(0, 1, 0, 0), filters=f, k=5)
     assert cache._entries[("g1", MODEL)] is first, "no write: the same matrix"
     await _add(sq_store, "g2", [_v(0, 0, 1, 0)])  # another workspace changed
-    await sq_store.vector_search(model=MODEL, query=_v(0, 1, 0, 0), filters=f, k=5)
+    await vector_search(sq_store.search, model=MODEL, query=_v(0, 1, 0, 0), filters=f, k=5)
     assert cache._entries[("g1", MODEL)] is first
     await _add(sq_store, "g1", [_v(0, 0, 1, 0)])
-    hits = await sq_store.vector_search(model=MODEL, query=_v(0, 0, 1, 0), filters=f, k=5)
+    hits = await vector_search(sq_store.search, model=MODEL, query=_v(0, 0, 1, 0), filters=f, k=5)
     assert cache._entries[("g1", MODEL)] is not first
     assert len(hits) == 3 and hits[0].score == pytest.approx(1.0)
 
@@ -66,14 +67,14 @@ async def test_matrix_is_cached_until_the_workspace_changes(sq_store):
 async def test_writes_from_another_connection_and_cascading_deletes_invalidate(sq_store):
     source_id, _ids = await _add(sq_store, "g1", [_v(1, 0, 0, 0), _v(0, 1, 0, 0)])
     f = SearchFilters("g1")
-    assert len(await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5)) == 2
+    assert len(await vector_search(sq_store.search, model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5)) == 2
     path = path_from_url(sq_store.url)
     before = _generation(path, "g1")
     with sqlite3.connect(path) as other:  # another process deletes the source: chunks and vectors cascade
         other.execute("PRAGMA foreign_keys = ON")
         other.execute("DELETE FROM knowledge_sources WHERE id = ?", (source_id,))
     assert _generation(path, "g1") == before + 2  # one bump per cascaded embedding row
-    assert await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5) == []
+    assert await vector_search(sq_store.search, model=MODEL, query=_v(1, 0, 0, 0), filters=f, k=5) == []
 
 
 async def test_filters_restrict_rows_before_scoring(sq_store):
@@ -85,22 +86,22 @@ async def test_filters_restrict_rows_before_scoring(sq_store):
     rng = np.random.default_rng(1)
     rows = [EmbeddingRow(chunk_id=c, vector=rng.standard_normal(DIMS).astype(np.float32)) for c in ids]
     await sq_store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
-    hits = await sq_store.vector_search(
-        model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1", channel_ids=("rare",)), k=10
+    hits = await vector_search(
+        sq_store.search, model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1", channel_ids=("rare",)), k=10
     )
     assert [h.chunk_id for h in hits] == [ids[7]]
     # a filter keeping most rows takes the score-all-then-mask path and agrees with the unfiltered ranking
-    broad = await sq_store.vector_search(
-        model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1", channel_ids=("x",)), k=39
+    broad = await vector_search(
+        sq_store.search, model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1", channel_ids=("x",)), k=39
     )
-    full = await sq_store.vector_search(model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1"), k=40)
+    full = await vector_search(sq_store.search, model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1"), k=40)
     assert [h.chunk_id for h in broad] == [h.chunk_id for h in full if h.chunk_id != ids[7]]
 
 
 async def test_query_size_must_match_the_stored_vectors(sq_store):
     await _add(sq_store, "g1", [_v(1, 0, 0, 0)])
     with pytest.raises(InvalidInput, match="4-dimensional"):
-        await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0), filters=SearchFilters("g1"), k=5)
+        await vector_search(sq_store.search, model=MODEL, query=_v(1, 0, 0), filters=SearchFilters("g1"), k=5)
 
 
 async def test_tokenizer_becomes_mixed_when_writers_disagree(tmp_path):
@@ -127,6 +128,6 @@ async def test_cache_drops_the_oldest_matrices_beyond_its_budget(sq_store, monke
         await _add(sq_store, ws, [_v(1, 0, 0, 0), _v(0, 1, 0, 0)])
     monkeypatch.setattr(sops, "MAX_CACHE_BYTES", 2 * 2 * DIMS * 4)  # room for two 2x4 matrices
     for ws in ("g1", "g2", "g3"):
-        hits = await sq_store.vector_search(model=MODEL, query=_v(1, 0, 0, 0), filters=SearchFilters(ws), k=5)
+        hits = await vector_search(sq_store.search, model=MODEL, query=_v(1, 0, 0, 0), filters=SearchFilters(ws), k=5)
         assert len(hits) == 2
     assert list(sq_store._db.vector_cache._entries) == [("g2", MODEL), ("g3", MODEL)]

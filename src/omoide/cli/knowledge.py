@@ -23,7 +23,7 @@ from rich.table import Table
 from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
 from omoide.cli._db import open_existing_memory
 from omoide.search.lexical_index import LexicalRebuildReport
-from omoide.stores.base import LexicalTable
+from omoide.stores.lexical_index import LexicalTable
 
 if TYPE_CHECKING:
     from omoide.knowledge.archiver import SessionOutcome

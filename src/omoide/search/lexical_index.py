@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from omoide.stores.base import LexicalIndexStore, LexicalTable
+from omoide.stores.base import Store
+from omoide.stores.lexical_index import LexicalIndexStore, LexicalTable
+from omoide.stores.search import SearchStore
 from omoide.text import get_search_tokenizer, lexical_text
 from omoide.text.chat_lines import chunk_lexical_text
 
@@ -45,16 +47,15 @@ def _tokens(table: LexicalTable, content: str) -> str:
 async def lexical_index_is_stale(store: object) -> bool:
     """Whether ``store``'s lexical index was written (wholly or partly) by another tokenizer
     than the current one, so :func:`rebuild_lexical_index` should run."""
-    from omoide.stores.base import SearchStore
-
-    if not isinstance(store, SearchStore) or not isinstance(store, LexicalIndexStore):
+    search = getattr(store, "search", None)
+    if not isinstance(search, SearchStore) or not isinstance(getattr(store, "lexical_index", None), LexicalIndexStore):
         return False
-    recorded = await store.lexical_tokenizer()
+    recorded = await search.lexical_tokenizer()
     return recorded is not None and recorded != get_search_tokenizer().name
 
 
 async def rebuild_lexical_index(
-    store: LexicalIndexStore,
+    store: Store,
     *,
     batch: int = BATCH,
     on_rows: Callable[[LexicalTable, int, int], None] | None = None,
@@ -69,24 +70,23 @@ async def rebuild_lexical_index(
     Returns:
         The tokenizer now recorded, the one before, and the rows visited per table.
     """
-    from omoide.stores.base import SearchStore
-
-    previous = await store.lexical_tokenizer() if isinstance(store, SearchStore) else None
+    index = store.lexical_index
+    previous = await store.search.lexical_tokenizer()
     report = LexicalRebuildReport(tokenizer=get_search_tokenizer().name, previous=previous)
     for table in LexicalTable:
-        total = await store.lexical_row_count(table)
+        total = await index.lexical_row_count(table)
         done, after = 0, 0
         while True:
-            rows = await store.lexical_batch(table, after_id=after, limit=batch)
+            rows = await index.lexical_batch(table, after_id=after, limit=batch)
             if not rows:
                 break
-            await store.rewrite_lexical(table, [(row_id, _tokens(table, content)) for row_id, content in rows])
+            await index.rewrite_lexical(table, [(row_id, _tokens(table, content)) for row_id, content in rows])
             after = rows[-1][0]
             done += len(rows)
             if on_rows is not None:
                 on_rows(table, done, max(total, done))
         report.rows[table.value] = done
-    await store.set_lexical_tokenizer(report.tokenizer)
+    await index.set_lexical_tokenizer(report.tokenizer)
     return report
 
 

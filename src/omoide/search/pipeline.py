@@ -42,9 +42,8 @@ from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
-from omoide.stores.base import SearchStore
 from omoide.stores.knowledge import ChunkId
-from omoide.stores.search import MAX_K, ChunkHit, RankedChunk, SearchFilters, check_k
+from omoide.stores.search import MAX_K, ChunkHit, RankedChunk, SearchFilters, SearchStore, check_k
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
@@ -281,7 +280,7 @@ def _list_name(kind: str, index: int) -> str:
 
 
 class SearchPipeline:
-    """Runs searches over a :class:`~omoide.stores.base.SearchStore` (see the module docstring).
+    """Runs searches over a :class:`~omoide.stores.search.SearchStore` (see the module docstring).
 
     Args:
         store: the store.

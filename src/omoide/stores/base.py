@@ -10,7 +10,6 @@ its own module beside its record types (:mod:`omoide.stores.sessions`,
 from __future__ import annotations
 
 import abc
-import enum
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
@@ -22,11 +21,11 @@ from omoide.models import Message
 from omoide.stores._erasure_common import ErasureState
 from omoide.stores.api_keys import ApiKeyStore
 from omoide.stores.knowledge import (
-    ChunkId,
     KnowledgeStore,
 )
+from omoide.stores.lexical_index import LexicalIndexStore
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
+from omoide.stores.search import SearchStore
 from omoide.stores.sessions import SessionStore
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -43,93 +42,6 @@ class _ErasureAware(Protocol):  # TRANSITIONAL: the Protocol side of omoide.stor
 
 
 @runtime_checkable
-@runtime_checkable
-class SearchStore(Protocol):
-    """Retrieval over knowledge chunks: vector, lexical and fetch-by-id.
-
-    Contract notes:
-
-    * Every search is scoped to ``filters.workspace_id``: a chunk of another workspace is
-      never returned. All filters (:class:`~omoide.stores.search.SearchFilters`) are
-      applied inside the database query, so a search returns ``k`` hits whenever at least
-      ``k`` chunks match (PostgreSQL: HNSW iterative scan, ``hnsw.iterative_scan``).
-    * Hits come best first with ``rank`` 1, 2, …; **higher scores are better**: cosine
-      similarity (``1 - cosine distance``) for vectors, BM25 for lexical (SQLite:
-      ``-bm25()``; PostgreSQL: ``omoide.stores.postgres._bm25``). Compare ranks across lists, not scores.
-    * ``k`` is between 1 and :data:`~omoide.stores.search.MAX_K`; anything else is an
-      :class:`~omoide.errors.InvalidInput`.
-    """
-
-    async def vector_search(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[ChunkHit]:
-        """The ``k`` chunks whose ``model`` vectors are most cosine-similar to ``query``.
-
-        SQLite scans exactly (a cached, normalised matrix per workspace and model);
-        PostgreSQL orders by ``(embedding::halfvec(D)) <=> $q`` with the model as a literal,
-        so the model's partial HNSW index (``ensure_vector_index``) is used.
-
-        Raises:
-            InvalidInput: bad ``k``/filters/model, a non-finite or all-zero query, or a
-                query size that differs from the stored vectors.
-        """
-
-    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-        """The ``k`` best full-text matches of *any* of ``tokens`` (an OR query).
-
-        ``tokens`` come from :func:`omoide.text.tokenize_for_search`, the function that
-        wrote the index (check :meth:`lexical_tokenizer`). No tokens → ``[]``.
-
-        Raises:
-            InvalidInput: bad ``k``/filters, or ``tokens`` is not a sequence of strings.
-        """
-
-    async def vector_ranking(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[RankedChunk]:
-        """:meth:`vector_search` as ids and scores only, best first (no rows are read):
-        the search pipeline fuses these lists and fetches only the chunks it returns."""
-
-    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
-        """:meth:`lexical_search` as ids and scores only, best first."""
-
-    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
-        """Chunks by id in the order given (duplicates once, unknown ids skipped), with
-        ``score=0.0`` and ``rank=0``: for rerankers and answer display."""
-
-    async def lexical_tokenizer(self) -> str | None:
-        """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
-        write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk."""
-
-
-class LexicalTable(enum.StrEnum):
-    """The tables whose ``lexical`` column feeds a full-text index."""
-
-    CHUNKS = "knowledge_chunks"
-    MEMORIES = "memories"
-
-
-@runtime_checkable
-class LexicalIndexStore(Protocol):
-    """Rewriting the lexical tokens of stored rows (after the search tokenizer changed).
-
-    Rows are visited in id order, a batch at a time, so a rebuild can stop and resume;
-    every write goes through the same full-text sync as an ordinary insert.
-    """
-
-    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` rows ``(id, content)`` of ``table`` with ``id > after_id``, by id."""
-
-    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
-        """Set ``lexical`` of each ``(id, tokens)`` (space-separated tokens); unknown ids are skipped."""
-
-    async def set_lexical_tokenizer(self, name: str) -> None:
-        """Record ``name`` as the tokenizer of the whole lexical index (replacing ``mixed``)."""
-
-    async def lexical_row_count(self, table: LexicalTable) -> int:
-        """Rows in ``table`` (for progress)."""
-
-
 # ---- memories
 
 
@@ -330,10 +242,6 @@ class Store(abc.ABC):
 
 __all__ = [
     "ROLES",
-    "LexicalIndexStore",
-    "LexicalTable",
-    "MemoryStore",
-    "SearchStore",
     "Store",
     "SummaryStore",
 ]

@@ -1,4 +1,6 @@
-"""Search filters: one workspace (required) plus optional channel/thread/author/type/time limits.
+"""The search contract: :class:`SearchStore` (rankings, then chunks by id), its filters and hit types.
+
+Search filters: one workspace (required) plus optional channel/thread/author/type/time limits.
 
 Every store query is scoped to exactly one workspace, so a search can never return another
 guild's or agent's chunks. The other filters narrow it further and are applied *inside*
@@ -26,6 +28,7 @@ a group DM, a private channel or thread).
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -247,7 +250,7 @@ class ChunkHit:
 class RankedChunk(NamedTuple):
     """One entry of a ranked list: a chunk id and its score in that list (higher is better).
 
-    What :meth:`~omoide.stores.base.SearchStore.vector_ranking` and ``lexical_ranking``
+    What :meth:`SearchStore.vector_ranking` and :meth:`SearchStore.lexical_ranking`
     return: the pipeline fuses lists by rank and then fetches only the chunks it shows.
     """
 
@@ -255,11 +258,115 @@ class RankedChunk(NamedTuple):
     score: float
 
 
+# ---- the contract
+
+
+class SearchStore(abc.ABC):
+    """Retrieval over knowledge chunks: ranked ids per list (vector, lexical), then the chunks by id.
+
+    Contract notes:
+
+    * Every ranking is scoped to ``filters.workspace_id``: a chunk of another workspace is
+      never returned. All filters (:class:`SearchFilters`) are applied inside the database
+      query, so a ranking holds ``k`` chunks whenever at least ``k`` chunks match
+      (PostgreSQL: HNSW iterative scan, ``hnsw.iterative_scan``).
+    * Rankings come best first (ties: lower id first); **higher scores are better**: cosine
+      similarity (``1 - cosine distance``) for vectors, BM25 for lexical (SQLite:
+      ``-bm25()``; PostgreSQL: ``omoide.stores.postgres._bm25``). Compare ranks across
+      lists, not scores (the search pipeline fuses them by rank, RRF).
+    * ``k`` is between 1 and :data:`MAX_K`; anything else is an
+      :class:`~omoide.errors.InvalidInput`.
+    * A ranking reads no chunk row: the pipeline fuses the lists and then fetches only the
+      chunks it shows (:meth:`fetch_chunks`).
+    """
+
+    async def vector_ranking(
+        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        """The ``k`` chunks whose ``model`` vectors are most cosine-similar to ``query``: their ids
+        and similarities, best first.
+
+        SQLite scans exactly (a cached, normalised matrix per workspace and model);
+        PostgreSQL orders by ``(embedding::halfvec(D)) <=> $q`` with the model as a literal,
+        so the model's partial HNSW index (``ensure_vector_index``) is used.
+
+        Raises:
+            InvalidInput: bad ``k``/filters/model, a non-finite or all-zero query, or a
+                query size that differs from the stored vectors.
+        """
+        from omoide.stores._knowledge_common import check_model  # local: _knowledge_common imports this module
+
+        check_model(model)
+        vector, wanted, limit = check_query_vector(query), check_filters(filters), check_k(k)
+        return await self._vector_ranking(model, vector, wanted, limit)
+
+    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        """The ``k`` best full-text matches of *any* of ``tokens`` (an OR query): their ids and
+        BM25 scores, best first.
+
+        ``tokens`` come from :func:`omoide.text.tokenize_for_search`, the function that
+        wrote the index (check :meth:`lexical_tokenizer`); empty and repeated tokens are
+        dropped. No tokens → ``[]``.
+
+        Raises:
+            InvalidInput: bad ``k``/filters, or ``tokens`` is not a sequence of strings.
+        """
+        terms, wanted, limit = clean_tokens(tokens), check_filters(filters), check_k(k)
+        if not terms:
+            return []
+        return await self._lexical_ranking(terms, wanted, limit)
+
+    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
+        """Chunks by id in the order given (duplicates once, unknown ids skipped), with
+        ``score=0.0`` and ``rank=0``: the chunks a fused ranking shows, for rerankers and
+        answer display.
+
+        Raises:
+            InvalidInput: an id is not an integer.
+        """
+        from omoide.stores._knowledge_common import check_int  # local: _knowledge_common imports this module
+
+        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
+        if not ids:
+            return []
+        return await self._fetch_chunks(ids)
+
+    async def lexical_tokenizer(self) -> str | None:
+        """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
+        write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk.
+
+        Every search asks. PostgreSQL reuses the answer for a few seconds
+        (``TOKENIZER_TTL``): the store's own chunk writes and
+        :meth:`~omoide.stores.lexical_index.LexicalIndexStore.set_lexical_tokenizer` forget
+        it at once, another process's are seen within that time.
+        """
+        return await self._lexical_tokenizer()
+
+    @abc.abstractmethod
+    async def _vector_ranking(
+        self, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        """Rank a checked query vector (backend)."""
+
+    @abc.abstractmethod
+    async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        """Rank checked, non-empty ``terms`` (backend)."""
+
+    @abc.abstractmethod
+    async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
+        """Read checked, distinct, non-empty ``ids`` in that order (backend)."""
+
+    @abc.abstractmethod
+    async def _lexical_tokenizer(self) -> str | None:
+        """Read the recorded tokenizer name (backend)."""
+
+
 __all__ = [
     "MAX_K",
     "ChunkHit",
     "RankedChunk",
     "SearchFilters",
+    "SearchStore",
     "check_filters",
     "check_k",
     "check_members",

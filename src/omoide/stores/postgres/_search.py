@@ -310,24 +310,6 @@ async def lexical_ranking(
     return [RankedChunk(r["id"], r["score"]) for r in rows]
 
 
-async def lexical_search(
-    conn: asyncpg.Connection, tokens: Sequence[str], filters: SearchFilters, k: int, stats: LexemeStats | None = None
-) -> list[ChunkHit]:
-    """:func:`lexical_ranking` with the chunks' rows."""
-    return await hits_for(conn, await lexical_ranking(conn, tokens, filters, k, stats))
-
-
-async def hits_for(conn: asyncpg.Connection, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:
-    """The full hits of a ranking, ranked 1, 2, … (chunks deleted since the ranking are skipped)."""
-    rows = await _rows_by_id(conn, [int(r.chunk_id) for r in ranking])
-    hits: list[ChunkHit] = []
-    for r in ranking:
-        row = rows.get(int(r.chunk_id))
-        if row is not None:
-            hits.append(hit_from_row(row, score=r.score, rank=len(hits) + 1))
-    return hits
-
-
 async def _rows_by_id(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[int, asyncpg.Record]:
     rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
     return {int(r["id"]): r for r in rows}
@@ -371,6 +353,10 @@ async def rewrite_lexical(conn: asyncpg.Connection, table: str, rows: Sequence[t
     )
 
 
+async def lexical_row_count(conn: asyncpg.Connection, table: str) -> int:
+    return int(await conn.fetchval(f"SELECT count(*) FROM {table}"))  # table: a LexicalTable value
+
+
 async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
     value = await conn.fetchval("SELECT value FROM store_meta WHERE key = $1", TOKENIZER_KEY)
     return None if value is None else str(value)
@@ -382,12 +368,11 @@ __all__ = [
     "exact_vector_sql",
     "fetch_chunks",
     "filter_sql",
-    "hits_for",
     "hnsw_ef_search",
     "lexical_batch",
     "lexical_ranking",
     "lexical_ranking_sql",
-    "lexical_search",
+    "lexical_row_count",
     "lexical_tokenizer",
     "record_tokenizer",
     "rewrite_lexical",

@@ -27,7 +27,6 @@ from omoide.errors import (
 )
 from omoide.models import Message
 from omoide.stores._erasure_common import ErasureState, check_workspace
-from omoide.stores._knowledge_common import check_int
 from omoide.stores._memory_common import (
     check_changes,
     check_draft,
@@ -36,21 +35,18 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
-from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.base import LexicalTable, Store
-from omoide.stores.knowledge import ChunkId
+from omoide.stores.base import Store
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _memories as mops
-from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _summaries as sumops
-from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._db import PostgresDb
 from omoide.stores.postgres.api_keys import PostgresApiKeys
 from omoide.stores.postgres.knowledge import PostgresKnowledge
+from omoide.stores.postgres.lexical_index import PostgresLexicalIndex
+from omoide.stores.postgres.search import PostgresSearch
 from omoide.stores.postgres.sessions import PostgresSessions
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
 if TYPE_CHECKING:
@@ -61,10 +57,6 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_SECONDS = 10.0
 CLOSE_TIMEOUT_SECONDS = 10.0
 _SCHEMES = ("postgresql://", "postgres://")
-LEXEME_STATS_TTL = 300.0
-"""Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
-TOKENIZER_TTL = 10.0
-"""Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
 T = TypeVar("T")
 
 
@@ -106,8 +98,8 @@ class PostgresStore(Store):
         self.url = url
         self.sessions = PostgresSessions(self._db)
         self.knowledge = PostgresKnowledge(self._db)
-        self.search = self
-        self.lexical_index = self
+        self.search = PostgresSearch(self._db)
+        self.lexical_index = PostgresLexicalIndex(self._db)
         self.memories = self
         self.summaries = self
         self.api_keys = PostgresApiKeys(self._db)
@@ -156,118 +148,6 @@ class PostgresStore(Store):
     async def schema_version(self) -> int:
         """The newest applied migration version (0 for an empty database)."""
         return await self._db.schema_version()
-
-    # ---------------------------------------------------------------------- search
-    # The contract is in omoide.stores.base.SearchStore; the SQL in _search.py.
-
-    async def vector_search(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[ChunkHit]:
-        """The ``k`` chunks nearest to ``query`` by cosine distance (HNSW with iterative scan), best first.
-
-        ``hnsw.ef_search`` is the ``hnsw_ef_search`` setting (at least ``k``).
-
-        Raises:
-            InvalidInput: bad ``k``, filters, model or query vector, or a query size that differs
-                from the model's stored vectors.
-        """
-        vector, wanted, limit = check_vector_query(model, query, filters, k)
-        async with self._db.acquire() as conn:
-            return await sops.hits_for(conn, await self._rank_vectors(conn, model, vector, wanted, limit))
-
-    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-        """The ``k`` best BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
-
-        Raises:
-            InvalidInput: bad ``k``, filters or tokens.
-        """
-        terms, wanted, limit = check_lexical_query(tokens, filters, k)
-        if not terms:
-            return []
-        async with self._db.acquire() as conn:
-            return await sops.lexical_search(conn, terms, wanted, limit, await self._lexeme_stats(conn))
-
-    async def vector_ranking(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[RankedChunk]:
-        """:meth:`vector_search` as ids and cosine similarities only (no chunk rows joined), best first."""
-        vector, wanted, limit = check_vector_query(model, query, filters, k)
-        async with self._db.acquire() as conn:
-            return await self._rank_vectors(conn, model, vector, wanted, limit)
-
-    async def _rank_vectors(
-        self, conn: asyncpg.Connection, model: str, vector: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[RankedChunk]:
-        return await sops.vector_ranking(
-            conn,
-            model,
-            vector,
-            filters,
-            k,
-            ef_search=self._db.settings.hnsw_ef_search,
-            schema=self._db.vector_schema,
-            session_ef_search=self._db.session_ef_search,
-        )
-
-    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
-        """:meth:`lexical_search` as ids and BM25 scores only, best first."""
-        terms, wanted, limit = check_lexical_query(tokens, filters, k)
-        if not terms:
-            return []
-        async with self._db.acquire() as conn:
-            return await sops.lexical_ranking(conn, terms, wanted, limit, await self._lexeme_stats(conn))
-
-    async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
-        """The chunks' lexeme statistics (:mod:`._bm25`), read at most every :data:`LEXEME_STATS_TTL` seconds."""
-        if not self._db.stats.fresh(LEXEME_STATS_TTL):
-            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
-        return self._db.stats.value
-
-    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
-        """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
-        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
-        if not ids:
-            return []
-        async with self._db.acquire() as conn:
-            return await sops.fetch_chunks(conn, ids)
-
-    async def lexical_tokenizer(self) -> str | None:
-        """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
-        when chunks were written by different ones, or ``None`` before any chunk.
-
-        Every search asks, so the answer is reused for :data:`TOKENIZER_TTL` seconds: this
-        store's own chunk writes and :meth:`set_lexical_tokenizer` forget it at once, another
-        process's are seen within that time."""
-        if not self._db.tokenizer.fresh(TOKENIZER_TTL):
-            async with self._db.acquire() as conn:
-                self._db.tokenizer.keep(await sops.lexical_tokenizer(conn))
-        return self._db.tokenizer.value
-
-    # ---- lexical index rebuild
-
-    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
-        """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
-        async with self._db.acquire() as conn:
-            return await sops.lexical_batch(conn, LexicalTable(table).value, after_id, limit)
-
-    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
-        """Set the lexical tokens of rows; the generated ``tsvector`` columns follow."""
-        if rows:
-            async with self._db.acquire() as conn:
-                await sops.rewrite_lexical(conn, LexicalTable(table).value, rows)
-
-    async def set_lexical_tokenizer(self, name: str) -> None:
-        """Record ``name`` as the tokenizer of the whole lexical index."""
-        try:
-            async with self._db.acquire() as conn:
-                await sops.set_lexical_tokenizer(conn, name)
-        finally:
-            self._db.tokenizer.forget()
-
-    async def lexical_row_count(self, table: LexicalTable) -> int:
-        """Rows in ``table``."""
-        async with self._db.acquire() as conn:
-            return int(await conn.fetchval(f"SELECT count(*) FROM {LexicalTable(table).value}"))
 
     # ---- memories
 

@@ -329,33 +329,6 @@ def vector_ranking(
     return [RankedChunk(ChunkId(int(ids[i])), float(scores[i])) for i in order]
 
 
-def hits_for(conn: sqlite3.Connection, ranking: Sequence[RankedChunk]) -> list[ChunkHit]:
-    """The full hits of a ranking, ranked 1, 2, … (chunks deleted since the ranking are skipped)."""
-    found = _rows_by_id(conn, [int(r.chunk_id) for r in ranking])
-    hits: list[ChunkHit] = []
-    for r in ranking:
-        row = found.get(int(r.chunk_id))
-        if row is not None:
-            hits.append(hit_from_row(row, score=r.score, rank=len(hits) + 1))
-    return hits
-
-
-def vector_search(
-    conn: sqlite3.Connection,
-    cache: VectorCache,
-    model: str,
-    query: npt.NDArray[np.float32],
-    filters: SearchFilters,
-    k: int,
-) -> list[ChunkHit]:
-    """The ``k`` chunks most cosine-similar to ``query`` among those passing ``filters``.
-
-    Raises:
-        InvalidInput: the query's size differs from the stored vectors of ``model``.
-    """
-    return hits_for(conn, vector_ranking(conn, cache, model, query, filters, k))
-
-
 # ----------------------------------------------------------------------------- lexical
 
 
@@ -377,11 +350,6 @@ def lexical_ranking(
         [fts_query(tokens), *params, k],
     ).fetchall()
     return [RankedChunk(ChunkId(int(r[0])), -float(r[1])) for r in rows]
-
-
-def lexical_search(conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-    """The ``k`` best BM25 matches of any of ``tokens`` among the chunks passing ``filters``."""
-    return hits_for(conn, lexical_ranking(conn, tokens, filters, k))
 
 
 # ------------------------------------------------------------------------- store_meta
@@ -412,6 +380,10 @@ def rewrite_lexical(conn: sqlite3.Connection, table: str, rows: Sequence[tuple[i
     conn.executemany(f"UPDATE {table} SET lexical = ?2 WHERE id = ?1 AND lexical <> ?2", rows)
 
 
+def lexical_row_count(conn: sqlite3.Connection, table: str) -> int:
+    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # table: a LexicalTable value
+
+
 def lexical_tokenizer(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (TOKENIZER_KEY,)).fetchone()
     return None if row is None else str(row[0])
@@ -425,15 +397,13 @@ __all__ = [
     "filter_sql",
     "fts_query",
     "hidden_ids",
-    "hits_for",
     "lexical_batch",
     "lexical_ranking",
-    "lexical_search",
+    "lexical_row_count",
     "lexical_tokenizer",
     "matching_ids",
     "record_tokenizer",
     "rewrite_lexical",
     "set_lexical_tokenizer",
     "vector_ranking",
-    "vector_search",
 ]

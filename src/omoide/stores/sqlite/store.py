@@ -16,7 +16,6 @@ from omoide.errors import InvalidInput
 from omoide.models import Message, utcnow
 from omoide.settings import Settings
 from omoide.stores._erasure_common import ErasureState, check_workspace
-from omoide.stores._knowledge_common import check_int
 from omoide.stores._memory_common import (
     check_changes,
     check_draft,
@@ -25,20 +24,18 @@ from omoide.stores._memory_common import (
     check_scope,
     check_tags,
 )
-from omoide.stores._search_common import check_lexical_query, check_vector_query
 from omoide.stores._summary_common import check_message_scope, check_scope_key, check_summary_draft
-from omoide.stores.base import LexicalTable, Store
-from omoide.stores.knowledge import ChunkId
+from omoide.stores.base import Store
 from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _memories as mops
-from omoide.stores.sqlite import _search as sops
 from omoide.stores.sqlite import _summaries as sumops
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._db import DEFAULT_READERS, SqliteDb
 from omoide.stores.sqlite.api_keys import SqliteApiKeys
 from omoide.stores.sqlite.knowledge import SqliteKnowledge
+from omoide.stores.sqlite.lexical_index import SqliteLexicalIndex
+from omoide.stores.sqlite.search import SqliteSearch
 from omoide.stores.sqlite.sessions import SqliteSessions
 from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
 
@@ -74,8 +71,8 @@ class SqliteStore(Store):
         self.path = self._db.path
         self.sessions = SqliteSessions(self._db)
         self.knowledge = SqliteKnowledge(self._db)
-        self.search = self
-        self.lexical_index = self
+        self.search = SqliteSearch(self._db)
+        self.lexical_index = SqliteLexicalIndex(self._db)
         self.memories = self
         self.summaries = self
         self.api_keys = SqliteApiKeys(self._db)
@@ -121,84 +118,6 @@ class SqliteStore(Store):
             MigrationError: the database was migrated by a newer omoide.
         """
         return await self._db.read("pending_migrations", migrations.pending)
-
-    # ---------------------------------------------------------------------- search
-    # The contract is in omoide.stores.base.SearchStore; the operations in _search.py.
-
-    async def vector_search(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[ChunkHit]:
-        """The ``k`` chunks most cosine-similar to ``query`` (exact numpy scan), best first.
-
-        Raises:
-            InvalidInput: bad ``k``, filters, model or query vector, or a query size that
-                differs from the model's stored vectors.
-        """
-        vector, wanted, limit = check_vector_query(model, query, filters, k)
-        return await self._db.read(
-            "vector_search", sops.vector_search, self._db.vector_cache, model, vector, wanted, limit
-        )
-
-    async def lexical_search(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[ChunkHit]:
-        """The ``k`` best FTS5 BM25 matches of any of ``tokens``, best first (``[]`` for no tokens).
-
-        Raises:
-            InvalidInput: bad ``k``, filters or tokens.
-        """
-        terms, wanted, limit = check_lexical_query(tokens, filters, k)
-        if not terms:
-            return []
-        return await self._db.read("lexical_search", sops.lexical_search, terms, wanted, limit)
-
-    async def vector_ranking(
-        self, *, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
-    ) -> list[RankedChunk]:
-        """:meth:`vector_search` as ids and cosine similarities only (no rows read), best first."""
-        vector, wanted, limit = check_vector_query(model, query, filters, k)
-        return await self._db.read(
-            "vector_ranking", sops.vector_ranking, self._db.vector_cache, model, vector, wanted, limit
-        )
-
-    async def lexical_ranking(self, *, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
-        """:meth:`lexical_search` as ids and ``-bm25`` scores only, best first."""
-        terms, wanted, limit = check_lexical_query(tokens, filters, k)
-        if not terms:
-            return []
-        return await self._db.read("lexical_ranking", sops.lexical_ranking, terms, wanted, limit)
-
-    async def fetch_chunks(self, chunk_ids: Sequence[ChunkId]) -> list[ChunkHit]:
-        """Chunks by id, in the order given (unknown ids skipped), with ``score=0.0, rank=0``."""
-        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
-        if not ids:
-            return []
-        return await self._db.read("fetch_chunks", sops.fetch_chunks, ids)
-
-    async def lexical_tokenizer(self) -> str | None:
-        """The tokenizer that wrote the lexical index (``search_tokenizer_name()``), ``"mixed"``
-        when chunks were written by different ones, or ``None`` before any chunk."""
-        return await self._db.read("lexical_tokenizer", sops.lexical_tokenizer)
-
-    # ---- lexical index rebuild
-
-    async def lexical_batch(self, table: LexicalTable, *, after_id: int, limit: int) -> list[tuple[int, str]]:
-        """Rows ``(id, content)`` of ``table`` after ``after_id``, by id (see ``LexicalIndexStore``)."""
-        return await self._db.read("lexical_batch", sops.lexical_batch, LexicalTable(table).value, after_id, limit)
-
-    async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
-        """Set the lexical tokens of rows; the FTS5 triggers re-index them."""
-        if rows:
-            await self._db.write("rewrite_lexical", sops.rewrite_lexical, LexicalTable(table).value, list(rows))
-
-    async def set_lexical_tokenizer(self, name: str) -> None:
-        """Record ``name`` as the tokenizer of the whole lexical index."""
-        await self._db.write("set_lexical_tokenizer", sops.set_lexical_tokenizer, name, utcnow())
-
-    async def lexical_row_count(self, table: LexicalTable) -> int:
-        """Rows in ``table``."""
-        name = LexicalTable(table).value
-        return await self._db.read(
-            "lexical_row_count", lambda c: int(c.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
-        )
 
     # ---- memories
 

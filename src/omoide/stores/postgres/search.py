@@ -1,0 +1,65 @@
+"""The PostgreSQL search role: HNSW or exact vector rankings and BM25 (the SQL in :mod:`._search`
+and :mod:`._bm25`)."""
+
+from __future__ import annotations
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from omoide.stores.postgres import _search as sops
+from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
+from omoide.stores.postgres._db import PostgresDb
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
+
+LEXEME_STATS_TTL = 300.0
+"""Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
+TOKENIZER_TTL = 10.0
+"""Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
+
+
+class PostgresSearch(SearchStore):
+    """Vector rankings with the ``hnsw_ef_search`` setting (at least ``k``; a pooled connection
+    already runs with the pipeline's, ``db.session_ef_search``); lexical rankings with the
+    chunks' lexeme statistics (``db.stats``, reused for :data:`LEXEME_STATS_TTL` seconds)."""
+
+    def __init__(self, db: PostgresDb) -> None:
+        self._db = db
+
+    async def _vector_ranking(
+        self, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
+    ) -> list[RankedChunk]:
+        async with self._db.acquire() as conn:
+            return await sops.vector_ranking(
+                conn,
+                model,
+                query,
+                filters,
+                k,
+                ef_search=self._db.settings.hnsw_ef_search,
+                schema=self._db.vector_schema,
+                session_ef_search=self._db.session_ef_search,
+            )
+
+    async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+        async with self._db.acquire() as conn:
+            return await sops.lexical_ranking(conn, terms, filters, k, await self._lexeme_stats(conn))
+
+    async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
+        if not self._db.stats.fresh(LEXEME_STATS_TTL):
+            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
+        return self._db.stats.value
+
+    async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
+        async with self._db.acquire() as conn:
+            return await sops.fetch_chunks(conn, ids)
+
+    async def _lexical_tokenizer(self) -> str | None:
+        """Reused for :data:`TOKENIZER_TTL` seconds (``db.tokenizer``); chunk writes and reindexes forget it."""
+        if not self._db.tokenizer.fresh(TOKENIZER_TTL):
+            async with self._db.acquire() as conn:
+                self._db.tokenizer.keep(await sops.lexical_tokenizer(conn))
+        return self._db.tokenizer.value
+
+
+__all__ = ["LEXEME_STATS_TTL", "TOKENIZER_TTL", "PostgresSearch"]
