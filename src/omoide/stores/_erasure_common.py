@@ -15,6 +15,7 @@ the backend-independent pieces:
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -80,6 +81,25 @@ def check_workspace(workspace_id: object) -> str:
     if not isinstance(workspace_id, str) or not workspace_id:
         raise InvalidInput(f"workspace_id must be a non-empty string, got {workspace_id!r}")
     return workspace_id
+
+
+class ErasureAware(abc.ABC):
+    """What a job that writes people's words reads first, so that it never writes back an erased user's."""
+
+    async def erasure_state(self, workspace_id: str) -> ErasureState:
+        """The workspace's erasure generation and erased users (hashed). A summary or import reads it
+        before its work, skips erased authors, and passes the generation back when it writes
+        (``SummaryDraft.erasure_generation``, ``add_source(erasure_generation=...)``): a write made
+        stale by an erasure in between raises :class:`~omoide.errors.ErasureConflict`.
+
+        Raises:
+            InvalidInput: ``workspace_id`` is not non-empty text.
+        """
+        return await self._erasure_state(check_workspace(workspace_id))
+
+    @abc.abstractmethod
+    async def _erasure_state(self, workspace_id: str) -> ErasureState:
+        """Read a checked workspace's erasure state (backend)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +237,7 @@ def strip_user(
 __all__ = [
     "LINES_KEY",
     "ChunkRewrite",
+    "ErasureAware",
     "ErasureState",
     "LineSpan",
     "check_generation",

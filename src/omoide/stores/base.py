@@ -51,9 +51,9 @@ from omoide.stores.knowledge import (
     SourceId,
     SourceStatus,
 )
-from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryRecord
+from omoide.stores.memories import MemoryStore
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
-from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryStore
 
 
 @runtime_checkable
@@ -413,145 +413,6 @@ class LexicalIndexStore(Protocol):
         """Rows in ``table`` (for progress)."""
 
 
-# ---- memories
-
-
-@runtime_checkable
-class MemoryStore(ErasureAware, Protocol):
-    """Explicit per-user memories (seed 001).
-
-    Contract notes:
-
-    * Every method takes ``workspace_id`` and ``user_id`` and puts both in its SQL: a memory
-      id of another user (or workspace) is "not found" — :meth:`get_memory` returns
-      ``None``, :meth:`update_memory` and :meth:`delete_memory` raise
-      :class:`~omoide.errors.NotFoundError` — never "forbidden", which would leak existence.
-    * Vectors are stored per ``(memory_id, model)``, validated like chunk vectors.
-    * ``tags`` filters match memories holding every tag given; ``category`` is exact.
-    """
-
-    async def insert_memory(
-        self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
-    ) -> MemoryRecord:
-        """Store a memory (and its vector for ``model``, when given); return it as stored."""
-
-    async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
-        """The user's memory with this id, or ``None`` (also when it is someone else's)."""
-
-    async def update_memory(
-        self,
-        workspace_id: str,
-        user_id: str,
-        memory_id: int,
-        changes: MemoryChanges,
-        *,
-        model: str | None = None,
-        vector: npt.NDArray[np.float32] | None = None,
-    ) -> MemoryRecord:
-        """Change the user's memory (and replace its vector for ``model``); return it as stored.
-
-        Raises:
-            NotFoundError: the user has no memory with this id.
-        """
-
-    async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
-        """Delete the user's memory and its vectors.
-
-        Raises:
-            NotFoundError: the user has no memory with this id.
-        """
-
-    async def list_memories(
-        self,
-        workspace_id: str,
-        user_id: str,
-        *,
-        category: str | None = None,
-        tags: Sequence[str] = (),
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[MemoryRecord]:
-        """The user's memories, newest first (ties: higher id first)."""
-
-    async def memory_vector_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        *,
-        model: str,
-        query: npt.NDArray[np.float32],
-        k: int,
-        category: str | None = None,
-        tags: Sequence[str] = (),
-    ) -> list[tuple[MemoryRecord, float]]:
-        """The user's ``k`` memories most cosine-similar to ``query`` (exact), best first, with the similarity."""
-
-    async def memory_lexical_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        *,
-        tokens: Sequence[str],
-        k: int,
-        category: str | None = None,
-        tags: Sequence[str] = (),
-    ) -> list[tuple[MemoryRecord, float]]:
-        """The user's ``k`` best full-text matches of any of ``tokens``, best first, with the score."""
-
-    async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
-        """Apply the erasure rule (``docs/privacy.md``) to the user, in one transaction; the receipt.
-
-        Their memories, their sessions (with every message), the messages they wrote in other
-        sessions (whose versions are bumped and persisted compactions cleared), their lines in
-        long-term knowledge (chunks rewritten and re-embedded, or dropped; their own archived
-        conversations dropped whole), their id in sources' members and participants, their
-        summaries and the channel / thread / workspace summaries that drew on them. The
-        workspace's erasure generation is bumped and the user recorded (hashed) in
-        ``erased_users``. Idempotent: a second call returns zero counts."""
-
-
-# ---- summaries
-
-
-@runtime_checkable
-class SummaryStore(ErasureAware, Protocol):
-    """Versioned summaries per (workspace, scope, scope id, kind), and the messages they summarise.
-
-    Contract notes:
-
-    * :meth:`save_summary` with ``new_version=True`` stores version ``latest + 1`` atomically
-      (two writers never get the same number: the unique constraint plus a retry); with
-      ``new_version=False`` it overwrites the latest version's content (version 1 if none).
-    * :meth:`scope_messages` reads session messages by their ``created_at`` time: a channel's
-      (every session whose ``channel_id`` is the scope id), a thread's, or one user's (the
-      messages they wrote), always within one workspace.
-    """
-
-    async def latest_summary(
-        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind
-    ) -> Summary | None:
-        """The newest version, or ``None``."""
-
-    async def summary_history(
-        self, workspace_id: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
-    ) -> list[Summary]:
-        """Versions, newest first."""
-
-    async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
-        """The newest version of every scope id of this scope in the workspace (by scope id)."""
-
-    async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
-        """Store a new version, or overwrite the latest one; return it as stored."""
-
-    async def scope_messages(
-        self, workspace_id: str, scope: SummaryScope, scope_id: str, *, since: datetime, limit: int = 2000
-    ) -> list[Message]:
-        """Messages of the scope created at or after ``since``, oldest first (at most the newest ``limit``)."""
-
-    async def active_scopes(self, *, since: datetime, scope: SummaryScope) -> list[tuple[str, str]]:
-        """``(workspace_id, scope_id)`` of the channels / threads / users with messages since ``since``."""
-
-
 # ---- API keys
 
 
@@ -654,9 +515,7 @@ __all__ = [
     "KnowledgeStore",
     "LexicalIndexStore",
     "LexicalTable",
-    "MemoryStore",
     "SearchStore",
     "SessionStore",
     "Store",
-    "SummaryStore",
 ]

@@ -21,9 +21,8 @@ from pgvector import HalfVector
 from omoide.errors import InvalidInput
 from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import to_json
-from omoide.stores._memory_common import memory_not_found
 from omoide.stores._memory_ranking import fuse_memory_ids, memory_hits
-from omoide.stores.memories import MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
+from omoide.stores.memories import MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord, memory_not_found
 from omoide.stores.postgres._bm25 import bm25_sql, scored_terms
 from omoide.stores.postgres._search import vector_type
 
