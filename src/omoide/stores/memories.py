@@ -2,6 +2,9 @@
 
 Every memory belongs to one user in one workspace; every read and write names both, and
 the stores put both in their SQL, so one user can never reach another's memory.
+
+Here: the record types, the argument checks, and :class:`MemoryStore`, the contract that
+``sqlite/memories.py`` and ``postgres/memories.py`` implement.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NewType
+from typing import Any, NewType, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -242,7 +245,11 @@ def check_changes(changes: object) -> MemoryChanges:
     return changes
 
 
-def check_memory_vector(model: object, vector: object) -> tuple[str, npt.NDArray[np.float32]]:
+MemoryVector: TypeAlias = tuple[str, npt.NDArray[np.float32]]
+"""A checked ``(model, float32 vector)`` pair."""
+
+
+def check_memory_vector(model: object, vector: object) -> MemoryVector:
     """``(model, float32 vector)``: one-dimensional, finite, within the halfvec range.
 
     Raises:
@@ -259,6 +266,23 @@ def check_memory_vector(model: object, vector: object) -> tuple[str, npt.NDArray
     if not np.isfinite(array).all() or float(np.abs(array).max()) > HALFVEC_MAX:
         raise InvalidInput("the memory's vector holds NaN, an infinity or a value beyond ±65504")
     return name, array
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """A checked search over one user's memories, as the backends receive it: whose, how many,
+    and the filters (``category`` exact, every one of ``tags``)."""
+
+    workspace_id: str
+    user_id: str
+    k: int
+    category: str | None
+    tags: tuple[str, ...]
+
+
+def check_query(workspace_id: object, user_id: object, k: object, category: str | None, tags: object) -> MemoryQuery:
+    ws, user = check_scope(workspace_id, user_id)
+    return MemoryQuery(ws, user, check_int("k", k, minimum=1), category, check_tags(tags))
 
 
 def check_memory_id(memory_id: object) -> int:
@@ -326,9 +350,8 @@ class MemoryStore(ErasureAware, abc.ABC):
         mid = check_memory_id(memory_id)
         check_changes(changes)
         if vector is None:
-            return await self._update_memory(ws, user, mid, changes, None, None)
-        name, array = check_memory_vector(model, vector)
-        return await self._update_memory(ws, user, mid, changes, name, array)
+            return await self._update_memory(ws, user, mid, changes, None)
+        return await self._update_memory(ws, user, mid, changes, check_memory_vector(model, vector))
 
     async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
         """Delete the user's memory and its vectors.
@@ -371,10 +394,9 @@ class MemoryStore(ErasureAware, abc.ABC):
         SQLite scans the user's cached, normalised vectors; PostgreSQL orders the user's rows by
         cosine distance.
         """
-        ws, user = check_scope(workspace_id, user_id)
-        name, q = check_memory_vector(model, query)
-        top = check_int("k", k, minimum=1)
-        return await self._memory_vector_search(ws, user, name, q, top, category, check_tags(tags))
+        wanted = check_query(workspace_id, user_id, k, category, tags)
+        name, vector = check_memory_vector(model, query)
+        return await self._memory_vector_search(wanted, name, vector)
 
     async def memory_lexical_search(
         self,
@@ -391,10 +413,8 @@ class MemoryStore(ErasureAware, abc.ABC):
         Only the user's own memories are scored (SQLite: their cached inverted index;
         PostgreSQL: ``lexical_tsv``).
         """
-        ws, user = check_scope(workspace_id, user_id)
-        top = check_int("k", k, minimum=1)
-        words = check_tags(tokens)
-        return await self._memory_lexical_search(ws, user, words, top, category, check_tags(tags))
+        wanted = check_query(workspace_id, user_id, k, category, tags)
+        return await self._memory_lexical_search(wanted, check_tags(tokens))
 
     async def memory_recall(
         self,
@@ -411,12 +431,10 @@ class MemoryStore(ErasureAware, abc.ABC):
     ) -> list[MemoryHit]:
         """Hybrid recall in one call: the user's ``k`` candidates by vector and by BM25, fused with
         Reciprocal Rank Fusion (k = 60), then only the ``limit`` best fused memories are read."""
-        ws, user = check_scope(workspace_id, user_id)
-        name, q = check_memory_vector(model, query)
-        top = check_int("k", k, minimum=1)
+        wanted = check_query(workspace_id, user_id, k, category, tags)
+        name, vector = check_memory_vector(model, query)
         most = check_int("limit", limit, minimum=1)
-        words = check_tags(tokens)
-        return await self._memory_recall(ws, user, name, q, words, top, most, category, check_tags(tags))
+        return await self._memory_recall(wanted, name, vector, check_tags(tokens), most)
 
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Apply the erasure rule (``docs/privacy.md``) to the user, in one transaction; the receipt.
@@ -441,13 +459,7 @@ class MemoryStore(ErasureAware, abc.ABC):
 
     @abc.abstractmethod
     async def _update_memory(
-        self,
-        workspace_id: str,
-        user_id: str,
-        memory_id: int,
-        changes: MemoryChanges,
-        model: str | None,
-        vector: npt.NDArray[np.float32] | None,
+        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
     ) -> MemoryRecord: ...
 
     @abc.abstractmethod
@@ -460,39 +472,17 @@ class MemoryStore(ErasureAware, abc.ABC):
 
     @abc.abstractmethod
     async def _memory_vector_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32]
     ) -> list[tuple[MemoryRecord, float]]: ...
 
     @abc.abstractmethod
     async def _memory_lexical_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        tokens: tuple[str, ...],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, tokens: tuple[str, ...]
     ) -> list[tuple[MemoryRecord, float]]: ...
 
     @abc.abstractmethod
     async def _memory_recall(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        tokens: tuple[str, ...],
-        k: int,
-        limit: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32], tokens: tuple[str, ...], limit: int
     ) -> list[MemoryHit]: ...
 
     @abc.abstractmethod
@@ -506,8 +496,10 @@ __all__ = [
     "MemoryDraft",
     "MemoryHit",
     "MemoryId",
+    "MemoryQuery",
     "MemoryRecord",
     "MemoryStore",
+    "MemoryVector",
     "RememberResult",
     "memory_not_found",
 ]

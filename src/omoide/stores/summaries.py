@@ -1,4 +1,8 @@
-"""Rolling summaries (seed 003): short-term and long-term, per thread, channel, user and workspace."""
+"""Rolling summaries (seed 003): short-term and long-term, per thread, channel, user and workspace.
+
+Here: the record types, the argument checks, and :class:`SummaryStore`, the contract that
+``sqlite/summaries.py`` and ``postgres/summaries.py`` implement.
+"""
 
 from __future__ import annotations
 

@@ -6,7 +6,16 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord, MemoryStore
+from omoide.stores.memories import (
+    ForgetReport,
+    MemoryChanges,
+    MemoryDraft,
+    MemoryHit,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryStore,
+    MemoryVector,
+)
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _memories as mops
 from omoide.stores.postgres._db import PostgresDb
@@ -29,16 +38,11 @@ class PostgresMemories(MemoryStore):
             return await mops.get_memory(conn, workspace_id, user_id, memory_id)
 
     async def _update_memory(
-        self,
-        workspace_id: str,
-        user_id: str,
-        memory_id: int,
-        changes: MemoryChanges,
-        model: str | None,
-        vector: npt.NDArray[np.float32] | None,
+        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
     ) -> MemoryRecord:
+        model, array = vector if vector is not None else (None, None)
         async with self._db.acquire() as conn:
-            return await mops.update_memory(conn, workspace_id, user_id, memory_id, changes, model, vector)
+            return await mops.update_memory(conn, workspace_id, user_id, memory_id, changes, model, array)
 
     async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
         async with self._db.acquire() as conn:
@@ -51,48 +55,22 @@ class PostgresMemories(MemoryStore):
             return await mops.list_memories(conn, workspace_id, user_id, category, tags, limit, offset)
 
     async def _memory_vector_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32]
     ) -> list[tuple[MemoryRecord, float]]:
         async with self._db.acquire() as conn:
-            return await mops.memory_vector_search(
-                conn, workspace_id, user_id, model, query, k, category, tags, self._db.vector_schema
-            )
+            return await mops.memory_vector_search(conn, wanted, model, query, self._db.vector_schema)
 
     async def _memory_lexical_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        tokens: tuple[str, ...],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, tokens: tuple[str, ...]
     ) -> list[tuple[MemoryRecord, float]]:
         async with self._db.acquire() as conn:
-            return await mops.memory_lexical_search(conn, workspace_id, user_id, tokens, k, category, tags)
+            return await mops.memory_lexical_search(conn, wanted, tokens)
 
     async def _memory_recall(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        tokens: tuple[str, ...],
-        k: int,
-        limit: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32], tokens: tuple[str, ...], limit: int
     ) -> list[MemoryHit]:
         async with self._db.acquire() as conn:
-            return await mops.memory_recall(
-                conn, workspace_id, user_id, model, query, tokens, k, limit, category, tags, self._db.vector_schema
-            )
+            return await mops.memory_recall(conn, wanted, model, query, tokens, limit, self._db.vector_schema)
 
     async def _forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """The reused tokenizer name is forgotten afterwards (the erasure may have emptied the lexical index)."""

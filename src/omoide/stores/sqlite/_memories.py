@@ -30,6 +30,7 @@ from omoide.stores.memories import (
     MemoryDraft,
     MemoryHit,
     MemoryId,
+    MemoryQuery,
     MemoryRecord,
     memory_not_found,
 )
@@ -203,20 +204,14 @@ def tracked_write(
 
 
 def _rank(
-    conn: sqlite3.Connection,
-    workspace_id: str,
-    user_id: str,
-    ids: npt.NDArray[np.int64],
-    scores: npt.NDArray[np.float32],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: sqlite3.Connection, wanted: MemoryQuery, ids: npt.NDArray[np.int64], scores: npt.NDArray[np.float32]
 ) -> list[tuple[int, float]]:
     """The ``k`` best-scored memory ids that pass the filters, best first (ties: lower id).
 
     Without filters no row is read: the ids come from the user's own cached index. With a
     category or tags, candidates are checked in SQL, widening until ``k`` pass.
     """
+    k, category, tags = wanted.k, wanted.category, wanted.tags
     total = int(ids.shape[0])
     if total == 0:
         return []
@@ -235,7 +230,7 @@ def _rank(
                 # "+" keeps the planner on primary-key probes instead of walking the user's index
                 f"SELECT m.id FROM memories m WHERE +m.workspace_id = ? AND +m.user_id = ?{extra} "
                 "AND m.id IN (SELECT value FROM json_each(?))",
-                [workspace_id, user_id, *params, json.dumps([i for i, _ in ranked])],
+                [wanted.workspace_id, wanted.user_id, *params, json.dumps([i for i, _ in ranked])],
             ).fetchall()
         }
         out = [(i, s) for i, s in ranked if i in passing]
@@ -266,15 +261,11 @@ def _vector_ranking(
     conn: sqlite3.Connection,
     cache: MemoryRecallCache,
     generation: int,
-    workspace_id: str,
-    user_id: str,
+    wanted: MemoryQuery,
     model: str,
     query: npt.NDArray[np.float32],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
 ) -> list[tuple[int, float]]:
-    index = cache.vectors(conn, workspace_id, user_id, model, generation)
+    index = cache.vectors(conn, wanted.workspace_id, wanted.user_id, model, generation)
     with index.lock:
         if index.n and index.dims != query.shape[0]:
             raise InvalidInput(
@@ -282,82 +273,55 @@ def _vector_ranking(
                 f"{index.dims}-dimensional memory vectors: embed the query with the same model"
             )
         ids, scores = index.scores(query)
-    return _rank(conn, workspace_id, user_id, ids, scores, k, category, tags)
+    return _rank(conn, wanted, ids, scores)
 
 
 def _lexical_ranking(
-    conn: sqlite3.Connection,
-    cache: MemoryRecallCache,
-    generation: int,
-    workspace_id: str,
-    user_id: str,
-    tokens: Sequence[str],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: sqlite3.Connection, cache: MemoryRecallCache, generation: int, wanted: MemoryQuery, tokens: Sequence[str]
 ) -> list[tuple[int, float]]:
     if not tokens:
         return []
-    index = cache.lexical(conn, workspace_id, user_id, generation)
+    index = cache.lexical(conn, wanted.workspace_id, wanted.user_id, generation)
     with index.lock:
         ids, scores = index.scores(tokens)
-    return _rank(conn, workspace_id, user_id, ids, scores, k, category, tags)
+    return _rank(conn, wanted, ids, scores)
 
 
 def memory_vector_search(
-    conn: sqlite3.Connection,
-    cache: MemoryRecallCache,
-    workspace_id: str,
-    user_id: str,
-    model: str,
-    query: npt.NDArray[np.float32],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: sqlite3.Connection, cache: MemoryRecallCache, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32]
 ) -> list[tuple[MemoryRecord, float]]:
-    generation = cache.generation(conn, workspace_id, user_id)
-    ranked = _vector_ranking(conn, cache, generation, workspace_id, user_id, model, query, k, category, tags)
-    return _with_records(conn, workspace_id, user_id, ranked)
+    generation = cache.generation(conn, wanted.workspace_id, wanted.user_id)
+    ranked = _vector_ranking(conn, cache, generation, wanted, model, query)
+    return _with_records(conn, wanted.workspace_id, wanted.user_id, ranked)
 
 
 def memory_lexical_search(
-    conn: sqlite3.Connection,
-    cache: MemoryRecallCache,
-    workspace_id: str,
-    user_id: str,
-    tokens: Sequence[str],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: sqlite3.Connection, cache: MemoryRecallCache, wanted: MemoryQuery, tokens: Sequence[str]
 ) -> list[tuple[MemoryRecord, float]]:
     """BM25 over the user's own memories (their cached inverted index), best first."""
-    generation = cache.generation(conn, workspace_id, user_id)
-    ranked = _lexical_ranking(conn, cache, generation, workspace_id, user_id, tokens, k, category, tags)
-    return _with_records(conn, workspace_id, user_id, ranked)
+    generation = cache.generation(conn, wanted.workspace_id, wanted.user_id)
+    ranked = _lexical_ranking(conn, cache, generation, wanted, tokens)
+    return _with_records(conn, wanted.workspace_id, wanted.user_id, ranked)
 
 
 def memory_recall(
     conn: sqlite3.Connection,
     cache: MemoryRecallCache,
-    workspace_id: str,
-    user_id: str,
+    wanted: MemoryQuery,
     model: str,
     query: npt.NDArray[np.float32],
     tokens: Sequence[str],
-    k: int,
     limit: int,
-    category: str | None,
-    tags: Sequence[str],
 ) -> list[MemoryHit]:
     """Hybrid recall in one call: both rankings (ids only), RRF, then the ``limit`` fused rows."""
-    generation = cache.generation(conn, workspace_id, user_id)
-    by_vector = _vector_ranking(conn, cache, generation, workspace_id, user_id, model, query, k, category, tags)
-    by_text = _lexical_ranking(conn, cache, generation, workspace_id, user_id, tokens, k, category, tags)
+    generation = cache.generation(conn, wanted.workspace_id, wanted.user_id)
+    by_vector = _vector_ranking(conn, cache, generation, wanted, model, query)
+    by_text = _lexical_ranking(conn, cache, generation, wanted, tokens)
     return fuse_memory_hits(
         [i for i, _ in by_vector],
         [i for i, _ in by_text],
         limit,
-        lambda ids: _records(conn, workspace_id, user_id, ids),
+        lambda ids: _records(conn, wanted.workspace_id, wanted.user_id, ids),
     )
 
 

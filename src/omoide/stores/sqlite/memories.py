@@ -8,7 +8,16 @@ import numpy.typing as npt
 
 from omoide.models import utcnow
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores.memories import ForgetReport, MemoryChanges, MemoryDraft, MemoryHit, MemoryRecord, MemoryStore
+from omoide.stores.memories import (
+    ForgetReport,
+    MemoryChanges,
+    MemoryDraft,
+    MemoryHit,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryStore,
+    MemoryVector,
+)
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _memories as mops
 from omoide.stores.sqlite._db import SqliteDb
@@ -39,14 +48,9 @@ class SqliteMemories(MemoryStore):
         return await self._db.read("get_memory", mops.get_memory, workspace_id, user_id, memory_id)
 
     async def _update_memory(
-        self,
-        workspace_id: str,
-        user_id: str,
-        memory_id: int,
-        changes: MemoryChanges,
-        model: str | None,
-        vector: npt.NDArray[np.float32] | None,
+        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
     ) -> MemoryRecord:
+        model, array = vector if vector is not None else (None, None)
         return await self._db.on_writer(
             "update_memory",
             mops.tracked_write,
@@ -57,7 +61,7 @@ class SqliteMemories(MemoryStore):
             memory_id,
             changes,
             model,
-            vector,
+            array,
             utcnow(),
         )
 
@@ -80,75 +84,25 @@ class SqliteMemories(MemoryStore):
         )
 
     async def _memory_vector_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32]
     ) -> list[tuple[MemoryRecord, float]]:
         return await self._db.read(
-            "memory_vector_search",
-            mops.memory_vector_search,
-            self._db.memory_cache,
-            workspace_id,
-            user_id,
-            model,
-            query,
-            k,
-            category,
-            tags,
+            "memory_vector_search", mops.memory_vector_search, self._db.memory_cache, wanted, model, query
         )
 
     async def _memory_lexical_search(
-        self,
-        workspace_id: str,
-        user_id: str,
-        tokens: tuple[str, ...],
-        k: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, tokens: tuple[str, ...]
     ) -> list[tuple[MemoryRecord, float]]:
         return await self._db.read(
-            "memory_lexical_search",
-            mops.memory_lexical_search,
-            self._db.memory_cache,
-            workspace_id,
-            user_id,
-            tokens,
-            k,
-            category,
-            tags,
+            "memory_lexical_search", mops.memory_lexical_search, self._db.memory_cache, wanted, tokens
         )
 
     async def _memory_recall(
-        self,
-        workspace_id: str,
-        user_id: str,
-        model: str,
-        query: npt.NDArray[np.float32],
-        tokens: tuple[str, ...],
-        k: int,
-        limit: int,
-        category: str | None,
-        tags: tuple[str, ...],
+        self, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32], tokens: tuple[str, ...], limit: int
     ) -> list[MemoryHit]:
         """Both rankings from the user's cached indexes, RRF, then only the ``limit`` fused rows, in one reader call."""
         return await self._db.read(
-            "memory_recall",
-            mops.memory_recall,
-            self._db.memory_cache,
-            workspace_id,
-            user_id,
-            model,
-            query,
-            tokens,
-            k,
-            limit,
-            category,
-            tags,
+            "memory_recall", mops.memory_recall, self._db.memory_cache, wanted, model, query, tokens, limit
         )
 
     async def _forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
