@@ -776,13 +776,13 @@ class Memory:
         if service is None:
             from omoide.errors import CapabilityNotSupported
             from omoide.memories.service import MemoryService
-            from omoide.stores.base import MemoryStore
+            from omoide.stores.memories import MemoryStore
 
-            if not isinstance(self.store, MemoryStore):
+            if not isinstance(self.store.memories, MemoryStore):
                 raise CapabilityNotSupported(
                     f"the {type(self.store).__name__} backend does not store memories; use SQLite or PostgreSQL"
                 )
-            service = self._memories = MemoryService(self.store, self.settings, lambda: self.embedder)
+            service = self._memories = MemoryService(self.store.memories, self.settings, lambda: self.embedder)
         return service
 
     async def remember(
@@ -862,15 +862,19 @@ class Memory:
         """
         from omoide.errors import CapabilityNotSupported
         from omoide.models import utcnow
-        from omoide.stores.base import SummaryStore
+        from omoide.stores.summaries import SummaryStore
         from omoide.summaries.service import SummaryGenerator
 
-        if not isinstance(self.store, SummaryStore):
+        if not isinstance(self.store.summaries, SummaryStore):
             raise CapabilityNotSupported(
                 f"the {type(self.store).__name__} backend does not store summaries; use SQLite or PostgreSQL"
             )
         return SummaryGenerator(
-            self.store, lambda: self.chat_model, self.settings, clock=clock or utcnow, counter=self.token_counter
+            self.store.summaries,
+            lambda: self.chat_model,
+            self.settings,
+            clock=clock or utcnow,
+            counter=self.token_counter,
         )
 
     async def summarise(self) -> SummaryReport:
@@ -943,7 +947,7 @@ class Memory:
             ContextOverflow: the system prompt and the latest exchange alone exceed the budget.
         """
         from omoide.context.assembly import ContextPart, PartKind, assemble
-        from omoide.stores.base import MemoryStore
+        from omoide.stores.memories import MemoryStore
         from omoide.stores.search import SearchStore
 
         session = await self.sessions.get_or_create(key)
@@ -957,7 +961,7 @@ class Memory:
         )
 
         async def memories() -> list[MemoryHit]:
-            if not text.strip() or not owner or not isinstance(self.store, MemoryStore):
+            if not text.strip() or not owner or not isinstance(self.store.memories, MemoryStore):
                 return []
             return await self.recall(text, workspace=session.workspace_id, user=owner)
 
@@ -978,10 +982,9 @@ class Memory:
             )
 
         async def summaries() -> list[ContextPart]:
-            from omoide.stores.base import SummaryStore
-            from omoide.stores.summaries import SummaryKind, SummaryScope
+            from omoide.stores.summaries import SummaryKind, SummaryScope, SummaryStore
 
-            if not isinstance(self.store, SummaryStore):
+            if not isinstance(self.store.summaries, SummaryStore):
                 return []
             ws = session.workspace_id
             wanted = []

@@ -7,8 +7,7 @@ import pytest
 
 from omoide.errors import InvalidInput, NotFoundError
 from omoide.models import Message
-from omoide.stores.base import MemoryStore
-from omoide.stores.memories import MemoryChanges, MemoryDraft
+from omoide.stores.memories import MemoryChanges, MemoryDraft, MemoryStore
 from omoide.text import tokenize_for_search
 
 MODEL = "test-model@8"
@@ -26,7 +25,7 @@ def _draft(content: str, *, user: str = "u1", workspace: str = "g1", category: s
 
 
 async def test_store_satisfies_the_protocol(store):
-    assert isinstance(store, MemoryStore)
+    assert isinstance(store.memories, MemoryStore)
 
 
 async def test_insert_get_list_update_delete(store):

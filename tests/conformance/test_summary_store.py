@@ -10,8 +10,7 @@ import pytest
 from omoide.errors import InvalidInput
 from omoide.keys import session_key
 from omoide.models import Message
-from omoide.stores.base import SummaryStore
-from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope, SummaryStore
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -21,7 +20,7 @@ def _draft(content: str, *, workspace: str = "g1", scope_id: str = "c1", kind=Su
 
 
 async def test_protocol(store):
-    assert isinstance(store, SummaryStore)
+    assert isinstance(store.summaries, SummaryStore)
 
 
 async def test_versions_history_and_overwrite(store):

@@ -13,7 +13,7 @@ import pytest
 from omoide import Memory
 from omoide.settings import Settings
 from omoide.stores.memories import MemoryChanges, MemoryDraft
-from omoide.stores.sqlite import _memories as mops
+from omoide.stores.sqlite import _memory_cache as mops
 from omoide.stores.sqlite.store import SqliteStore
 from omoide.text import tokenize_for_search
 

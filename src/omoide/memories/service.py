@@ -25,7 +25,6 @@ from omoide.errors import InvalidInput
 from omoide.providers.base import Embedder
 from omoide.settings import Settings
 from omoide.stores._memory_ranking import HybridMemoryRecall, fuse_memory_hits
-from omoide.stores.base import MemoryStore
 from omoide.stores.memories import (
     DEFAULT_CATEGORY,
     ForgetReport,
@@ -33,7 +32,9 @@ from omoide.stores.memories import (
     MemoryDraft,
     MemoryHit,
     MemoryRecord,
+    MemoryStore,
     RememberResult,
+    memory_not_found,
 )
 from omoide.text import tokenize_for_search
 
@@ -85,7 +86,7 @@ def _metadata(value: object) -> dict[str, Any]:
 
 
 class MemoryService:
-    """Per-user explicit memories over a :class:`~omoide.stores.base.MemoryStore`.
+    """Per-user explicit memories over a :class:`~omoide.stores.memories.MemoryStore`.
 
     Args:
         store: the backend.
@@ -241,8 +242,6 @@ class MemoryService:
         Raises:
             NotFoundError: the user has no memory with this id (whoever else may have one).
         """
-        from omoide.stores._memory_common import memory_not_found
-
         found = await self.store.get_memory(_ident("workspace", workspace), _ident("user", user), memory_id)
         if found is None:
             raise memory_not_found(memory_id)

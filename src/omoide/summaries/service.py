@@ -41,8 +41,14 @@ from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
-from omoide.stores.base import SummaryStore
-from omoide.stores.summaries import ShortTermHistoryConfig, Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import (
+    ShortTermHistoryConfig,
+    Summary,
+    SummaryDraft,
+    SummaryKind,
+    SummaryScope,
+    SummaryStore,
+)
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from omoide.stores._erasure_common import check_generation, scrub_source, strip_user, user_hash
+from omoide.stores._erasure_common import ErasureState, check_generation, scrub_source, strip_user, user_hash
 from omoide.stores.memories import ForgetReport
 
 Scope = tuple[str | None, str | None]
@@ -35,6 +35,12 @@ async def erasure_generation(conn: asyncpg.Connection, workspace_id: str) -> int
 async def erased_users(conn: asyncpg.Connection, workspace_id: str) -> dict[str, datetime]:
     rows = await conn.fetch("SELECT user_hash, erased_at FROM erased_users WHERE workspace_id = $1", workspace_id)
     return {r["user_hash"]: r["erased_at"] for r in rows}
+
+
+async def read_erasure_state(conn: asyncpg.Connection, workspace_id: str) -> ErasureState:
+    """The generation and the erased users, read in one transaction (one snapshot)."""
+    async with conn.transaction():
+        return ErasureState(await erasure_generation(conn, workspace_id), await erased_users(conn, workspace_id))
 
 
 async def check_erasure_generation(conn: asyncpg.Connection, workspace_id: str, expected: int | None) -> None:
@@ -225,4 +231,4 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
     )
 
 
-__all__ = ["check_erasure_generation", "erase_user", "erased_users", "erasure_generation"]
+__all__ = ["check_erasure_generation", "erase_user", "erased_users", "erasure_generation", "read_erasure_state"]

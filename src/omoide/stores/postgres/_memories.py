@@ -21,9 +21,16 @@ from pgvector import HalfVector
 from omoide.errors import InvalidInput
 from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import to_json
-from omoide.stores._memory_common import memory_not_found
 from omoide.stores._memory_ranking import fuse_memory_ids, memory_hits
-from omoide.stores.memories import MemoryChanges, MemoryDraft, MemoryHit, MemoryId, MemoryRecord
+from omoide.stores.memories import (
+    MemoryChanges,
+    MemoryDraft,
+    MemoryHit,
+    MemoryId,
+    MemoryQuery,
+    MemoryRecord,
+    memory_not_found,
+)
 from omoide.stores.postgres._bm25 import bm25_sql, scored_terms
 from omoide.stores.postgres._search import vector_type
 
@@ -210,62 +217,45 @@ async def _has_vectors_of_size(
 
 
 async def memory_vector_search(
-    conn: asyncpg.Connection,
-    workspace_id: str,
-    user_id: str,
-    model: str,
-    query: npt.NDArray[np.float32],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
-    schema: str | None,
+    conn: asyncpg.Connection, wanted: MemoryQuery, model: str, query: npt.NDArray[np.float32], schema: str | None
 ) -> list[tuple[MemoryRecord, float]]:
-    rows = await _vector_rows(conn, COLUMNS, workspace_id, user_id, model, query, k, category, tags, schema)
+    rows = await _vector_rows(conn, COLUMNS, wanted, model, query, schema)
     return [(record_from_row(r), 1.0 - float(r["distance"])) for r in rows]
 
 
 async def memory_lexical_search(
-    conn: asyncpg.Connection,
-    workspace_id: str,
-    user_id: str,
-    tokens: Sequence[str],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: asyncpg.Connection, wanted: MemoryQuery, tokens: Sequence[str]
 ) -> list[tuple[MemoryRecord, float]]:
-    rows = await _lexical_rows(conn, COLUMNS, workspace_id, user_id, tokens, k, category, tags)
+    rows = await _lexical_rows(conn, COLUMNS, wanted, tokens)
     return [(record_from_row(r), float(r["score"])) for r in rows]
 
 
 async def _vector_rows(
     conn: asyncpg.Connection,
     columns: str | None,
-    workspace_id: str,
-    user_id: str,
+    wanted: MemoryQuery,
     model: str,
     query: npt.NDArray[np.float32],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
     schema: str | None,
 ) -> list[asyncpg.Record]:
     """``memory_id``, ``distance`` and ``columns`` (of ``memories m``) of the user's ``k`` nearest memories.
 
     With ``columns=None`` (ids only), ``memories`` is joined only to filter.
     """
+    workspace_id, user_id = wanted.workspace_id, wanted.user_id
     dims = int(query.shape[0])
     if not await _has_vectors_of_size(conn, workspace_id, user_id, model, dims):
         return []
     halfvec = f"{vector_type(schema)}({dims})"
     args: list[Any] = [HalfVector(query), workspace_id, user_id, model]
-    extra = _filters(category, tags, args)
+    extra = _filters(wanted.category, wanted.tags, args)
     join = (
         f" JOIN memories m ON m.id = e.memory_id AND m.workspace_id = $2 AND m.user_id = $3{extra}"
         if extra or columns is not None
         else ""
     )
     selected = "e.memory_id" if columns is None else f"e.memory_id, {columns}"
-    args.append(k)
+    args.append(wanted.k)
     return list(
         await conn.fetch(
             f"SELECT {selected}, (e.embedding::{halfvec}) <=> $1::{halfvec} AS distance FROM memory_embeddings e{join} "
@@ -277,20 +267,13 @@ async def _vector_rows(
 
 
 async def _lexical_rows(
-    conn: asyncpg.Connection,
-    columns: str,
-    workspace_id: str,
-    user_id: str,
-    tokens: Sequence[str],
-    k: int,
-    category: str | None,
-    tags: Sequence[str],
+    conn: asyncpg.Connection, columns: str, wanted: MemoryQuery, tokens: Sequence[str]
 ) -> list[asyncpg.Record]:
     """``columns`` and ``score`` of the user's memories matching any token, BM25-ranked (:mod:`._bm25`)."""
     if not tokens:
         return []
-    args: list[Any] = [workspace_id, user_id]
-    extra = _filters(category, tags, args)
+    args: list[Any] = [wanted.workspace_id, wanted.user_id]
+    extra = _filters(wanted.category, wanted.tags, args)
     sql = bm25_sql(
         from_="memories m",
         table="memories",
@@ -299,32 +282,24 @@ async def _lexical_rows(
         where=f"m.workspace_id = $1 AND m.user_id = $2{extra}",
         args=args,
         terms=scored_terms(tokens),
-        k=k,
+        k=wanted.k,
     )
     return list(await conn.fetch(sql, *args))
 
 
 async def memory_recall(
     conn: asyncpg.Connection,
-    workspace_id: str,
-    user_id: str,
+    wanted: MemoryQuery,
     model: str,
     query: npt.NDArray[np.float32],
     tokens: Sequence[str],
-    k: int,
     limit: int,
-    category: str | None,
-    tags: Sequence[str],
     schema: str | None,
 ) -> list[MemoryHit]:
     """Both rankings (ids only) on one connection, RRF, then the ``limit`` fused rows."""
-    by_vector = [
-        int(r["memory_id"])
-        for r in await _vector_rows(conn, None, workspace_id, user_id, model, query, k, category, tags, schema)
-    ]
-    by_text = [
-        int(r["id"]) for r in await _lexical_rows(conn, "m.id", workspace_id, user_id, tokens, k, category, tags)
-    ]
+    by_vector = [int(r["memory_id"]) for r in await _vector_rows(conn, None, wanted, model, query, schema)]
+    by_text = [int(r["id"]) for r in await _lexical_rows(conn, "m.id", wanted, tokens)]
+    workspace_id, user_id = wanted.workspace_id, wanted.user_id
     fused = fuse_memory_ids(by_vector, by_text, limit)
     rows = await conn.fetch(
         f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY($1::bigint[]) AND m.workspace_id = $2 AND m.user_id = $3",

@@ -33,7 +33,7 @@ from omoide.errors import ConfigError, StoreError
 from omoide.settings import Settings
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import MEMORY, connect, in_write_transaction, map_sqlite_errors, path_from_url
-from omoide.stores.sqlite._memories import MemoryRecallCache
+from omoide.stores.sqlite._memory_cache import MemoryRecallCache
 from omoide.stores.sqlite._search import VectorCache
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class SqliteDb:
         self.vector_cache = VectorCache()
         """Normalised vector matrices per workspace and model (see ``_search.VectorCache``)."""
         self.memory_cache = MemoryRecallCache()
-        """Memory vectors per user, kept in step with every memory write (see ``_memories``)."""
+        """Memory vectors per user, kept in step with every memory write (see ``_memory_cache``)."""
 
     @property
     def is_open(self) -> bool:

@@ -14,7 +14,14 @@ import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
 
-from omoide.stores._erasure_common import ChunkRewrite, check_generation, scrub_source, strip_user, user_hash
+from omoide.stores._erasure_common import (
+    ChunkRewrite,
+    ErasureState,
+    check_generation,
+    scrub_source,
+    strip_user,
+    user_hash,
+)
 from omoide.stores.memories import ForgetReport
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 
@@ -29,6 +36,10 @@ def erasure_generation(conn: sqlite3.Connection, workspace_id: str) -> int:
 def erased_users(conn: sqlite3.Connection, workspace_id: str) -> dict[str, datetime]:
     rows = conn.execute("SELECT user_hash, erased_at FROM erased_users WHERE workspace_id = ?", (workspace_id,))
     return {r[0]: parse_ts(r[1]) for r in rows}
+
+
+def read_erasure_state(conn: sqlite3.Connection, workspace_id: str) -> ErasureState:
+    return ErasureState(erasure_generation(conn, workspace_id), erased_users(conn, workspace_id))
 
 
 def check_erasure_generation(conn: sqlite3.Connection, workspace_id: str, expected: int | None) -> None:
@@ -266,4 +277,5 @@ __all__ = [
     "erased_users",
     "erasure_generation",
     "prepare_rewrites",
+    "read_erasure_state",
 ]
