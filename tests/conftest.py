@@ -167,9 +167,21 @@ def settings(db_url: str, tmp_path: Path) -> Any:
     return Settings(database_url=db_url, transcripts_dir=tmp_path / "transcripts", db_pool_max=25)
 
 
-@pytest.fixture
-async def store(settings: Any) -> AsyncIterator[Any]:
+STORE_MODES = ["sqlite", "sqlite-memory", pytest.param("postgres", marks=pytest.mark.postgres)]
+"""Every way a deployment runs a store: an SQLite file (one writer thread and a pool of reader
+threads), SQLite ``:memory:`` (one connection does everything) and PostgreSQL."""
+
+
+@pytest.fixture(params=STORE_MODES)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """A migrated, open store, in each mode of :data:`STORE_MODES` in turn (the conformance suite's fixture)."""
+    from omoide.settings import Settings
     from omoide.stores import open_store
 
+    url = {
+        "sqlite": f"sqlite:///{tmp_path / 'omoide.db'}",
+        "sqlite-memory": "sqlite:///:memory:",
+    }.get(request.param) or str(request.getfixturevalue("pg_url"))
+    settings = Settings(database_url=url, transcripts_dir=tmp_path / "transcripts", db_pool_max=25)
     async with open_store(settings=settings) as s:
         yield s
