@@ -280,7 +280,7 @@ async def bench(
         # the whole pipeline but the query embedding: both rankings at once, RRF, fetch the fused 15
         texts = [" ".join(t) for t in qtokens]
         pipeline = SearchPipeline(
-            store,
+            store.search,
             PipelineConfig(candidates=k, fused=15, top_k=5, mode="hybrid"),
             embedder=lambda: _LookupEmbedder(dict(zip(texts, qvecs, strict=True)), dims),
         )

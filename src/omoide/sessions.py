@@ -233,6 +233,13 @@ class Sessions:
         session = await self.get(key)
         return await self.store.reset_window(session.id)
 
+    async def save_context_summary(self, key: KeyLike, summary: str, *, through_seq: int) -> Session | None:
+        """Store a compaction on the session: later prompts start from ``summary`` instead of the
+        messages up to ``through_seq`` (which stay stored for the archiver). ``None`` when a
+        summary covering as much was stored already."""
+        session = await self.get(key)
+        return await self.store.save_context_summary(session.id, summary=summary, through_seq=through_seq)
+
     async def set_status(self, key: KeyLike, status: SessionStatus) -> Session:
         """Change a session's status (re-reading and retrying on conflicts)."""
 

@@ -93,7 +93,7 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
     assert reason is None
     await talk(mem, key, 1, start=12)  # bumps the version
     with pytest.raises(VersionConflict):
-        await archiver.store.archive_session(plan)
+        await archiver.knowledge.archive_session(plan)
     assert (await mem.sessions.get(key)).archived_seq == 0  # nothing of the plan was applied
     assert await mem.sources() == []
 

@@ -155,10 +155,10 @@ async def test_the_workers_rebuild_a_stale_index_on_start(mem: Memory) -> None:
 
     await _add_chunk(mem, "We threw two birthday parties.")
     await _age_index(mem)
-    assert await lexical_index_is_stale(mem.store)
+    assert await lexical_index_is_stale(mem.store.search)
     async with mem.workers(archive=False, expire=False, summarise=False) as runner:
         for _ in range(200):
-            if not await lexical_index_is_stale(mem.store):
+            if not await lexical_index_is_stale(mem.store.search):
                 break
             await asyncio.sleep(0.05)
         assert runner is not None

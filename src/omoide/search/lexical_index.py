@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from omoide.stores.base import LexicalIndexStore, LexicalTable
+from omoide.stores.base import LexicalIndexStore, LexicalTable, SearchStore
 from omoide.text import get_search_tokenizer, lexical_text
 from omoide.text.chat_lines import chunk_lexical_text
 
@@ -42,18 +42,15 @@ def _tokens(table: LexicalTable, content: str) -> str:
     return lexical_text(tokenizer.tokenize(text))
 
 
-async def lexical_index_is_stale(store: object) -> bool:
-    """Whether ``store``'s lexical index was written (wholly or partly) by another tokenizer
-    than the current one, so :func:`rebuild_lexical_index` should run."""
-    from omoide.stores.base import SearchStore
-
-    if not isinstance(store, SearchStore) or not isinstance(store, LexicalIndexStore):
-        return False
-    recorded = await store.lexical_tokenizer()
+async def lexical_index_is_stale(search: SearchStore) -> bool:
+    """Whether the lexical index was written (wholly or partly) by another tokenizer than the
+    current one, so :func:`rebuild_lexical_index` should run."""
+    recorded = await search.lexical_tokenizer()
     return recorded is not None and recorded != get_search_tokenizer().name
 
 
 async def rebuild_lexical_index(
+    search: SearchStore,
     store: LexicalIndexStore,
     *,
     batch: int = BATCH,
@@ -62,16 +59,15 @@ async def rebuild_lexical_index(
     """Re-tokenise every chunk and memory with the current search tokenizer.
 
     Args:
-        store: the store (SQLite or PostgreSQL).
+        search: the search store (it records the tokenizer that wrote the index).
+        store: the lexical index.
         batch: rows per read and write.
         on_rows: progress: ``(table, rows done, rows in the table)`` after each batch.
 
     Returns:
         The tokenizer now recorded, the one before, and the rows visited per table.
     """
-    from omoide.stores.base import SearchStore
-
-    previous = await store.lexical_tokenizer() if isinstance(store, SearchStore) else None
+    previous = await search.lexical_tokenizer()
     report = LexicalRebuildReport(tokenizer=get_search_tokenizer().name, previous=previous)
     for table in LexicalTable:
         total = await store.lexical_row_count(table)

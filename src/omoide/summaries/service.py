@@ -183,6 +183,16 @@ class SummaryGenerator:
         s = self.settings
         return ShortTermHistoryConfig(s.summary_history, s.summary_idle_seconds, s.summary_message_threshold)
 
+    async def latest(self, workspace: str, scope: SummaryScope, scope_id: str, kind: SummaryKind) -> Summary | None:
+        """The newest version of one summary, or ``None``."""
+        return await self.store.latest_summary(workspace, scope, scope_id, kind)
+
+    async def history(
+        self, workspace: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
+    ) -> list[Summary]:
+        """The versions of one summary, newest first."""
+        return await self.store.summary_history(workspace, scope, scope_id, kind, limit=limit)
+
     def _language(self) -> Language:
         return "en" if self.settings.answer_language == "en" else "ja"
 

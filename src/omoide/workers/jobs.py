@@ -87,7 +87,7 @@ async def _rebuild_stale_lexical_index(mem: Memory) -> None:
     """After an upgrade that changed the search tokenizer, re-tokenise the index once."""
     from omoide.search.lexical_index import lexical_index_is_stale
 
-    if await lexical_index_is_stale(mem.store):
+    if await lexical_index_is_stale(mem.store.search):
         log = structlog.get_logger(__name__)
         log.info("lexical_reindex_started", reason="the search tokenizer changed")
         report = await mem.reindex_lexical()
