@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Required, TypedDict
 
 import structlog
 
@@ -27,6 +28,20 @@ from omoide.stores.base import SessionStore
 log = structlog.get_logger(__name__)
 
 KeyLike = SessionKey | str
+
+
+class KeyParts(TypedDict, total=False):
+    """The keywords of :meth:`Sessions.key` (and ``Memory.session_key``)."""
+
+    platform: str | None
+    workspace: Required[str | int]
+    channel: str | int | None
+    thread: str | int | None
+    user: str | int | None
+    agent: str | None
+    policy: KeyPolicy | str | None
+
+
 SESSION_ID_CACHE_SIZE = 10_000
 
 
@@ -271,4 +286,4 @@ class Sessions:
                 return total
 
 
-__all__ = ["KeyLike", "Sessions", "validate_message"]
+__all__ = ["KeyLike", "KeyParts", "Sessions", "validate_message"]

@@ -79,7 +79,7 @@ _MAX_TOKENS: dict[tuple[Any, int], int] = {}
 
 async def _state(mem: Any) -> dict[str, Any]:
     """What is stored: per source its title, chunk count and largest chunk (cl100k tokens); the good phrase found?"""
-        from omoide.providers.tokens import get_token_counter
+    from omoide.providers.tokens import get_token_counter
 
     counter = get_token_counter()
     kstore = mem.store.knowledge

@@ -30,7 +30,7 @@ from .helpers import archived_ids, later, talk, tuned
 
 async def test_criterion_session_archiver_class_exists_and_runs(mem: Memory):
     """§4: `SessionArchiver` is implemented (and reachable from the facade)."""
-    archiver = mem.archiver()
+    archiver = mem.knowledge.archiver()
     assert isinstance(archiver, SessionArchiver)
     report = await archiver.run()
     assert report.sessions == 0 and report.idle
@@ -87,7 +87,7 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 12)
     session = await mem.sessions.get(key)
-    archiver = mem.archiver()
+    archiver = mem.knowledge.archiver()
     messages = await mem.store.messages(session.id, after_seq=session.archived_seq)
     plan, reason = archiver.plan(session, messages, idle=True)
     assert reason is None
@@ -419,7 +419,7 @@ async def test_sessions_run_concurrently_up_to_the_semaphore(settings):
             await talk(
                 mem, mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}"), 4, user=f"u{i}"
             )
-        archiver = mem.archiver()
+        archiver = mem.knowledge.archiver()
         assert archiver.concurrency == 2
         inflight, peak = 0, 0
         plan = archiver.plan

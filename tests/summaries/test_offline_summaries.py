@@ -149,7 +149,7 @@ def test_the_summaries_show_help_example_prints_a_summary_on_the_demo_data(
 
 
 async def test_summarise_imported_reads_each_channel_and_thread_once_and_since(demo_db: Path, tmp_path: Path) -> None:
-        from omoide.summaries.imported import summarise_imported
+    from omoide.summaries.imported import summarise_imported
 
     copy = tmp_path / "copy.db"
     copy.write_bytes(demo_db.read_bytes())

@@ -31,7 +31,14 @@ from typing import Annotated, Protocol
 
 import typer
 
-from omoide.chat import DEFAULT_SYSTEM_PROMPT, ChatRunner, Conversation, SessionConversation, ToolExecutor, TranscriptConversation
+from omoide.chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    ChatRunner,
+    Conversation,
+    SessionConversation,
+    ToolExecutor,
+    TranscriptConversation,
+)
 from omoide.cli._common import print_error, run
 from omoide.engine import Memory
 from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix

@@ -102,14 +102,13 @@ def _title(session: Session, messages: Sequence[Message], channel_name: str | No
     return f"{platform} conversation in {where}{with_whom} · {first:%Y-%m-%d %H:%M}–{end} UTC"
 
 
-
 def plan_archive(
-session: Session,
+    session: Session,
     messages: Sequence[Message],
-*,
-settings: Settings,
-chunker: Chunker,
-idle: bool,
+    *,
+    settings: Settings,
+    chunker: Chunker,
+    idle: bool,
     channel_name: str | None = None,
     context: Sequence[Message] = (),
 ) -> tuple[ArchivePlan, str | None]:

@@ -1,14 +1,15 @@
-"""What a search returns (:class:`SearchResult` of :class:`SearchHit`) and the checks of its query and mode."""
+"""What a search takes (:func:`search_filters`, the checks of its query and mode) and returns
+(:class:`SearchResult` of :class:`SearchHit`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Required, TypedDict, get_args
 
 from omoide.errors import InvalidInput
-from omoide.stores.search import ChunkHit
+from omoide.stores.search import ChunkHit, SearchFilters
 
 SearchMode = Literal["hybrid", "vector", "lexical"]
 MODES: tuple[str, ...] = get_args(SearchMode)
@@ -166,4 +167,67 @@ def check_query(query: object) -> str:
     return text
 
 
-__all__ = ["MAX_QUERY_CHARS", "MODES", "SearchHit", "SearchMode", "SearchResult", "StageScores", "check_mode", "check_query"]
+class FilterArgs(TypedDict, total=False):
+    """The filter keywords of ``Memory.search`` and ``Memory.ask`` (:func:`search_filters` takes them)."""
+
+    workspace: Required[str | int]
+    channel: str | int | Sequence[str | int] | None
+    thread: str | int | Sequence[str | int] | None
+    author: str | int | Sequence[str | int] | None
+    source_type: str | Sequence[str] | None
+    since: datetime | None
+    until: datetime | None
+    viewer: str | int | None
+    public_only: bool
+
+
+def search_filters(
+    *,
+    workspace: str | int,
+    channel: str | int | Sequence[str | int] | None = None,
+    thread: str | int | Sequence[str | int] | None = None,
+    author: str | int | Sequence[str | int] | None = None,
+    source_type: str | Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    viewer: str | int | None = None,
+    public_only: bool = False,
+) -> SearchFilters:
+    """Search filters from ``Memory.search``'s keyword arguments (ids may be ints or lists).
+
+    Raises:
+        InvalidInput: a bad id or time range.
+    """
+
+    def ids(value: str | int | Sequence[str | int] | None) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str | int):
+            return (str(value),)
+        return tuple(str(v) for v in value)
+
+    return SearchFilters(
+        workspace_id=str(workspace),
+        channel_ids=ids(channel),
+        thread_ids=ids(thread),
+        author_ids=ids(author),
+        source_types=ids(source_type),
+        since=since,
+        until=until,
+        viewer=None if viewer is None else str(viewer),
+        public_only=public_only,
+    )
+
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MODES",
+    "FilterArgs",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "StageScores",
+    "check_mode",
+    "check_query",
+    "search_filters",
+]

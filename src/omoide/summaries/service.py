@@ -183,9 +183,23 @@ class SummaryGenerator:
         s = self.settings
         return ShortTermHistoryConfig(s.summary_history, s.summary_idle_seconds, s.summary_message_threshold)
 
-    async def latest(self, workspace: str, scope: SummaryScope, scope_id: str, kind: SummaryKind) -> Summary | None:
-        """The newest version of one summary, or ``None``."""
-        return await self.store.latest_summary(workspace, scope, scope_id, kind)
+    async def latest(
+        self, workspace: str, scope: SummaryScope | str, scope_id: str, kind: SummaryKind | str
+    ) -> Summary | None:
+        """The newest version of one summary, or ``None``.
+
+        Raises:
+            InvalidInput: ``scope`` is not thread, channel, workspace or user, or ``kind`` not
+                short_term or long_term.
+        """
+        try:
+            chosen, which = SummaryScope(scope), SummaryKind(kind)
+        except ValueError:
+            raise InvalidInput(
+                f"scope must be thread, channel, workspace or user and kind short_term or long_term, "
+                f"got {scope!r} / {kind!r}"
+            ) from None
+        return await self.store.latest_summary(workspace, chosen, scope_id, which)
 
     async def history(
         self, workspace: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
