@@ -13,7 +13,6 @@ from omoide import Memory, Message
 from omoide.errors import InvalidInput, VersionConflict
 from omoide.knowledge.archiver import (
     ARCHIVE_ATTEMPTS,
-    LongTermStore,
     SessionArchiver,
     archive_concurrency,
     filter_reason,
@@ -99,10 +98,10 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
 
 
 class _AppendFirst:
-    """The real store, with a user appending just before each of the first ``times`` archive commits."""
+    """The real knowledge store, with a user appending just before each of the first ``times`` archive commits."""
 
     def __init__(self, mem: Memory, key: Any, times: int) -> None:
-        self._store = mem.store
+        self._store = mem.store.knowledge
         self._mem = mem
         self._key = key
         self.times = times
@@ -125,8 +124,7 @@ async def test_criterion_optimistic_lock_conflict_rereads_and_replans(mem: Memor
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _AppendFirst(mem, key, times=2)
-    assert isinstance(racing, LongTermStore)
-    archiver = SessionArchiver(racing, mem.settings)
+    archiver = SessionArchiver(mem.store.sessions, racing, mem.settings)
     report = await archiver.run(now=later())
     assert report.archived == 1 and report.conflicts == 0
     assert len(racing.appended) == 2
@@ -138,7 +136,7 @@ async def test_a_session_too_busy_for_optimistic_plans_is_archived_under_its_loc
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _AppendFirst(mem, key, times=ARCHIVE_ATTEMPTS)
-    report = await SessionArchiver(racing, mem.settings).run(now=later())
+    report = await SessionArchiver(mem.store.sessions, racing, mem.settings).run(now=later())
     assert report.conflicts == 0 and report.archived == 1
     assert len(racing.appended) == ARCHIVE_ATTEMPTS
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + racing.appended)
@@ -155,7 +153,7 @@ async def test_a_session_that_keeps_conflicting_is_left_for_the_next_run(mem: Me
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _LockRace(mem, key, times=ARCHIVE_ATTEMPTS)
-    report = await SessionArchiver(racing, mem.settings).run(now=later())
+    report = await SessionArchiver(mem.store.sessions, racing, mem.settings).run(now=later())
     assert report.conflicts == 1 and report.archived == 0
     assert await mem.sources() == []
     report = await mem.archive(at=later())
