@@ -114,11 +114,12 @@ def plan_archive(
 ) -> tuple[ArchivePlan, str | None]:
     """The archive plan for ``session`` as read, and the filter reason (``None``: knowledge made).
 
-    Pure computation (no I/O); the archiver runs it in a worker thread, with ``settings``'
-    ``archive_overlap``, ``session_window`` and ``min_session_chars`` and ``chunker``.
+    Pure computation (no I/O); the archiver runs it in a worker thread.
 
     Args:
         session: the session as just read.
+        settings: its ``archive_overlap``, ``session_window`` and ``min_session_chars`` are used.
+        chunker: cuts the messages into chunks.
         messages: its messages with ``archived_seq < seq <= last_seq``, oldest first.
         idle: archive as idle (status ``archived``, keep ``archive_overlap`` messages) or
             as an active session over the size threshold (stays ``active``, keeps at
