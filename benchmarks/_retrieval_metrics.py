@@ -356,10 +356,10 @@ async def embed(mem: Any, embedder: Any, first: bool) -> None:
             progress(f"  embedded {done} chunks with {embedder.model_id} ({last - started:.0f} s)")
 
     if first:
-        while not (await mem.embedding_processor(embedder).run(on_chunks=tick)).idle:
+        while not (await mem.knowledge.embedding_processor(embedder).run(on_chunks=tick)).idle:
             pass
     else:
-        await mem.reindex(embedder, on_chunks=tick)
+        await mem.knowledge.reindex(embedder, on_chunks=tick)
     progress(f"  embedded {done} chunks with {embedder.model_id} in {time.perf_counter() - started:.1f} s")
 
 

@@ -95,7 +95,7 @@ async def bench(url: str, n_sessions: int, n_messages: int, pool_max: int) -> di
         assert embedded.chunks == status.chunks, (embedded.as_log(), status)
 
         started = time.perf_counter()
-        reindexed = await mem.reindex(HashingEmbedder(256))  # bulk: embed everything, then build the index
+        reindexed = await mem.knowledge.reindex(HashingEmbedder(256))  # bulk: embed everything, then build the index
         reindex_s = time.perf_counter() - started
         assert reindexed.chunks == status.chunks, reindexed.as_log()
 
@@ -115,7 +115,7 @@ async def bench(url: str, n_sessions: int, n_messages: int, pool_max: int) -> di
             "sessions_per_s": archived.archived / archive_s,
             "messages_per_s": archived.messages / archive_s,
             "chunks": archived.chunks,
-            "concurrency": mem.archiver().concurrency,
+            "concurrency": mem.knowledge.archiver().concurrency,
         },
         "embed": {
             "chunks": embedded.chunks,

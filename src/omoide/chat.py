@@ -20,14 +20,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from omoide.context import ContextGuard, GuardResult, PromptBudget
+from omoide.context import ContextGuard, GuardResult, PromptBudget, prompt_budget
 from omoide.context.compaction import Compaction
 from omoide.context.guard import DEFAULT_TOOL_RESULT_LIMIT, OnText
 from omoide.context.turns import normalise_turns
 from omoide.models import Message, SessionKey, ToolResultBlock, ToolUseBlock, summary_turns
 from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
 from omoide.sessions import Sessions
+from omoide.settings import Settings
 from omoide.transcripts import TranscriptStore, records_from_messages
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant in a chat. Answer in the language the user writes in "
+    "(日本語で話しかけられたら日本語で答えてください). Be concise."
+)
+"""The system prompt of a turn when the caller gives none (``Memory.chat``, ``build_context``, ``omoide chat``)."""
 
 ToolExecutor = Callable[[ToolUseBlock], Awaitable[ToolResultBlock]]
 """Runs one tool call of the model and returns its result block (errors as ``is_error`` results)."""
@@ -83,8 +90,7 @@ class SessionConversation:
 
     async def prompt_history(self) -> list[Message]:
         session = await self.sessions.get_or_create(self.key)
-        size = self.window or self.sessions.settings.session_window
-        messages = await self.sessions.store.history(session.id, window=size)
+        messages = await self.sessions.history(self.key, window=self.window)
         summary_applies = session.context_summary and session.context_summary_seq > session.window_start_seq
         if not summary_applies:
             return messages
@@ -97,10 +103,7 @@ class SessionConversation:
     async def save_compaction(self, compaction: Compaction) -> None:
         if compaction.through_seq is None:
             return
-        session = await self.sessions.get(self.key)
-        await self.sessions.store.save_context_summary(
-            session.id, summary=compaction.summary, through_seq=compaction.through_seq
-        )
+        await self.sessions.save_context_summary(self.key, compaction.summary, through_seq=compaction.through_seq)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +156,26 @@ class ChatRunner:
             summariser=summariser,
             tool_result_limit=tool_result_limit,
             summary_budget=summary_budget,
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        model: ChatModel,
+        counter: TokenCounter,
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatRunner:
+        """A runner for ``model``'s context window (``max_tokens``: the answer reservation) with the
+        configured tool result limit; ``system`` defaults to :data:`DEFAULT_SYSTEM_PROMPT`."""
+        return cls(
+            model,
+            counter,
+            prompt_budget(model.model_id, settings, max_tokens=max_tokens),
+            system=system or DEFAULT_SYSTEM_PROMPT,
+            tool_result_limit=settings.tool_result_limit,
         )
 
     async def turn(
@@ -217,6 +240,7 @@ class ChatRunner:
 
 
 __all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
     "ChatRunner",
     "ContextUsage",
     "Conversation",

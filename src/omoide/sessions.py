@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Required, TypedDict
 
 import structlog
 
@@ -27,6 +28,20 @@ from omoide.stores.sessions import SessionStore
 log = structlog.get_logger(__name__)
 
 KeyLike = SessionKey | str
+
+
+class KeyParts(TypedDict, total=False):
+    """The keywords of :meth:`Sessions.key` (and ``Memory.session_key``)."""
+
+    platform: str | None
+    workspace: Required[str | int]
+    channel: str | int | None
+    thread: str | int | None
+    user: str | int | None
+    agent: str | None
+    policy: KeyPolicy | str | None
+
+
 SESSION_ID_CACHE_SIZE = 10_000
 
 
@@ -233,6 +248,13 @@ class Sessions:
         session = await self.get(key)
         return await self.store.reset_window(session.id)
 
+    async def save_context_summary(self, key: KeyLike, summary: str, *, through_seq: int) -> Session | None:
+        """Store a compaction on the session: later prompts start from ``summary`` instead of the
+        messages up to ``through_seq`` (which stay stored for the archiver). ``None`` when a
+        summary covering as much was stored already."""
+        session = await self.get(key)
+        return await self.store.save_context_summary(session.id, summary=summary, through_seq=through_seq)
+
     async def set_status(self, key: KeyLike, status: SessionStatus) -> Session:
         """Change a session's status (re-reading and retrying on conflicts)."""
 
@@ -264,4 +286,4 @@ class Sessions:
                 return total
 
 
-__all__ = ["KeyLike", "Sessions", "validate_message"]
+__all__ = ["KeyLike", "KeyParts", "Sessions", "validate_message"]

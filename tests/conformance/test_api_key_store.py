@@ -64,7 +64,7 @@ async def test_bad_input_is_rejected(store):
 
 
 async def test_service_create_verify_revoke(store):
-    keys = ApiKeyService(store)
+    keys = ApiKeyService(store.api_keys)
     created = await keys.create("g1", name="discord-bot")
     assert created.token.startswith("omk_") and len(created.token) == 47
     assert created.record.prefix == created.token[:12]
@@ -91,7 +91,7 @@ async def test_service_create_verify_revoke(store):
 
 
 async def test_concurrent_creates(store):
-    keys = ApiKeyService(store)
+    keys = ApiKeyService(store.api_keys)
     made = await asyncio.gather(*(keys.create("g1", name=f"k{i}") for i in range(10)))
     assert len({m.record.id for m in made}) == 10
     assert all([await keys.verify(m.token) for m in made])
@@ -99,7 +99,7 @@ async def test_concurrent_creates(store):
 
 async def test_service_cache(store):
     now = [100.0]
-    keys = ApiKeyService(store, cache_seconds=5, clock=lambda: now[0])
+    keys = ApiKeyService(store.api_keys, cache_seconds=5, clock=lambda: now[0])
     a, b = await keys.create("g1"), await keys.create("g1")
     assert await keys.verify(a.token) is not None and await keys.verify(b.token) is not None
     await keys.revoke(a.record.id)  # through the service: at once

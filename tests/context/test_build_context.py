@@ -92,7 +92,7 @@ async def test_summaries_written_by_the_summariser_are_in_the_context(mem: Memor
     ]
     for i, (who, text) in enumerate(lines):
         await mem.append(channel, Message.user(text, author_id=who, author_name=who, message_id=f"s{i}"))
-    report = await mem.summarise()
+    report = await mem.summaries.run()
     assert report.as_log()  # it ran
     key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
     await mem.append(key, Message.user("勉強会のテーマは？", author_id="u1"))

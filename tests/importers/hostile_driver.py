@@ -79,11 +79,10 @@ _MAX_TOKENS: dict[tuple[Any, int], int] = {}
 
 async def _state(mem: Any) -> dict[str, Any]:
     """What is stored: per source its title, chunk count and largest chunk (cl100k tokens); the good phrase found?"""
-    from omoide.knowledge.archiver import knowledge_store
     from omoide.providers.tokens import get_token_counter
 
     counter = get_token_counter()
-    kstore = knowledge_store(mem.store)
+    kstore = mem.store.knowledge
     sources = []
     for source in await mem.sources(workspace=GUILD, limit=1000):
         chunks = await kstore.chunks_of_source(source.id)

@@ -28,7 +28,6 @@ import omoide
 from omoide import Memory
 from omoide.cli import app
 from omoide.importers import MalformedExport, read_export
-from omoide.knowledge.archiver import knowledge_store
 from omoide.server import create_app
 from omoide.stores.knowledge import ChunkDraft, SourceDraft
 from omoide.text import lexical_text, tokenize_for_search
@@ -221,7 +220,7 @@ async def test_lexical_text_keeps_a_150k_distinct_word_chunk_storable(store: Any
     text = " ".join(words)
     lexical = lexical_text(tokenize_for_search(text))
     assert len(lexical.encode()) < 1_000_000
-    kstore = knowledge_store(store)
+    kstore = store.knowledge
     source = SourceDraft(workspace_id=hostile.GUILD, type="document", title="salad", metadata={})
     await kstore.add_source(source, [ChunkDraft(content=text, lexical=lexical, token_count=1)])
     sources = await kstore.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0)
@@ -241,7 +240,7 @@ async def test_postgres_rejects_the_unbounded_lexical_text(pg_url: str, tmp_path
     text = " ".join(f"w{i}x" for i in range(150_000))
     settings = Settings(database_url=pg_url, transcripts_dir=tmp_path / "t")
     async with open_store(settings=settings) as store:
-        kstore = knowledge_store(store)
+        kstore = store.knowledge
         source = SourceDraft(workspace_id=hostile.GUILD, type="document", title="salad", metadata={})
         with pytest.raises(OmoideError) as caught:
             await kstore.add_source(source, [ChunkDraft(content=text, lexical=text, token_count=1)])

@@ -13,7 +13,6 @@ from omoide import Memory, Message
 from omoide.errors import InvalidInput, VersionConflict
 from omoide.knowledge.archiver import (
     ARCHIVE_ATTEMPTS,
-    LongTermStore,
     SessionArchiver,
     archive_concurrency,
     filter_reason,
@@ -30,7 +29,7 @@ from .helpers import archived_ids, later, talk, tuned
 
 async def test_criterion_session_archiver_class_exists_and_runs(mem: Memory):
     """§4: `SessionArchiver` is implemented (and reachable from the facade)."""
-    archiver = mem.archiver()
+    archiver = mem.knowledge.archiver()
     assert isinstance(archiver, SessionArchiver)
     report = await archiver.run()
     assert report.sessions == 0 and report.idle
@@ -87,22 +86,22 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 12)
     session = await mem.sessions.get(key)
-    archiver = mem.archiver()
+    archiver = mem.knowledge.archiver()
     messages = await mem.store.messages(session.id, after_seq=session.archived_seq)
     plan, reason = archiver.plan(session, messages, idle=True)
     assert reason is None
     await talk(mem, key, 1, start=12)  # bumps the version
     with pytest.raises(VersionConflict):
-        await archiver.store.archive_session(plan)
+        await archiver.knowledge.archive_session(plan)
     assert (await mem.sessions.get(key)).archived_seq == 0  # nothing of the plan was applied
     assert await mem.sources() == []
 
 
 class _AppendFirst:
-    """The real store, with a user appending just before each of the first ``times`` archive commits."""
+    """The real knowledge store, with a user appending just before each of the first ``times`` archive commits."""
 
     def __init__(self, mem: Memory, key: Any, times: int) -> None:
-        self._store = mem.store
+        self._store = mem.store.knowledge
         self._mem = mem
         self._key = key
         self.times = times
@@ -125,8 +124,7 @@ async def test_criterion_optimistic_lock_conflict_rereads_and_replans(mem: Memor
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _AppendFirst(mem, key, times=2)
-    assert isinstance(racing, LongTermStore)
-    archiver = SessionArchiver(racing, mem.settings)
+    archiver = SessionArchiver(mem.store.sessions, racing, mem.settings)
     report = await archiver.run(now=later())
     assert report.archived == 1 and report.conflicts == 0
     assert len(racing.appended) == 2
@@ -138,7 +136,7 @@ async def test_a_session_too_busy_for_optimistic_plans_is_archived_under_its_loc
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _AppendFirst(mem, key, times=ARCHIVE_ATTEMPTS)
-    report = await SessionArchiver(racing, mem.settings).run(now=later())
+    report = await SessionArchiver(mem.store.sessions, racing, mem.settings).run(now=later())
     assert report.conflicts == 0 and report.archived == 1
     assert len(racing.appended) == ARCHIVE_ATTEMPTS
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + racing.appended)
@@ -155,7 +153,7 @@ async def test_a_session_that_keeps_conflicting_is_left_for_the_next_run(mem: Me
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 12)
     racing = _LockRace(mem, key, times=ARCHIVE_ATTEMPTS)
-    report = await SessionArchiver(racing, mem.settings).run(now=later())
+    report = await SessionArchiver(mem.store.sessions, racing, mem.settings).run(now=later())
     assert report.conflicts == 1 and report.archived == 0
     assert await mem.sources() == []
     report = await mem.archive(at=later())
@@ -419,7 +417,7 @@ async def test_sessions_run_concurrently_up_to_the_semaphore(settings):
             await talk(
                 mem, mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}"), 4, user=f"u{i}"
             )
-        archiver = mem.archiver()
+        archiver = mem.knowledge.archiver()
         assert archiver.concurrency == 2
         inflight, peak = 0, 0
         plan = archiver.plan

@@ -188,7 +188,7 @@ async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem:
     source = (await mem.sources())[0]
     chunk = (await mem.store.chunks_of_source(source.id))[0]
     before = await mem.store.get_embedding(chunk.id, model=old)
-    report = await mem.reindex("hashing@64")
+    report = await mem.knowledge.reindex("hashing@64")
     status = await mem.knowledge_status()
     assert report.model == "hashing:v1@64"
     assert status.embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
@@ -196,7 +196,7 @@ async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem:
     assert before is not None and after is not None and np.array_equal(before, after)  # old vectors untouched
     new = await mem.store.get_embedding(chunk.id, model="hashing:v1@64")
     assert new is not None and new.shape == (64,)
-    assert (await mem.reindex("hashing@64")).chunks == 0  # nothing left: resumable and idempotent
+    assert (await mem.knowledge.reindex("hashing@64")).chunks == 0  # nothing left: resumable and idempotent
     if mem.store.backend == "postgresql":
         assert report.index_created
 
@@ -219,7 +219,7 @@ async def _reindex_while_searching(mem: Memory, settings) -> None:
     # interrupt the reindex after its first batch: half the chunks have a new vector
     new_embedder = build("embedder", "hashing@64", mem.settings)
     stop = asyncio.Event()
-    partial = await mem.embedding_processor(new_embedder).backfill(
+    partial = await mem.knowledge.embedding_processor(new_embedder).backfill(
         stop=stop, on_chunks=lambda n: stop.set(), create_index=False
     )
     status = await mem.knowledge_status()
@@ -228,7 +228,7 @@ async def _reindex_while_searching(mem: Memory, settings) -> None:
     assert [h.chunk.chunk_id for h in during.hits] == [h.chunk.chunk_id for h in baseline.hits]
     assert not during.fallback and not during.notes
 
-    await mem.reindex(new_embedder)  # resumes where it stopped
+    await mem.knowledge.reindex(new_embedder)  # resumes where it stopped
     after = await mem.search(query, workspace="111", mode="vector", k=5)
     assert [h.chunk.chunk_id for h in after.hits] == [h.chunk.chunk_id for h in baseline.hits]
     assert (await mem.knowledge_status()).embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
@@ -257,7 +257,7 @@ async def test_unknown_reindex_model_is_a_config_error(mem: Memory):
     from omoide.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown provider"):
-        await mem.reindex("no-such-embedder:x")
+        await mem.knowledge.reindex("no-such-embedder:x")
 
 
 def test_content_hash_names_its_algorithm():

@@ -40,7 +40,7 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
             self.loop = asyncio.new_event_loop()
             self.store: Any = self.run(self._open())
             self.workspace = f"w{next(_workspaces)}"
-            self.sessions = Sessions(self.store, base)
+            self.sessions = Sessions(self.store.sessions, base)
             self.keys = [
                 self.sessions.key(platform="discord", workspace=self.workspace, channel="1", user=f"u{i}")
                 for i in range(N_SESSIONS)
@@ -50,7 +50,7 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
             self.watermark = [0] * N_SESSIONS
             self.counter = 0
             self.settings = base
-            self.archiver = SessionArchiver(self.store, base)
+            self.archiver = SessionArchiver(self.store.sessions, self.store.knowledge, base)
 
         async def _open(self) -> Any:
             store = open_store(settings=base)
@@ -80,7 +80,7 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
                 archive_message_threshold=threshold,
                 session_window=3,
             )
-            self.archiver = SessionArchiver(self.store, self.settings)
+            self.archiver = SessionArchiver(self.store.sessions, self.store.knowledge, self.settings)
 
         # ------------------------------------------------------------ rules
 

@@ -48,7 +48,7 @@ async def assert_clean(mem: Memory) -> None:
 async def test_an_archive_planned_before_the_erasure_writes_nothing_of_theirs(mem: Memory) -> None:
     key = await shared_channel(mem)
     session = await mem.store.get_session(key.value)
-    archiver = mem.archiver()
+    archiver = mem.knowledge.archiver()
     reached, gate = threading.Event(), threading.Event()
     real = archiver._plan_due
     calls = 0
@@ -122,7 +122,7 @@ async def test_an_embedding_made_before_the_erasure_is_not_stored(mem: Memory) -
     await shared_channel(mem)
     await mem.archive(now=True)
     embedder = GatedEmbedder()
-    job = asyncio.create_task(mem.embedding_processor(embedder).run())
+    job = asyncio.create_task(mem.knowledge.embedding_processor(embedder).run())
     await asyncio.wait_for(embedder.reached.wait(), 30)
     report = await mem.forget_user(workspace=WS, user=ALICE)
     assert report.chunks_rewritten == 1

@@ -83,7 +83,7 @@ async def test_an_old_index_is_queried_with_its_own_tokenizer_until_rebuilt(mem:
     assert any("omoide reindex --lexical" in n and OLD in n for n in before.notes)
 
     progress: list[tuple[str, int, int]] = []
-    report = await mem.reindex_lexical(on_rows=lambda t, done, total: progress.append((t.value, done, total)))
+    report = await mem.knowledge.reindex_lexical(on_rows=lambda t, done, total: progress.append((t.value, done, total)))
     assert report.previous == OLD
     assert report.tokenizer == CURRENT
     assert report.rows == {"knowledge_chunks": 2, "memories": 1}
@@ -98,7 +98,7 @@ async def test_an_old_index_is_queried_with_its_own_tokenizer_until_rebuilt(mem:
     recalled = await mem.recall("party", workspace="g1", user="u1")
     assert [h.memory.content for h in recalled] == ["I went to three parties last week"]
 
-    again = await mem.reindex_lexical()  # idempotent
+    again = await mem.knowledge.reindex_lexical()  # idempotent
     assert again.previous == CURRENT
     assert again.rows == {"knowledge_chunks": 2, "memories": 1}
 
@@ -110,7 +110,7 @@ async def test_a_mixed_index_says_so_and_the_rebuild_fixes_it(mem: Memory) -> No
     assert await mem.store.lexical_tokenizer() == "mixed"  # type: ignore[attr-defined]
     result = await mem.search("release", workspace="g1", mode="lexical")
     assert any("different tokenizers" in n for n in result.notes)
-    await mem.reindex_lexical()
+    await mem.knowledge.reindex_lexical()
     result = await mem.search("release", workspace="g1", mode="lexical")
     assert len(result.hits) == 2
     assert result.notes == [] or not any("tokenizer" in n for n in result.notes)
@@ -155,10 +155,10 @@ async def test_the_workers_rebuild_a_stale_index_on_start(mem: Memory) -> None:
 
     await _add_chunk(mem, "We threw two birthday parties.")
     await _age_index(mem)
-    assert await lexical_index_is_stale(mem.store)
+    assert await lexical_index_is_stale(mem.store.search)
     async with mem.workers(archive=False, expire=False, summarise=False) as runner:
         for _ in range(200):
-            if not await lexical_index_is_stale(mem.store):
+            if not await lexical_index_is_stale(mem.store.search):
                 break
             await asyncio.sleep(0.05)
         assert runner is not None

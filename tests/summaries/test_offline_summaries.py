@@ -149,14 +149,13 @@ def test_the_summaries_show_help_example_prints_a_summary_on_the_demo_data(
 
 
 async def test_summarise_imported_reads_each_channel_and_thread_once_and_since(demo_db: Path, tmp_path: Path) -> None:
-    from omoide.knowledge.archiver import knowledge_store
     from omoide.summaries.imported import summarise_imported
 
     copy = tmp_path / "copy.db"
     copy.write_bytes(demo_db.read_bytes())
     settings = Settings(database_url=f"sqlite:///{copy}", embedder="hashing", transcripts_dir=tmp_path)
     async with Memory.open(settings) as mem:
-        generator, store = mem.summary_generator(), knowledge_store(mem.store)
+        generator, store = mem.summary_generator(), mem.store.knowledge
         everything = await summarise_imported(generator, store)
         assert everything.messages == 336  # the export's messages, each once despite the chunks' overlap
         assert len([s for s in everything.scopes if s.startswith("channel:")]) == 4

@@ -28,7 +28,7 @@ async def test_private_conversations_stay_out_of_shared_summaries(mem: Memory) -
     for i, text in enumerate(["来週の勉強会は渋谷で19時から", "テーマは HNSW インデックス", "資料は前日に共有します"]):
         await mem.append(general, Message.user(text, author_id=f"u{i}", message_id=f"c{i}"))
 
-    await mem.summarise()
+    await mem.summaries.run()
 
     channel = await mem.summary(workspace="T1", scope="channel", scope_id="C1", kind="long_term")
     workspace = await mem.summary(workspace="T1", scope="workspace")

@@ -109,6 +109,15 @@ class GenerationConfig:
     top_p: float = 0.9
     max_tokens: int = 2048
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GenerationConfig:
+        return cls(
+            language=settings.answer_language,
+            temperature=settings.answer_temperature,
+            top_p=settings.answer_top_p,
+            max_tokens=settings.answer_max_tokens,
+        )
+
 
 class Answerer:
     """Answers questions over a :class:`SearchPipeline` with a chat model.

@@ -31,18 +31,23 @@ from typing import Annotated, Protocol
 
 import typer
 
-from omoide.chat import ChatRunner, Conversation, SessionConversation, ToolExecutor, TranscriptConversation
+from omoide.chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    ChatRunner,
+    Conversation,
+    SessionConversation,
+    ToolExecutor,
+    TranscriptConversation,
+)
 from omoide.cli._common import print_error, run
 from omoide.engine import Memory
 from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
 from omoide.models import KeyPolicy, Message, ToolResultBlock, ToolUseBlock
+from omoide.providers.registry import build_chat_model
+from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings, load_settings
 from omoide.transcripts import TranscriptStore
 
-DEFAULT_SYSTEM = (
-    "You are a helpful assistant with a memory of this conversation. Answer in the user's language "
-    "(日本語で話しかけられたら日本語で答えてください)."
-)
 HELP = """Commands:
   /new [name]        start a new session (optionally named)
   /switch <prefix>   switch to the session whose id or name starts with <prefix>
@@ -367,18 +372,8 @@ async def run_repl(
 
 
 def _runner(settings: Settings, system: str) -> ChatRunner:
-    from omoide.context import prompt_budget
-    from omoide.providers.registry import build_chat_model
-    from omoide.providers.tokens import get_token_counter
-
-    model = build_chat_model(settings)
-    return ChatRunner(
-        model,
-        get_token_counter(),
-        prompt_budget(model.model_id, settings),
-        system=system,
-        tool_result_limit=settings.tool_result_limit,
-    )
+    """The runner of transcript sessions: the configured model, as ``Memory.chat_runner`` builds it."""
+    return ChatRunner.from_settings(settings, build_chat_model(settings), get_token_counter(), system=system)
 
 
 async def _loop(repl: Repl, settings: Settings) -> None:
@@ -411,7 +406,7 @@ def chat(
     session: Annotated[
         str | None, typer.Option(help="Open this session (id or name prefix) instead of the latest.")
     ] = None,
-    system: Annotated[str, typer.Option(help="System prompt.")] = DEFAULT_SYSTEM,
+    system: Annotated[str, typer.Option(help="System prompt.")] = DEFAULT_SYSTEM_PROMPT,
     transcripts: Annotated[
         Path | None, typer.Option(help="Transcripts directory (default: OMOIDE_TRANSCRIPTS_DIR).")
     ] = None,

@@ -262,13 +262,13 @@ def reindex(
         async with open_memory(db) as mem:
             embedder, spec = resolve_embedder(str(model), mem.settings)
             if json_:
-                report = await mem.reindex(embedder)
+                report = await mem.knowledge.reindex(embedder)
             else:
                 status = await mem.knowledge_status()
                 todo = max(0, status.chunks - status.embedded.get(embedder.model_id, 0))
                 with progress_bars() as progress:
                     task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None)
-                    report = await mem.reindex(embedder, on_chunks=lambda n: progress.advance(task, n))
+                    report = await mem.knowledge.reindex(embedder, on_chunks=lambda n: progress.advance(task, n))
         return report.as_log()
 
     summary = run(main, json_errors=json_)
@@ -294,7 +294,7 @@ def _reindex_lexical(db: str | None, json_: bool) -> None:
                         tasks[table.value] = progress.add_task(f"Re-tokenising {table.value}", total=total)
                     progress.update(tasks[table.value], completed=done, total=total)
 
-                return await mem.reindex_lexical(on_rows=advance)
+                return await mem.knowledge.reindex_lexical(on_rows=advance)
 
     report = run(main, json_errors=json_)
     if json_:

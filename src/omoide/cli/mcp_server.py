@@ -21,11 +21,7 @@ EPILOG = (
 
 
 def api_key_authenticator(mem: Memory) -> Authenticator:
-    """Bearer token → the workspace of the active API key it is (``Memory.api_keys``), else ``None``.
-
-    Raises:
-        CapabilityNotSupported: the backend stores no API keys.
-    """
+    """Bearer token → the workspace of the active API key it is (``Memory.api_keys``), else ``None``."""
     keys = mem.api_keys
 
     async def authenticate(token: str) -> str | None:

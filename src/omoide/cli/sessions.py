@@ -130,7 +130,7 @@ def append(
             target = await mem.sessions.get(key)
             elsewhere = None
             if not created and stored.session_id is not None and int(stored.session_id) != int(target.id):
-                other = await mem.store.get_session_by_id(stored.session_id)
+                other = await mem.store.sessions.get_session_by_id(stored.session_id)
                 elsewhere = other.key if other is not None else f"session id {stored.session_id}"
         if json_:
             print_json({"created": created, "message": stored, "stored_in_session": elsewhere or key})

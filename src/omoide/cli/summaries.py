@@ -42,14 +42,14 @@ def show(
 
     async def main() -> None:
         async with open_existing_memory(db) as mem:
-            store = mem.summary_generator().store
+            summaries = mem.summaries
             kinds = [kind] if kind else [SummaryKind.SHORT_TERM, SummaryKind.LONG_TERM]
             found = []
             for k in kinds:
                 if history and k is SummaryKind.SHORT_TERM:
-                    found += await store.summary_history(workspace, scope, target, k)
+                    found += await summaries.history(workspace, scope, target, k)
                 else:
-                    latest = await store.latest_summary(workspace, scope, target, k)
+                    latest = await summaries.latest(workspace, scope, target, k)
                     found += [latest] if latest else []
         if json_:
             print_json([s.as_dict() for s in found])
@@ -120,7 +120,6 @@ def summarise(
 
 def _summarise_imported(workspace: str | None, since: str | None, db: str | None, json_: bool) -> None:
     from omoide.cli.search import parse_time
-    from omoide.knowledge.archiver import knowledge_store
     from omoide.summaries.imported import summarise_imported
 
     start = parse_time(since, option="--since")
@@ -129,7 +128,7 @@ def _summarise_imported(workspace: str | None, since: str | None, db: str | None
         async with open_memory(db) as mem:
             with err_console.status("Summarising the imported history…", spinner="dots"):
                 report = await summarise_imported(
-                    mem.summary_generator(), knowledge_store(mem.store), workspace=workspace, since=start
+                    mem.summary_generator(), mem.store.knowledge, workspace=workspace, since=start
                 )
         return report.as_dict()
 

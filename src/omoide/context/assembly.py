@@ -1,8 +1,10 @@
 """Context assembly: what a bot sends to its model, fitted to a token budget by priority.
 
-:func:`assemble` is pure: it takes the candidate parts (fetched by
-:meth:`omoide.Memory.build_context`) and a token counter, and returns the system prompt
-and messages to send. Parts are taken in priority order, most important first:
+:func:`build_context` gathers the candidate parts of a session's next turn from a
+:class:`ContextSources` (``Memory.build_context`` wires it to the memory, search and summary
+services); :func:`assemble` is pure: it takes the candidate parts and a token counter, and
+returns the system prompt and messages to send. Parts are taken in priority order, most
+important first:
 
 1. the system prompt (never dropped: if it alone does not fit, :class:`ContextOverflow`);
 2. the latest exchange of the conversation window — from its newest user turn on;
@@ -26,15 +28,21 @@ label the model can cite: ``[m1]`` memories, ``[k1]`` knowledge, ``[s:channel]``
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from omoide.answers.prompt import time_range
 from omoide.context.truncation import truncate_text
 from omoide.errors import ContextOverflow, InvalidInput
-from omoide.models import Message, ToolResultBlock
+from omoide.models import Message, Session, ToolResultBlock
 from omoide.providers.base import TokenCounter
+from omoide.search.results import SearchHit, SearchResult, search_filters
+from omoide.stores.memories import MemoryHit
+from omoide.stores.search import SearchFilters
+from omoide.stores.summaries import Summary, SummaryKind, SummaryScope
 
 MIN_PART_TOKENS = 32
 """A text part is cut to fit only if at least this many tokens are left for it."""
@@ -273,12 +281,138 @@ def _cut_to_fit(part: ContextPart, tokens: int, counter: TokenCounter) -> Contex
     return ContextPart(part.kind, part.label, text, {**part.ref, "cut": True})
 
 
+# ----------------------------------------------------------------------------- gathering the parts
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSources:
+    """Where :func:`build_context` finds the parts.
+
+    Attributes:
+        recall: ``(workspace, user, query)`` → the user's best memories.
+        search: ``(query, filters)`` → search hits from long-term knowledge.
+        latest_summary: ``(workspace, scope, scope id, kind)`` → the newest summary, or ``None``.
+    """
+
+    recall: Callable[[str, str, str], Awaitable[Sequence[MemoryHit]]]
+    search: Callable[[str, SearchFilters], Awaitable[SearchResult]]
+    latest_summary: Callable[[str, SummaryScope, str, SummaryKind], Awaitable[Summary | None]]
+
+
+async def build_context(
+    session: Session,
+    window: Sequence[Message],
+    sources: ContextSources,
+    *,
+    query: str | None,
+    user: str | None,
+    channels: Sequence[str | int] | None,
+    system: str,
+    budget: int,
+    counter: TokenCounter,
+    language: Language,
+) -> AssembledContext:
+    """Gather the parts of ``session``'s next turn and :func:`assemble` them with its ``window``.
+
+    The parts: the workspace's and channel's long-term summaries and the latest short-term one
+    (thread, else channel); ``user``'s (default: the session's user) memories recalled for
+    ``query`` (default: the newest user message in the window); and search hits from long-term
+    knowledge for it, leaving out knowledge whose messages are all still in the window.
+    ``channels`` limits knowledge to these channels (empty: none) and then leaves out the
+    workspace summary, which draws on every channel. A private session with a user (a DM
+    with the bot) draws on public knowledge plus that user's private knowledge; every other
+    session on public knowledge only, since everyone there reads the reply.
+    """
+    text = query if query and query.strip() else next((m.text for m in reversed(window) if m.role == "user"), "")
+    owner = user if user is not None else session.user_id
+    ws = session.workspace_id
+
+    async def memories() -> Sequence[MemoryHit]:
+        if not text.strip() or not owner:
+            return []
+        return await sources.recall(ws, owner, text)
+
+    # Whose private knowledge the reply may draw on: the reply is read by the session's audience.
+    viewer = session.user_id if session.private and session.user_id else None
+
+    async def knowledge() -> SearchResult | None:
+        if not text.strip() or (channels is not None and not channels):
+            return None
+        filters = search_filters(workspace=ws, channel=channels, viewer=viewer, public_only=viewer is None)
+        return await sources.search(text, filters)
+
+    async def summaries() -> list[ContextPart]:
+        wanted = []
+        if channels is None:  # the workspace summary draws on every channel
+            wanted.append(
+                (PartKind.WORKSPACE_SUMMARY, "s:workspace", SummaryScope.WORKSPACE, ws, SummaryKind.LONG_TERM)
+            )
+        if session.channel_id:
+            wanted.append(
+                (PartKind.CHANNEL_SUMMARY, "s:channel", SummaryScope.CHANNEL, session.channel_id, SummaryKind.LONG_TERM)
+            )
+        recent_scope, recent_id = (
+            (SummaryScope.THREAD, session.thread_id)
+            if session.thread_id
+            else (SummaryScope.CHANNEL, session.channel_id)
+        )
+        if recent_id:
+            wanted.append((PartKind.SHORT_TERM_SUMMARY, "s:recent", recent_scope, recent_id, SummaryKind.SHORT_TERM))
+        found = await asyncio.gather(
+            *(sources.latest_summary(ws, scope, sid, kind) for _, _, scope, sid, kind in wanted)
+        )
+        return [
+            ContextPart(part_kind, label, summary.content, {"summary_id": summary.id, "version": summary.version})
+            for (part_kind, label, _, _, _), summary in zip(wanted, found, strict=True)
+            if summary is not None
+        ]
+
+    recalled, hits, summary_parts = await asyncio.gather(memories(), knowledge(), summaries())
+    parts: list[ContextPart] = list(summary_parts)
+    for i, hit in enumerate(recalled, start=1):
+        m = hit.memory
+        parts.append(
+            ContextPart(
+                PartKind.MEMORY,
+                f"m{i}",
+                f"{m.content} ({m.category}, {m.updated_at:%Y-%m-%d})",
+                {"memory_id": int(m.id)},
+            )
+        )
+    parts += _knowledge_parts(hits.hits if hits is not None else (), session, window)
+    return assemble(system=system, window=window, parts=parts, budget=budget, counter=counter, language=language)
+
+
+def _knowledge_parts(hits: Sequence[SearchHit], session: Session, window: Sequence[Message]) -> list[ContextPart]:
+    """Search hits as ``k1``, ``k2``, … parts, without those whose messages are all in the window."""
+    in_window = {m.seq for m in window if m.seq is not None}
+    parts: list[ContextPart] = []
+    for result in hits:
+        loc = result.chunk.location
+        seqs = set(range(int(loc["seq_start"]), int(loc["seq_end"]) + 1)) if "seq_start" in loc else set()
+        if loc.get("session_id") == int(session.id) and seqs and seqs <= in_window:
+            continue  # still in the window: the model sees it there
+        span = time_range(result.chunk.started_at, result.chunk.ended_at) or ""
+        where = " · ".join(p for p in (result.chunk.source_title, span) if p)
+        parts.append(
+            ContextPart(
+                PartKind.KNOWLEDGE,
+                f"k{len(parts) + 1}",
+                f"({where}) {result.content}" + (f" <{result.jump_url}>" if result.jump_url else ""),
+                {"chunk_id": int(result.chunk.chunk_id), "jump_url": result.jump_url},
+            )
+        )
+    return parts
+
+
 __all__ = [
     "MIN_PART_TOKENS",
     "PRIORITY",
     "AssembledContext",
     "ContextPart",
+    "ContextSources",
     "PartKind",
     "assemble",
+    "build_context",
     "cut_points",
 ]

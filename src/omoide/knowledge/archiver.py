@@ -20,7 +20,7 @@ For each session the archiver reads the session row, then its unarchived message
   at least its prompt window, ``session_window``);
 * ``expected_version`` = the version read.
 
-:meth:`KnowledgeStore.archive_session <omoide.stores.knowledge.KnowledgeStore.archive_session>`
+:meth:`KnowledgeStore.archive_session <omoide.stores.base.KnowledgeStore.archive_session>`
 applies a plan in one transaction. A message appended after the read bumps the version,
 the plan fails with :class:`~omoide.errors.VersionConflict`, and the archiver re-reads the
 session and plans again (tenacity, 3 attempts, jittered exponential backoff; a session
@@ -35,28 +35,27 @@ kept a list index that pointed past them: DESIGN.md, known defects 1–2).
 from __future__ import annotations
 
 import asyncio
-import enum
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 import structlog
 
 from omoide.concurrency import with_optimistic_retry
 from omoide.errors import (
-    CapabilityNotSupported,
     InvalidInput,
     SessionNotFound,
     StoreError,
     StoreUnavailable,
     VersionConflict,
 )
+from omoide.knowledge.archive_plan import filter_reason, is_person, plan_archive, source_type, source_uri
+from omoide.knowledge.archive_report import ArchiveReport, Outcome, SessionOutcome
 from omoide.knowledge.chunking import Chunker
 from omoide.models import Message, Session, SessionId, SessionStatus, utcnow
 from omoide.settings import Settings
-from omoide.stores.knowledge import ArchivePlan, ArchiveResult, KnowledgeStore, SourceDraft
+from omoide.stores.knowledge import ArchivePlan, ArchiveResult, KnowledgeStore
 from omoide.stores.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
@@ -70,228 +69,9 @@ ChannelNames = Callable[[Session], str | None]
 """Looks up a session's channel name (a bot knows it; the session row does not)."""
 
 
-if TYPE_CHECKING:
-
-    class LongTermStore(SessionStore, KnowledgeStore):
-        """A backend with short-term and long-term memory (both built-in backends)."""
-
-else:  # TRANSITIONAL: the roles are ABCs now; the archiver takes them separately
-
-    @runtime_checkable
-    class LongTermStore(Protocol):
-        """A backend with short-term and long-term memory (both built-in backends)."""
-
-        async def get_session_by_id(self, session_id: SessionId) -> Session | None: ...
-
-        async def messages(
-            self, session_id: SessionId, *, after_seq: int = 0, limit: int | None = None
-        ) -> list[Message]: ...
-
-
-def knowledge_store(store: object) -> LongTermStore:
-    """``store`` as a store with long-term memory.
-
-    Raises:
-        CapabilityNotSupported: the backend has no long-term memory.
-    """
-    if not isinstance(store, LongTermStore):
-        raise CapabilityNotSupported(
-            f"the {type(store).__name__} backend does not store long-term knowledge; use SQLite or PostgreSQL"
-        )
-    return store
-
-
 def archive_concurrency(settings: Settings) -> int:
     """Sessions archived at once: ``max(1, min(5, db_pool_max × 0.25))`` (seed 000)."""
     return max(1, min(5, int(settings.db_pool_max * 0.25)))
-
-
-# ------------------------------------------------------------------------ outcome
-
-
-class Outcome(enum.StrEnum):
-    ARCHIVED = "archived"  # a knowledge source was created
-    FILTERED = "filtered"  # archived without knowledge (no user message / too short)
-    SKIPPED = "skipped"  # nothing to do any more (done by another worker, active again, deleted)
-    CONFLICT = "conflict"  # still conflicting after the retries; tried again next run
-    FAILED = "failed"  # the store rejected the plan (logged)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionOutcome:
-    session_id: SessionId
-    outcome: Outcome
-    reason: str = ""
-    source_id: int | None = None
-    chunks: int = 0
-    messages: int = 0
-    pruned: int = 0
-
-
-@dataclass(slots=True)
-class ArchiveReport:
-    """What one archiver run did.
-
-    Attributes:
-        sessions: sessions looked at.
-        archived / filtered / skipped / conflicts / failed: how each of them ended.
-        sources / chunks: knowledge created.
-        messages: messages that moved below the watermark (with or without knowledge).
-        pruned: messages deleted from sessions (archived, beyond the overlap kept).
-        stopped: the run ended early because a stop was requested.
-    """
-
-    sessions: int = 0
-    archived: int = 0
-    filtered: int = 0
-    skipped: int = 0
-    conflicts: int = 0
-    failed: int = 0
-    sources: int = 0
-    chunks: int = 0
-    messages: int = 0
-    pruned: int = 0
-    duration_s: float = 0.0
-    stopped: bool = False
-    outcomes: list[SessionOutcome] = field(default_factory=list, repr=False)
-
-    def add(self, result: SessionOutcome) -> None:
-        self.sessions += 1
-        self.outcomes.append(result)
-        if result.outcome is Outcome.ARCHIVED:
-            self.archived += 1
-            self.sources += 1
-        elif result.outcome is Outcome.FILTERED:
-            self.filtered += 1
-        elif result.outcome is Outcome.SKIPPED:
-            self.skipped += 1
-        elif result.outcome is Outcome.CONFLICT:
-            self.conflicts += 1
-        else:
-            self.failed += 1
-        self.chunks += result.chunks
-        self.messages += result.messages
-        self.pruned += result.pruned
-
-    @property
-    def idle(self) -> bool:
-        """No session was due."""
-        return self.sessions == 0
-
-    @property
-    def retry_later(self) -> bool:
-        """Never: a session that kept conflicting is simply tried again next run."""
-        return False
-
-    def as_log(self) -> dict[str, Any]:
-        """The counts and the duration, for a structured log line."""
-        return {
-            "sessions": self.sessions,
-            "archived": self.archived,
-            "filtered": self.filtered,
-            "skipped": self.skipped,
-            "conflicts": self.conflicts,
-            "failed": self.failed,
-            "sources": self.sources,
-            "chunks": self.chunks,
-            "messages": self.messages,
-            "pruned": self.pruned,
-            "duration_ms": round(self.duration_s * 1000, 1),
-            "stopped": self.stopped,
-        }
-
-
-# ------------------------------------------------------------------------ planning
-
-
-def is_person(message: Message) -> bool:
-    """A user turn written by a person (not a bot, not only tool results)."""
-    return message.role == "user" and not message.is_bot and bool(message.text.strip())
-
-
-def filter_reason(messages: Sequence[Message], *, min_chars: int, context: Sequence[Message] = ()) -> str | None:
-    """Why these messages make no knowledge (seed 000's filters), or ``None`` when they do.
-
-    The filters judge the conversation, not the increment: ``context`` (the messages kept
-    below the watermark from the previous archive) counts too, so a bot's reply archived
-    apart from the question it answers is not dropped as "bot-only".
-
-    Returns:
-        ``"empty"``, ``"no_user_message"`` (bot-only), ``"too_short"`` (fewer than
-        ``min_chars`` characters of text in all), or ``None``.
-    """
-    if not messages:
-        return "empty"
-    conversation = [*context, *messages]
-    if not any(is_person(m) for m in conversation):
-        return "no_user_message"
-    if sum(len(m.text) for m in conversation) < min_chars:
-        return "too_short"
-    return None
-
-
-def source_type(platform: str) -> str:
-    """``discord_session``, ``slack_session``, ``agent_session``, ``cli_session``, … by platform."""
-    cleaned = "".join(ch if ch.isalnum() else "_" for ch in platform.strip().lower()) or "unknown"
-    return f"{cleaned}_session"
-
-
-def source_uri(session: Session, first_message_id: str | None) -> str | None:
-    """Where the conversation can be opened: a Discord jump URL, a Slack deep link, or ``None``.
-
-    Discord: ``https://discord.com/channels/{guild}/{channel}/{message}`` (a thread is a
-    channel there); the message part only when the first message's platform id is known.
-    """
-    channel = session.thread_id or session.channel_id
-    if session.platform == "discord":
-        guild = session.workspace_id
-        if not (guild.isdigit() or guild == "@me") or not channel or not channel.isdigit():
-            return None
-        url = f"https://discord.com/channels/{guild}/{channel}"
-        return f"{url}/{first_message_id}" if first_message_id and first_message_id.isdigit() else url
-    if session.platform == "slack" and session.channel_id and session.workspace_id:
-        return f"slack://channel?team={session.workspace_id}&id={session.channel_id}"
-    return None
-
-
-def _participants(messages: Sequence[Message]) -> tuple[list[str], dict[str, str]]:
-    ids: list[str] = []
-    names: dict[str, str] = {}
-    for m in messages:
-        if m.author_id is None:
-            continue
-        if m.author_id not in names and m.author_id not in ids:
-            ids.append(m.author_id)
-        if m.author_name:
-            names[m.author_id] = m.author_name
-    return ids, names
-
-
-def _title(session: Session, messages: Sequence[Message], channel_name: str | None) -> str:
-    platform = session.platform.capitalize() if session.platform else "Chat"
-    if session.agent_id:
-        where = f"agent session {session.agent_id}"
-    elif channel_name:
-        where = f"#{channel_name.lstrip('#')}"
-    elif session.channel_id:
-        where = f"channel {session.channel_id}"
-    else:
-        where = f"session {session.key}"
-    if session.thread_id and not session.agent_id:
-        where += f" (thread {session.thread_id})"
-    people: list[str] = []
-    for m in messages:
-        if is_person(m):
-            who = m.author_name or m.author_id
-            if who and who not in people:
-                people.append(who)
-    with_whom = ""
-    if people:
-        shown = ", ".join(people[:3])
-        with_whom = f" with {shown}" + (f" +{len(people) - 3}" if len(people) > 3 else "")
-    first, last = messages[0].created_at, messages[-1].created_at
-    end = last.strftime("%H:%M") if first.date() == last.date() else last.strftime("%Y-%m-%d %H:%M")
-    return f"{platform} conversation in {where}{with_whom} · {first:%Y-%m-%d %H:%M}–{end} UTC"
 
 
 # ------------------------------------------------------------------------ archiver
@@ -301,27 +81,30 @@ class SessionArchiver:
     """Moves idle (or large) sessions into long-term memory. See the module docstring.
 
     Args:
-        store: a store with long-term memory (SQLite or PostgreSQL).
+        sessions: the session store it reads sessions and messages from.
+        knowledge: the knowledge store it finds due sessions in and applies plans to.
         settings: the ``archive_*``, ``chunk_*``, ``min_session_chars``, ``session_window``
             and ``db_pool_max`` settings are used.
         chunker: how to cut messages into chunks (default: from ``settings``).
         channel_names: looks up a session's channel name for the title and metadata.
 
     Example:
-        >>> archiver = SessionArchiver(store, settings)     # doctest: +SKIP
+        >>> archiver = SessionArchiver(store.sessions, store.knowledge, settings)  # doctest: +SKIP
         >>> report = await archiver.run()                    # doctest: +SKIP
         >>> report.archived, report.chunks                   # doctest: +SKIP
     """
 
     def __init__(
         self,
-        store: object,
+        sessions: SessionStore,
+        knowledge: KnowledgeStore,
         settings: Settings,
         *,
         chunker: Chunker | None = None,
         channel_names: ChannelNames | None = None,
     ) -> None:
-        self.store = knowledge_store(store)
+        self.sessions = sessions
+        self.knowledge = knowledge
         self.settings = settings
         self._chunker = chunker
         self.channel_names = channel_names
@@ -344,73 +127,16 @@ class SessionArchiver:
         channel_name: str | None = None,
         context: Sequence[Message] = (),
     ) -> tuple[ArchivePlan, str | None]:
-        """The archive plan for ``session`` as read, and the filter reason (``None``: knowledge made).
-
-        Pure computation (no I/O); the archiver runs it in a worker thread.
-
-        Args:
-            session: the session as just read.
-            messages: its messages with ``archived_seq < seq <= last_seq``, oldest first.
-            idle: archive as idle (status ``archived``, keep ``archive_overlap`` messages) or
-                as an active session over the size threshold (stays ``active``, keeps at
-                least its prompt window).
-            channel_name: the channel's name, when known.
-            context: the session's messages still stored at or below ``archived_seq``
-                (the overlap kept last time), for the filters only.
-        """
-        settings = self.settings
-        keep = settings.archive_overlap if idle else max(settings.archive_overlap, settings.session_window)
-        status = SessionStatus.ARCHIVED if idle else SessionStatus.ACTIVE
-        reason = filter_reason(messages, min_chars=settings.min_session_chars, context=context)
-        if reason is not None:
-            plan = ArchivePlan(session.id, session.version, session.last_seq, None, (), keep, status)
-            return plan, reason
-        chunks = self.chunker.chunk(
+        """The archive plan for ``session`` as read, and the filter reason (see :func:`plan_archive`)."""
+        return plan_archive(
+            session,
             messages,
-            total=session.last_seq,
-            session_id=int(session.id),
-            channel_id=session.channel_id,
-            thread_id=session.thread_id,
+            settings=self.settings,
+            chunker=self.chunker,
+            idle=idle,
+            channel_name=channel_name,
+            context=context,
         )
-        participants, names = _participants(messages)
-        metadata: dict[str, Any] = {
-            "origin_session_key": session.key,
-            "origin_session_id": int(session.id),
-            "platform": session.platform,
-            "workspace_id": session.workspace_id,
-            "channel_id": session.channel_id,
-            "thread_id": session.thread_id,
-            "participants": participants,
-            "participant_names": names,
-            "message_count": len(messages),
-            "seq_from": session.archived_seq + 1,
-            "seq_to": session.last_seq,
-            "first_message_at": messages[0].created_at.isoformat(),
-            "last_message_at": messages[-1].created_at.isoformat(),
-            "first_message_id": messages[0].message_id,
-            "last_message_id": messages[-1].message_id,
-            "chunk_strategy": self.chunker.options.strategy,
-        }
-        if channel_name:
-            metadata["channel_name"] = channel_name
-        if session.user_id is not None:
-            metadata["user_id"] = session.user_id
-        if session.agent_id is not None:
-            metadata["agent_id"] = session.agent_id
-        members: tuple[str, ...] = ()
-        if session.private:  # a private conversation: its members, its user and everyone who spoke
-            named = [session.user_id] if session.user_id else []
-            members = tuple(dict.fromkeys([*session.members, *named, *participants]))
-        source = SourceDraft(
-            workspace_id=session.workspace_id,
-            type=source_type(session.platform),
-            title=_title(session, messages, channel_name),
-            uri=source_uri(session, messages[0].message_id),
-            metadata=metadata,
-            private=session.private,
-            members=members,
-        )
-        return ArchivePlan(session.id, session.version, session.last_seq, source, tuple(chunks), keep, status), None
 
     # ---------------------------------------------------------------- one session
 
@@ -424,7 +150,7 @@ class SessionArchiver:
         jittered exponential backoff). A session whose users keep appending faster than a
         plan takes can conflict every time, so the last resort is pessimistic: the store
         reads, plans and commits under the session's write lock
-        (:meth:`~omoide.stores.knowledge.KnowledgeStore.archive_session_locked`), which makes
+        (:meth:`~omoide.stores.base.KnowledgeStore.archive_session_locked`), which makes
         progress however busy the channel (appends wait a few milliseconds meanwhile).
 
         Args:
@@ -440,17 +166,17 @@ class SessionArchiver:
         limit = self.settings.archive_message_threshold if threshold is None else threshold
 
         async def optimistic() -> SessionOutcome:
-            session = await self.store.get_session_by_id(session_id)
+            session = await self.sessions.get_session_by_id(session_id)
             if session is None:
                 return SessionOutcome(session_id, Outcome.SKIPPED, "deleted")
             skipped = self._not_due(session, idle_before=idle_before, limit=limit)
             if skipped is not None:
                 return skipped
             kept = max(self.settings.archive_overlap, self.settings.session_window)
-            stored = await self.store.messages(session.id, after_seq=max(0, session.archived_seq - kept))
+            stored = await self.sessions.messages(session.id, after_seq=max(0, session.archived_seq - kept))
             messages = [m for m in stored if m.seq is not None and m.seq <= session.last_seq]
             plan, reason = await asyncio.to_thread(self._plan_due, session, messages, idle_before)
-            return self._outcome(session, plan, reason, await self.store.archive_session(plan))
+            return self._outcome(session, plan, reason, await self.knowledge.archive_session(plan))
 
         try:
             return await with_optimistic_retry(
@@ -470,7 +196,7 @@ class SessionArchiver:
                 plan, seen["reason"] = self._plan_due(session, messages, idle_before)
                 return plan
 
-            done = await self.store.archive_session_locked(session_id, planner)
+            done = await self.knowledge.archive_session_locked(session_id, planner)
             if done is None:
                 skipped: SessionOutcome = seen["skipped"]
                 return skipped
@@ -589,7 +315,7 @@ class SessionArchiver:
                 on_session(result)
 
         while not (stop is not None and stop.is_set()):
-            batch = await self.store.sessions_to_archive(
+            batch = await self.knowledge.sessions_to_archive(
                 idle_before=idle_before, min_unarchived=self.settings.archive_message_threshold, limit=batch_size
             )
             fresh = [s.id for s in batch if s.id not in attempted]
@@ -611,14 +337,12 @@ __all__ = [
     "ARCHIVE_ATTEMPTS",
     "ArchiveReport",
     "ChannelNames",
-    "LongTermStore",
     "Outcome",
     "SessionArchiver",
     "SessionOutcome",
     "archive_concurrency",
     "filter_reason",
     "is_person",
-    "knowledge_store",
     "source_type",
     "source_uri",
 ]

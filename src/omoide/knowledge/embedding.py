@@ -42,11 +42,10 @@ import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
-from omoide.knowledge.archiver import knowledge_store
 from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
-from omoide.stores.knowledge import ChunkText, EmbeddingRow, SourceId, SourceStatus
+from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
@@ -137,17 +136,17 @@ class EmbeddingProcessor:
     """Embeds pending knowledge chunks with one embedder (see the module docstring).
 
     Args:
-        store: a store with long-term memory.
+        store: the knowledge store whose chunks it embeds.
         embedder: the embedder; its ``model_id`` names the vectors.
         settings: ``embed_*`` settings, and the provider timeout.
 
     Example:
-        >>> processor = EmbeddingProcessor(store, build_embedder(settings), settings)   # doctest: +SKIP
+        >>> processor = EmbeddingProcessor(store.knowledge, build_embedder(settings), settings)  # doctest: +SKIP
         >>> report = await processor.run()                                             # doctest: +SKIP
     """
 
-    def __init__(self, store: object, embedder: Embedder, settings: Settings) -> None:
-        self.store = knowledge_store(store)
+    def __init__(self, store: KnowledgeStore, embedder: Embedder, settings: Settings) -> None:
+        self.store = store
         self.embedder = embedder
         self.settings = settings
         self.model = embedder.model_id

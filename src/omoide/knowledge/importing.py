@@ -49,12 +49,11 @@ from omoide.importers import (
     message_windows,
     read_export,
 )
-from omoide.knowledge.archiver import knowledge_store
 from omoide.knowledge.chunking import split_text
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
-from omoide.stores.knowledge import ChunkDraft, SourceDraft
+from omoide.stores.knowledge import ChunkDraft, KnowledgeStore, SourceDraft
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 
@@ -276,19 +275,18 @@ def source_for(
     )
 
 
-async def known_message_ids(store: Any, workspaces: Iterable[str], keys: set[str]) -> dict[str, set[str]]:
+async def known_message_ids(store: KnowledgeStore, workspaces: Iterable[str], keys: set[str]) -> dict[str, set[str]]:
     """Message ids already stored, per conversation key, from earlier imports' chunks."""
-    kstore = knowledge_store(store)
     out: dict[str, set[str]] = {key: set() for key in keys}
     for workspace in sorted(set(workspaces)):
         offset = 0
         while True:
-            page = await kstore.list_sources(workspace_id=workspace, limit=500, offset=offset)
+            page = await store.list_sources(workspace_id=workspace, limit=500, offset=offset)
             for source in page:
                 key = source.metadata.get(CONVERSATION_KEY)
                 if key not in out:
                     continue
-                for chunk in await kstore.chunks_of_source(source.id):
+                for chunk in await store.chunks_of_source(source.id):
                     ids = chunk.location.get("message_ids", [])
                     out[key].update(str(i) for i in ids)
             if len(page) < 500:
@@ -298,7 +296,7 @@ async def known_message_ids(store: Any, workspaces: Iterable[str], keys: set[str
 
 
 async def import_export(
-    store: Any,
+    store: KnowledgeStore,
     settings: Settings,
     paths: Path | str | Iterable[Path | str],
     *,
@@ -311,7 +309,7 @@ async def import_export(
     """Import exports into long-term memory (see the module docstring).
 
     Args:
-        store: a store with long-term memory.
+        store: the knowledge store written to.
         settings: ``chunk_max_tokens`` caps a window's tokens.
         paths: export files or folders (Discord JSON, Slack zip/folder, JSONL transcripts).
         workspace: the workspace for Slack exports and transcripts (Discord names its guild).
@@ -329,7 +327,6 @@ async def import_export(
         ExportTooLarge: a Slack zip inflates beyond ``import_max_uncompressed_bytes`` or
             ``import_max_compression_ratio``. Nothing is written.
         InvalidInput: ``only_workspace`` and the export holds another workspace (nothing is written).
-        CapabilityNotSupported: the store has no long-term memory.
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     if only_workspace and not workspace:
@@ -381,7 +378,7 @@ def _nothing_readable(problems: Sequence[ImportProblem]) -> UnrecognizedExport:
 
 
 async def _write_messages(
-    store: Any,
+    store: KnowledgeStore,
     settings: Settings,
     messages: Sequence[ImportedMessage],
     *,
@@ -395,9 +392,8 @@ async def _write_messages(
 
     Returns ``(sources, chunks, new messages, conversations)``.
     """
-    kstore = knowledge_store(store)
     workspaces = sorted({m.workspace_id for m in messages})
-    erasures = {ws: await kstore.erasure_state(ws) for ws in workspaces}
+    erasures = {ws: await store.erasure_state(ws) for ws in workspaces}
     erased = 0
     groups: dict[str, list[ImportedMessage]] = {}
     for message in messages:
@@ -421,7 +417,7 @@ async def _write_messages(
             info = channel_info(channels or {}, conversation[0].conversation)
             drafts = await asyncio.to_thread(_chunks, conversation, settings.chunk_max_tokens)
             try:
-                await kstore.add_source(
+                await store.add_source(
                     source_for(conversation, files, channel=info, private=private, members=members),
                     drafts,
                     erasure_generation=state.generation,
@@ -431,7 +427,7 @@ async def _write_messages(
                 # someone was erased while this import ran: skip their messages and write the rest
                 if attempt == _ERASURE_ATTEMPTS - 1:
                     raise
-                erasures[workspace] = await kstore.erasure_state(workspace)
+                erasures[workspace] = await store.erasure_state(workspace)
                 kept = [
                     m
                     for w in conversation
@@ -456,7 +452,7 @@ async def _write_messages(
 
 
 async def ingest_messages(
-    store: Any,
+    store: KnowledgeStore,
     settings: Settings,
     messages: Iterable[ImportedMessage],
     *,
@@ -477,7 +473,7 @@ async def ingest_messages(
     messages with no text.
 
     Args:
-        store: a store with long-term memory.
+        store: the knowledge store written to.
         settings: ``chunk_max_tokens`` caps a window's tokens.
         messages: platform-neutral messages of any conversations, in any order.
         include_system: keep platform notifications.
@@ -487,9 +483,6 @@ async def ingest_messages(
             (a DM, group DM or private channel being synced); default public.
         channels: per conversation, what the platform says about it (``is_private``,
             ``is_direct``, ``members``), as an export's channel list does.
-
-    Raises:
-        CapabilityNotSupported: the store has no long-term memory.
     """
     report = ImportReport()
     kept: list[ImportedMessage] = []
@@ -538,27 +531,23 @@ class IngestCursor:
     messages: int
 
 
-async def ingest_cursor(store: Any, conversation: ConversationKey) -> IngestCursor | None:
+async def ingest_cursor(store: KnowledgeStore, conversation: ConversationKey) -> IngestCursor | None:
     """Where the imports and syncs of one conversation (channel or thread) stopped, or ``None``.
 
     Reads the sources written by :func:`import_export` and :func:`ingest_messages` for
     ``conversation`` (``(platform, workspace, channel, thread)``); a source is written in
     one transaction, so the cursor never points past a message that is not stored.
-
-    Raises:
-        CapabilityNotSupported: the store has no long-term memory.
     """
-    kstore = knowledge_store(store)
     key = conversation_key(conversation)
     newest: tuple[datetime, int, str] | None = None
     count = 0
     offset = 0
     while True:
-        page = await kstore.list_sources(workspace_id=conversation[1], limit=500, offset=offset)
+        page = await store.list_sources(workspace_id=conversation[1], limit=500, offset=offset)
         for source in page:
             if source.metadata.get(CONVERSATION_KEY) != key:
                 continue
-            for chunk in await kstore.chunks_of_source(source.id):
+            for chunk in await store.chunks_of_source(source.id):
                 ids = [str(i) for i in chunk.location.get("message_ids", [])]
                 count += len(ids)
                 if ids and chunk.ended_at is not None:

@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import structlog
 
-from omoide.errors import InvalidInput
+from omoide.errors import InvalidInput, NotFoundError
 from omoide.providers.base import Embedder
 from omoide.settings import Settings
-from omoide.stores._memory_ranking import HybridMemoryRecall, fuse_memory_hits
 from omoide.stores.memories import (
     DEFAULT_CATEGORY,
     ForgetReport,
@@ -34,7 +33,6 @@ from omoide.stores.memories import (
     MemoryRecord,
     MemoryStore,
     RememberResult,
-    memory_not_found,
 )
 from omoide.text import tokenize_for_search
 
@@ -89,7 +87,7 @@ class MemoryService:
     """Per-user explicit memories over a :class:`~omoide.stores.memories.MemoryStore`.
 
     Args:
-        store: the backend.
+        store: the memory store (``store.memories``).
         settings: ``memory_*`` settings.
         embedder: returns the embedder (called when first needed).
 
@@ -103,7 +101,6 @@ class MemoryService:
         self.store = store
         self.settings = settings
         self._embedder = embedder
-        self._hybrid = store if isinstance(store, HybridMemoryRecall) else None
 
     def _content(self, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -181,26 +178,17 @@ class MemoryService:
         vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
         k = max(CANDIDATES, 2 * top)
         tokens = tokenize_for_search(query)
-        if self._hybrid is not None:  # both rankings, RRF and the rows in one store call
-            return await self._hybrid.memory_recall(
-                ws,
-                uid,
-                model=embedder.model_id,
-                query=vector,
-                tokens=tokens,
-                k=k,
-                limit=top,
-                category=cat,
-                tags=tag_list,
-            )
-        # one after the other: both are short, Python-heavy store calls, and running them in two
-        # threads at once made them wait on each other for the GIL (worse tail latency)
-        by_vector = await self.store.memory_vector_search(
-            ws, uid, model=embedder.model_id, query=vector, k=k, category=cat, tags=tag_list
+        return await self.store.memory_recall(  # both rankings, RRF and the rows in one store call
+            ws,
+            uid,
+            model=embedder.model_id,
+            query=vector,
+            tokens=tokens,
+            k=k,
+            limit=top,
+            category=cat,
+            tags=tag_list,
         )
-        by_text = await self.store.memory_lexical_search(ws, uid, tokens=tokens, k=k, category=cat, tags=tag_list)
-        records = {int(m.id): m for m, _ in (*by_vector, *by_text)}
-        return fuse_memory_hits([m.id for m, _ in by_vector], [m.id for m, _ in by_text], top, lambda _: records)
 
     async def list(
         self,
@@ -244,7 +232,10 @@ class MemoryService:
         """
         found = await self.store.get_memory(_ident("workspace", workspace), _ident("user", user), memory_id)
         if found is None:
-            raise memory_not_found(memory_id)
+            raise NotFoundError(
+                f"no memory with id {memory_id} for this user; list the user's memories to see their ids",
+                memory_id=memory_id,
+            )
         return found
 
     async def update(

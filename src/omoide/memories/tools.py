@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from omoide.errors import OmoideError
+from omoide.errors import InvalidInput, OmoideError
 from omoide.memories.service import MemoryService
-from omoide.models import ToolResultBlock, ToolUseBlock
+from omoide.models import Message, Session, ToolResultBlock, ToolUseBlock
 from omoide.providers.base import ToolSpec
 
 _TAGS = {"type": "array", "items": {"type": "string"}, "description": "Optional labels."}
@@ -112,6 +112,22 @@ class MemoryToolExecutor:
         self.service = service
         self.workspace = workspace
         self.user = user
+
+    @classmethod
+    def for_message(cls, service: MemoryService, session: Session, message: Message) -> MemoryToolExecutor:
+        """The executor of a chat turn: the memories of ``message``'s author (else the session's
+        user) in the session's workspace.
+
+        Raises:
+            InvalidInput: neither the author nor the session's user is known.
+        """
+        owner = message.author_id or session.user_id
+        if not owner:
+            raise InvalidInput(
+                "memory tools need to know whose memories to use: give the message an author_id "
+                "or use a per-user session key"
+            )
+        return cls(service, workspace=session.workspace_id, user=owner)
 
     async def __call__(self, call: ToolUseBlock) -> ToolResultBlock:
         args = dict(call.input)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from omoide.stores.base import Store
 from omoide.stores.lexical_index import LexicalIndexStore, LexicalTable
 from omoide.stores.search import SearchStore
 from omoide.text import get_search_tokenizer, lexical_text
@@ -44,18 +43,16 @@ def _tokens(table: LexicalTable, content: str) -> str:
     return lexical_text(tokenizer.tokenize(text))
 
 
-async def lexical_index_is_stale(store: object) -> bool:
-    """Whether ``store``'s lexical index was written (wholly or partly) by another tokenizer
-    than the current one, so :func:`rebuild_lexical_index` should run."""
-    search = getattr(store, "search", None)
-    if not isinstance(search, SearchStore) or not isinstance(getattr(store, "lexical_index", None), LexicalIndexStore):
-        return False
+async def lexical_index_is_stale(search: SearchStore) -> bool:
+    """Whether the lexical index was written (wholly or partly) by another tokenizer than the
+    current one, so :func:`rebuild_lexical_index` should run."""
     recorded = await search.lexical_tokenizer()
     return recorded is not None and recorded != get_search_tokenizer().name
 
 
 async def rebuild_lexical_index(
-    store: Store,
+    search: SearchStore,
+    store: LexicalIndexStore,
     *,
     batch: int = BATCH,
     on_rows: Callable[[LexicalTable, int, int], None] | None = None,
@@ -63,30 +60,30 @@ async def rebuild_lexical_index(
     """Re-tokenise every chunk and memory with the current search tokenizer.
 
     Args:
-        store: the store (SQLite or PostgreSQL).
+        search: the search store (it records the tokenizer that wrote the index).
+        store: the lexical index.
         batch: rows per read and write.
         on_rows: progress: ``(table, rows done, rows in the table)`` after each batch.
 
     Returns:
         The tokenizer now recorded, the one before, and the rows visited per table.
     """
-    index = store.lexical_index
-    previous = await store.search.lexical_tokenizer()
+    previous = await search.lexical_tokenizer()
     report = LexicalRebuildReport(tokenizer=get_search_tokenizer().name, previous=previous)
     for table in LexicalTable:
-        total = await index.lexical_row_count(table)
+        total = await store.lexical_row_count(table)
         done, after = 0, 0
         while True:
-            rows = await index.lexical_batch(table, after_id=after, limit=batch)
+            rows = await store.lexical_batch(table, after_id=after, limit=batch)
             if not rows:
                 break
-            await index.rewrite_lexical(table, [(row_id, _tokens(table, content)) for row_id, content in rows])
+            await store.rewrite_lexical(table, [(row_id, _tokens(table, content)) for row_id, content in rows])
             after = rows[-1][0]
             done += len(rows)
             if on_rows is not None:
                 on_rows(table, done, max(total, done))
         report.rows[table.value] = done
-    await index.set_lexical_tokenizer(report.tokenizer)
+    await store.set_lexical_tokenizer(report.tokenizer)
     return report
 
 

@@ -12,8 +12,9 @@ Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`:
    tokens, BM25 / ``ts_rank_cd``), every filter applied inside the database query.
 4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list, keeping
    ``search_fused`` (15) candidates (see :mod:`omoide.fusion`).
-5. **fetch**: the stores return each hit with its text and source, so this phase only
-   assembles the fused candidates (no extra query); it is timed for seed 004's breakdown.
+5. **fetch**: the ranked lists carry chunk ids and scores only; one ``fetch_chunks`` query
+   reads the text, source and location of the fused candidates (it is timed for seed 004's
+   breakdown; a chunk deleted since it was ranked is left out).
 6. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the fused candidates.
 7. **cut**: the best ``k`` (``search_top_k``, 5) are returned.
 
@@ -30,10 +31,8 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal, get_args
 
 from omoide.context.calls import budgeted_complete
 from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderError
@@ -41,137 +40,25 @@ from omoide.fusion import reciprocal_rank_fusion
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.tokens import get_token_counter
+from omoide.search.results import (
+    MAX_QUERY_CHARS,
+    MODES,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+    StageScores,
+    check_mode,
+    check_query,
+)
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
-from omoide.stores.search import MAX_K, ChunkHit, RankedChunk, SearchFilters, SearchStore, check_k
+from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
 
-SearchMode = Literal["hybrid", "vector", "lexical"]
-MODES: tuple[str, ...] = get_args(SearchMode)
-MAX_QUERY_CHARS = 10_000
 MIXED_TOKENIZERS = "mixed"
-
-
-# ----------------------------------------------------------------------------- result types
-
-
-@dataclass(frozen=True, slots=True)
-class StageScores:
-    """A hit's score at each stage (``None`` where the stage did not see it).
-
-    Attributes:
-        vector: cosine similarity (best over the vector lists).
-        lexical: the backend's lexical relevance (best over the lexical lists).
-        fused: the RRF score.
-        rerank: the reranker's relevance score.
-    """
-
-    vector: float | None = None
-    lexical: float | None = None
-    fused: float | None = None
-    rerank: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One result: the chunk, its final rank and score, and the score of each stage.
-
-    Attributes:
-        chunk: the chunk with its text, source, location and time range.
-        rank: 1-based final position.
-        score: the last stage's score (rerank if reranked, else the fused RRF score).
-        scores: per-stage scores.
-        ranks: with ``explain=True``, the 1-based rank in each list (``vector``,
-            ``lexical``, ``vector#2`` for the first expansion, …) and in the ``fused`` and
-            ``rerank`` orders; ``None`` otherwise.
-    """
-
-    chunk: ChunkHit
-    rank: int
-    score: float
-    scores: StageScores
-    ranks: Mapping[str, int] | None = None
-
-    @property
-    def content(self) -> str:
-        return self.chunk.content
-
-    @property
-    def jump_url(self) -> str | None:
-        """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI."""
-        for key in ("jump_url", "url"):
-            value = self.chunk.location.get(key)
-            if isinstance(value, str) and value:
-                return value
-        return self.chunk.source_uri
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (for ``--json`` output and the HTTP API)."""
-        c = self.chunk
-        return {
-            "rank": self.rank,
-            "score": self.score,
-            "scores": {
-                "vector": self.scores.vector,
-                "lexical": self.scores.lexical,
-                "fused": self.scores.fused,
-                "rerank": self.scores.rerank,
-            },
-            "ranks": dict(self.ranks) if self.ranks is not None else None,
-            "chunk_id": int(c.chunk_id),
-            "source_id": int(c.source_id),
-            "content": c.content,
-            "channel_id": c.channel_id,
-            "thread_id": c.thread_id,
-            "author_ids": list(c.author_ids),
-            "started_at": _iso(c.started_at),
-            "ended_at": _iso(c.ended_at),
-            "source_type": c.source_type,
-            "source_title": c.source_title,
-            "jump_url": self.jump_url,
-            "location": {k: v for k, v in c.location.items() if k != "lines"},  # line offsets: internal
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """What :meth:`SearchPipeline.search` found.
-
-    Attributes:
-        query: the query as asked.
-        mode: the mode asked for.
-        hits: best first, at most ``k``.
-        queries: the queries searched (the query, then any expansions).
-        timings: milliseconds per phase (``expand``, ``embed``, ``search``, ``fetch``,
-            ``rerank``) for the phases that ran.
-        notes: what went differently than asked (fallbacks, skipped stages), for humans.
-        fallback: the vector side failed and lexical results were used instead.
-        reranked: the hits were ordered by the reranker.
-    """
-
-    query: str
-    mode: SearchMode
-    hits: tuple[SearchHit, ...]
-    queries: tuple[str, ...]
-    timings: Mapping[str, float]
-    notes: tuple[str, ...] = ()
-    fallback: bool = False
-    reranked: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "queries": list(self.queries),
-            "hits": [h.as_dict() for h in self.hits],
-            "timings_ms": dict(self.timings),
-            "notes": list(self.notes),
-            "fallback": self.fallback,
-            "reranked": self.reranked,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,41 +82,6 @@ class PipelineConfig:
             mode=settings.search_mode,
             expansions=settings.search_query_expansion,
         )
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def check_mode(mode: object) -> SearchMode:
-    """``mode`` if it is ``hybrid``, ``vector`` or ``lexical``.
-
-    Raises:
-        InvalidInput: anything else.
-    """
-    if mode == "hybrid":
-        return "hybrid"
-    if mode == "vector":
-        return "vector"
-    if mode == "lexical":
-        return "lexical"
-    raise InvalidInput(f"search mode must be one of {', '.join(MODES)}, got {mode!r}")
-
-
-def check_query(query: object) -> str:
-    """A non-empty query of at most ``MAX_QUERY_CHARS`` characters, stripped.
-
-    Raises:
-        InvalidInput: not a string, blank, or too long.
-    """
-    if not isinstance(query, str):
-        raise InvalidInput(f"the query must be a string, got {type(query).__name__}")
-    text = query.replace("\x00", "").strip()
-    if not text:
-        raise InvalidInput("the query is empty")
-    if len(text) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"the query is {len(text)} characters long; at most {MAX_QUERY_CHARS} are allowed")
-    return text
 
 
 # ----------------------------------------------------------------------------- query expansion
@@ -280,10 +132,10 @@ def _list_name(kind: str, index: int) -> str:
 
 
 class SearchPipeline:
-    """Runs searches over a :class:`~omoide.stores.search.SearchStore` (see the module docstring).
+    """Runs searches over a :class:`~omoide.stores.base.SearchStore` (see the module docstring).
 
     Args:
-        store: the store.
+        store: the search store (``store.search``).
         config: pipeline sizes.
         embedder: builds (or returns) the query embedder; called only in vector and hybrid
             modes, so a lexical search never loads a model.

@@ -79,8 +79,8 @@ async def summarise_imported(
     """Summarise the imported history of every public channel and thread (of ``workspace``, or all).
 
     Args:
-        generator: the summariser (its store, chat model and settings).
-        knowledge: the store holding the imported knowledge sources.
+        generator: the summariser (its chat model and settings; it saves the summaries).
+        knowledge: the knowledge store holding the imported sources.
         workspace: only this workspace (default: every workspace).
         since: only messages from this time on (default: all of them).
     """
@@ -91,7 +91,7 @@ async def summarise_imported(
         if len(page) < PAGE:
             break
     # read before the chunks: a summary of lines an erasure removes meanwhile is refused when saved
-    generations = {ws: (await generator.store.erasure_state(ws)).generation for ws in {s.workspace_id for s in sources}}
+    generations = {ws: (await knowledge.erasure_state(ws)).generation for ws in {s.workspace_id for s in sources}}
     groups: dict[tuple[str, SummaryScope, str], dict[str, None]] = {}
     for source in sorted(sources, key=lambda s: s.id):
         where = _scope(source)

@@ -189,6 +189,30 @@ class SummaryGenerator:
         s = self.settings
         return ShortTermHistoryConfig(s.summary_history, s.summary_idle_seconds, s.summary_message_threshold)
 
+    async def latest(
+        self, workspace: str, scope: SummaryScope | str, scope_id: str, kind: SummaryKind | str
+    ) -> Summary | None:
+        """The newest version of one summary, or ``None``.
+
+        Raises:
+            InvalidInput: ``scope`` is not thread, channel, workspace or user, or ``kind`` not
+                short_term or long_term.
+        """
+        try:
+            chosen, which = SummaryScope(scope), SummaryKind(kind)
+        except ValueError:
+            raise InvalidInput(
+                f"scope must be thread, channel, workspace or user and kind short_term or long_term, "
+                f"got {scope!r} / {kind!r}"
+            ) from None
+        return await self.store.latest_summary(workspace, chosen, scope_id, which)
+
+    async def history(
+        self, workspace: str, scope: SummaryScope, scope_id: str, kind: SummaryKind, *, limit: int = 20
+    ) -> list[Summary]:
+        """The versions of one summary, newest first."""
+        return await self.store.summary_history(workspace, scope, scope_id, kind, limit=limit)
+
     def _language(self) -> Language:
         return "en" if self.settings.answer_language == "en" else "ja"
 

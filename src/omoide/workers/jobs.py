@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from omoide.knowledge.archiver import ChannelNames, SessionArchiver
+from omoide.knowledge.archiver import ChannelNames
 from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
-from omoide.workers.runner import Job, RunReport
+from omoide.search.lexical_index import lexical_index_is_stale
+from omoide.workers.runner import Job, RunReport, WorkerRunner
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -55,7 +56,7 @@ class ExpireReport:
 
 def archive_job(mem: Memory, *, channel_names: ChannelNames | None = None) -> Job:
     """Archive due sessions every ``worker_archive_interval_seconds``."""
-    archiver = SessionArchiver(mem.store, mem.settings, channel_names=channel_names)
+    archiver = mem.knowledge.archiver(channel_names=channel_names)
 
     async def run(stop: asyncio.Event) -> RunReport:
         return await archiver.run(stop=stop)
@@ -73,7 +74,7 @@ def embed_job(mem: Memory) -> Job:
         processor = state.get("processor")
         if processor is None:
             await _rebuild_stale_lexical_index(mem)
-            processor = EmbeddingProcessor(mem.store, mem.embedder, settings)
+            processor = mem.knowledge.embedding_processor()
             catch_up = await processor.backfill(stop=stop)
             state["processor"] = processor
             report = await processor.run(stop=stop)
@@ -85,12 +86,10 @@ def embed_job(mem: Memory) -> Job:
 
 async def _rebuild_stale_lexical_index(mem: Memory) -> None:
     """After an upgrade that changed the search tokenizer, re-tokenise the index once."""
-    from omoide.search.lexical_index import lexical_index_is_stale
-
-    if await lexical_index_is_stale(mem.store):
+    if await lexical_index_is_stale(mem.store.search):
         log = structlog.get_logger(__name__)
         log.info("lexical_reindex_started", reason="the search tokenizer changed")
-        report = await mem.reindex_lexical()
+        report = await mem.knowledge.reindex_lexical()
         log.info("lexical_reindex_done", tokenizer=report.tokenizer, previous=report.previous, rows=report.rows)
 
 
@@ -148,4 +147,29 @@ def build_jobs(
     return jobs
 
 
-__all__ = ["JOB_NAMES", "ExpireReport", "archive_job", "build_jobs", "embed_job", "expire_job", "summarise_job"]
+def worker_runner(
+    mem: Memory,
+    *,
+    archive: bool = True,
+    embed: bool = True,
+    expire: bool = True,
+    summarise: bool = True,
+    channel_names: ChannelNames | None = None,
+) -> WorkerRunner:
+    """A :class:`~omoide.workers.runner.WorkerRunner` with the chosen built-in jobs of ``mem`` (not started)."""
+    jobs = build_jobs(
+        mem, archive=archive, embed=embed, expire=expire, summarise=summarise, channel_names=channel_names
+    )
+    return WorkerRunner(jobs, shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds)
+
+
+__all__ = [
+    "JOB_NAMES",
+    "ExpireReport",
+    "archive_job",
+    "build_jobs",
+    "embed_job",
+    "expire_job",
+    "summarise_job",
+    "worker_runner",
+]

@@ -23,8 +23,9 @@ Each run is logged as one structured ``worker_run`` event with the job's counts 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -120,6 +121,30 @@ class WorkerRunner:
             cancelled=self.cancelled,
             uptime_s=round(time.perf_counter() - started, 3),
         )
+
+    @contextlib.asynccontextmanager
+    async def in_background(self) -> AsyncIterator[WorkerRunner]:
+        """Run the jobs in a task of this event loop while the block runs; stop them gracefully on leaving it.
+
+        In-flight work finishes (within ``shutdown_timeout``) and nothing new is claimed. A
+        crash of the runner is logged (``workers_crashed``).
+        """
+        task = asyncio.create_task(self.run(), name="omoide-workers")
+
+        def report_crash(done: asyncio.Task[None]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                self.log.error("workers_crashed", error=repr(done.exception()))
+
+        task.add_done_callback(report_crash)
+        try:
+            yield self
+        finally:
+            self.stop()
+            try:
+                await task
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
 
     async def _loop(self, job: Job) -> None:
         failures = 0

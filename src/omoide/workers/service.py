@@ -16,7 +16,7 @@ import structlog
 
 from omoide.errors import ConfigError
 from omoide.settings import Settings, load_settings
-from omoide.workers.jobs import JOB_NAMES
+from omoide.workers.jobs import JOB_NAMES, worker_runner
 from omoide.workers.runner import WorkerRunner
 
 log = structlog.get_logger(__name__)
@@ -50,7 +50,7 @@ async def serve(settings: Settings, *, jobs: Sequence[str] = JOB_NAMES) -> Worke
         ConfigError: bad settings or job names.
         StoreUnavailable: the database cannot be opened.
     """
-    from omoide.engine import Memory
+    from omoide.engine import Memory  # not at module level: the engine imports omoide.workers
 
     chosen = check_jobs(jobs)
     loop = asyncio.get_running_loop()
@@ -73,7 +73,8 @@ async def serve(settings: Settings, *, jobs: Sequence[str] = JOB_NAMES) -> Worke
             except (NotImplementedError, RuntimeError):  # not the main thread / no signals here
                 pass
         async with Memory.open(settings) as mem:
-            runner = mem.worker_runner(
+            runner = worker_runner(
+                mem,
                 archive="archiver" in chosen,
                 embed="embedder" in chosen,
                 expire="expiry" in chosen,

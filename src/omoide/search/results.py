@@ -1,0 +1,233 @@
+"""What a search takes (:func:`search_filters`, the checks of its query and mode) and returns
+(:class:`SearchResult` of :class:`SearchHit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Required, TypedDict, get_args
+
+from omoide.errors import InvalidInput
+from omoide.stores.search import ChunkHit, SearchFilters
+
+SearchMode = Literal["hybrid", "vector", "lexical"]
+MODES: tuple[str, ...] = get_args(SearchMode)
+MAX_QUERY_CHARS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class StageScores:
+    """A hit's score at each stage (``None`` where the stage did not see it).
+
+    Attributes:
+        vector: cosine similarity (best over the vector lists).
+        lexical: the backend's lexical relevance (best over the lexical lists).
+        fused: the RRF score.
+        rerank: the reranker's relevance score.
+    """
+
+    vector: float | None = None
+    lexical: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result: the chunk, its final rank and score, and the score of each stage.
+
+    Attributes:
+        chunk: the chunk with its text, source, location and time range.
+        rank: 1-based final position.
+        score: the last stage's score (rerank if reranked, else the fused RRF score).
+        scores: per-stage scores.
+        ranks: with ``explain=True``, the 1-based rank in each list (``vector``,
+            ``lexical``, ``vector#2`` for the first expansion, …) and in the ``fused`` and
+            ``rerank`` orders; ``None`` otherwise.
+    """
+
+    chunk: ChunkHit
+    rank: int
+    score: float
+    scores: StageScores
+    ranks: Mapping[str, int] | None = None
+
+    @property
+    def content(self) -> str:
+        return self.chunk.content
+
+    @property
+    def jump_url(self) -> str | None:
+        """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI."""
+        for key in ("jump_url", "url"):
+            value = self.chunk.location.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return self.chunk.source_uri
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for ``--json`` output and the HTTP API)."""
+        c = self.chunk
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "scores": {
+                "vector": self.scores.vector,
+                "lexical": self.scores.lexical,
+                "fused": self.scores.fused,
+                "rerank": self.scores.rerank,
+            },
+            "ranks": dict(self.ranks) if self.ranks is not None else None,
+            "chunk_id": int(c.chunk_id),
+            "source_id": int(c.source_id),
+            "content": c.content,
+            "channel_id": c.channel_id,
+            "thread_id": c.thread_id,
+            "author_ids": list(c.author_ids),
+            "started_at": _iso(c.started_at),
+            "ended_at": _iso(c.ended_at),
+            "source_type": c.source_type,
+            "source_title": c.source_title,
+            "jump_url": self.jump_url,
+            "location": {k: v for k, v in c.location.items() if k != "lines"},  # line offsets: internal
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What :meth:`SearchPipeline.search` found.
+
+    Attributes:
+        query: the query as asked.
+        mode: the mode asked for.
+        hits: best first, at most ``k``.
+        queries: the queries searched (the query, then any expansions).
+        timings: milliseconds per phase (``expand``, ``embed``, ``search``, ``fetch``,
+            ``rerank``) for the phases that ran.
+        notes: what went differently than asked (fallbacks, skipped stages), for humans.
+        fallback: the vector side failed and lexical results were used instead.
+        reranked: the hits were ordered by the reranker.
+    """
+
+    query: str
+    mode: SearchMode
+    hits: tuple[SearchHit, ...]
+    queries: tuple[str, ...]
+    timings: Mapping[str, float]
+    notes: tuple[str, ...] = ()
+    fallback: bool = False
+    reranked: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "queries": list(self.queries),
+            "hits": [h.as_dict() for h in self.hits],
+            "timings_ms": dict(self.timings),
+            "notes": list(self.notes),
+            "fallback": self.fallback,
+            "reranked": self.reranked,
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def check_mode(mode: object) -> SearchMode:
+    """``mode`` if it is ``hybrid``, ``vector`` or ``lexical``.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if mode == "hybrid":
+        return "hybrid"
+    if mode == "vector":
+        return "vector"
+    if mode == "lexical":
+        return "lexical"
+    raise InvalidInput(f"search mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def check_query(query: object) -> str:
+    """A non-empty query of at most ``MAX_QUERY_CHARS`` characters, stripped.
+
+    Raises:
+        InvalidInput: not a string, blank, or too long.
+    """
+    if not isinstance(query, str):
+        raise InvalidInput(f"the query must be a string, got {type(query).__name__}")
+    text = query.replace("\x00", "").strip()
+    if not text:
+        raise InvalidInput("the query is empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the query is {len(text)} characters long; at most {MAX_QUERY_CHARS} are allowed")
+    return text
+
+
+class FilterArgs(TypedDict, total=False):
+    """The filter keywords of ``Memory.search`` and ``Memory.ask`` (:func:`search_filters` takes them)."""
+
+    workspace: Required[str | int]
+    channel: str | int | Sequence[str | int] | None
+    thread: str | int | Sequence[str | int] | None
+    author: str | int | Sequence[str | int] | None
+    source_type: str | Sequence[str] | None
+    since: datetime | None
+    until: datetime | None
+    viewer: str | int | None
+    public_only: bool
+
+
+def search_filters(
+    *,
+    workspace: str | int,
+    channel: str | int | Sequence[str | int] | None = None,
+    thread: str | int | Sequence[str | int] | None = None,
+    author: str | int | Sequence[str | int] | None = None,
+    source_type: str | Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    viewer: str | int | None = None,
+    public_only: bool = False,
+) -> SearchFilters:
+    """Search filters from ``Memory.search``'s keyword arguments (ids may be ints or lists).
+
+    Raises:
+        InvalidInput: a bad id or time range.
+    """
+
+    def ids(value: str | int | Sequence[str | int] | None) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str | int):
+            return (str(value),)
+        return tuple(str(v) for v in value)
+
+    return SearchFilters(
+        workspace_id=str(workspace),
+        channel_ids=ids(channel),
+        thread_ids=ids(thread),
+        author_ids=ids(author),
+        source_types=ids(source_type),
+        since=since,
+        until=until,
+        viewer=None if viewer is None else str(viewer),
+        public_only=public_only,
+    )
+
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MODES",
+    "FilterArgs",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "StageScores",
+    "check_mode",
+    "check_query",
+    "search_filters",
+]
