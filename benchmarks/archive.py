@@ -69,7 +69,7 @@ async def seed(mem: Memory, n_sessions: int, n_messages: int, concurrency: int) 
             key = mem.session_key(platform="discord", workspace="100", channel=str(200 + s % 50), user=f"u{s}")
             session = await mem.sessions.get_or_create(key)
             for i in range(n_messages):
-                await mem.store.append_message(session.id, message(s, i))
+                await mem.store.sessions.append_message(session.id, message(s, i))
 
     await asyncio.gather(*(writer() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
@@ -101,7 +101,7 @@ async def bench(url: str, n_sessions: int, n_messages: int, pool_max: int) -> di
 
         texts = []
         for source in (await mem.sources(limit=200))[:200]:
-            texts += [c.content for c in await mem.store.chunks_of_source(source.id)]
+            texts += [c.content for c in await mem.store.knowledge.chunks_of_source(source.id)]
         embedder = HashingEmbedder(384)
         started = time.perf_counter()
         for i in range(0, len(texts), 64):

@@ -95,12 +95,12 @@ async def stored_histories(texts: dict[str, list[str]], n_messages: int, calls: 
         await store.open()
         try:
             for call in range(calls):
-                session = await store.get_or_create_session(
+                session = await store.sessions.get_or_create_session(
                     session_key(platform="bench", workspace="bench", channel=f"c{call}", user="u")
                 )
                 for message in conversation(texts, n_messages, f"r{call}-"):
-                    await store.append_message(session.id, message)
-                out.append(await store.history(session.id, window=n_messages))
+                    await store.sessions.append_message(session.id, message)
+                out.append(await store.sessions.history(session.id, window=n_messages))
         finally:
             await store.close()
     return out

@@ -63,13 +63,15 @@ async def run(url: str, chunks: int, share: float) -> None:
         per_source = 50
         for s in range(chunks // per_source):
             drafts = [chunk(rng, s * per_source + i, rng.random() < share) for i in range(per_source)]
-            _, ids = await store.add_source(SourceDraft(workspace_id=WS, type="discord_channel", title=f"#{s}"), drafts)
+            _, ids = await store.knowledge.add_source(
+                SourceDraft(workspace_id=WS, type="discord_channel", title=f"#{s}"), drafts
+            )
             vectors = np.random.default_rng(s).standard_normal((len(ids), 384)).astype(np.float32)
             rows = [
                 EmbeddingRow(cid, vectors[i], content_hash(d.content))
                 for i, (cid, d) in enumerate(zip(ids, drafts, strict=True))
             ]
-            await store.put_embeddings(model=mem.embedder.model_id, dimensions=384, rows=rows)
+            await store.knowledge.put_embeddings(model=mem.embedder.model_id, dimensions=384, rows=rows)
         key = mem.session_key(platform="discord", workspace=WS, channel="general", policy="channel")
         for i in range(200):
             who = USER if i % 2 else rng.choice(AUTHORS)

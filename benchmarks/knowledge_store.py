@@ -48,7 +48,7 @@ MESSAGES = 20
 async def _fill(store: Any, n: int) -> list[int]:
     ids = []
     for i in range(n):
-        s = await store.get_or_create_session(
+        s = await store.sessions.get_or_create_session(
             session_key(platform="discord", workspace="g1", channel=f"c{i % 20}", user=f"u{i}")
         )
         for j in range(MESSAGES):
@@ -57,14 +57,14 @@ async def _fill(store: Any, n: int) -> list[int]:
                 if j % 2 == 0
                 else Message.assistant(f"返信 {j}: 晴れです。The weather is nice.", author_id="bot")
             )
-            await store.append_message(s.id, msg)
+            await store.sessions.append_message(s.id, msg)
         ids.append(s.id)
     return ids
 
 
 async def _plan(store: Any, session_id: int) -> ArchivePlan:
-    session = await store.get_session_by_id(session_id)
-    messages = await store.messages(session_id, after_seq=session.archived_seq)
+    session = await store.sessions.get_session_by_id(session_id)
+    messages = await store.sessions.messages(session_id, after_seq=session.archived_seq)
     chunks = []
     for start in range(0, len(messages), 10):
         part = messages[start : start + 10]
@@ -109,7 +109,7 @@ async def bench(url: str, n_sessions: int, concurrency: int, dims: int, index: b
         for sid in ids[:half]:
             plan = await _plan(store, sid)
             t = time.perf_counter()
-            await store.archive_session(plan)
+            await store.knowledge.archive_session(plan)
             calls.append(time.perf_counter() - t)
         sequential = half / (time.perf_counter() - started)
         out["archive_call"] = percentiles(calls)
@@ -121,7 +121,7 @@ async def bench(url: str, n_sessions: int, concurrency: int, dims: int, index: b
         async def worker() -> None:
             while queue:
                 sid = queue.pop()
-                await store.archive_session(await _plan(store, sid))
+                await store.knowledge.archive_session(await _plan(store, sid))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         out[f"archive_sessions_per_s_x{concurrency}"] = round((len(ids) - half) / (time.perf_counter() - started), 1)
@@ -130,7 +130,7 @@ async def bench(url: str, n_sessions: int, concurrency: int, dims: int, index: b
         pool = rng.standard_normal((256, dims)).astype(np.float32)
         model = f"bench{dims}"
         if index:
-            await store.ensure_vector_index(model=model, dimensions=dims)
+            await store.knowledge.ensure_vector_index(model=model, dimensions=dims)
         claims: list[float] = []
         reads: list[float] = []
         puts: list[float] = []
@@ -139,20 +139,20 @@ async def bench(url: str, n_sessions: int, concurrency: int, dims: int, index: b
         started = time.perf_counter()
         while True:
             t = time.perf_counter()
-            claimed = await store.claim_sources(limit=16, lease_seconds=600)
+            claimed = await store.knowledge.claim_sources(limit=16, lease_seconds=600)
             claims.append(time.perf_counter() - t)
             if not claimed:
                 break
             t = time.perf_counter()
-            todo = await store.chunks_missing_embedding(model=model, source_ids=claimed, limit=1000)
+            todo = await store.knowledge.chunks_missing_embedding(model=model, source_ids=claimed, limit=1000)
             reads.append(time.perf_counter() - t)
             rows = [EmbeddingRow(c.id, pool[c.id % len(pool)]) for c in todo]
             t = time.perf_counter()
-            chunks += await store.put_embeddings(model=model, dimensions=dims, rows=rows)
+            chunks += await store.knowledge.put_embeddings(model=model, dimensions=dims, rows=rows)
             puts.append(time.perf_counter() - t)
             for sid in claimed:
                 t = time.perf_counter()
-                await store.finish_source(sid, status=SourceStatus.READY)
+                await store.knowledge.finish_source(sid, status=SourceStatus.READY)
                 finishes.append(time.perf_counter() - t)
         out["embed_store_chunks_per_s"] = round(chunks / (time.perf_counter() - started), 1)
         out["embed_chunks"] = chunks
@@ -160,7 +160,7 @@ async def bench(url: str, n_sessions: int, concurrency: int, dims: int, index: b
         out["missing_of_16_sources"] = percentiles(reads)
         out["put_32_vectors"] = percentiles(puts)
         out["finish"] = percentiles(finishes)
-        status = await store.knowledge_status()
+        status = await store.knowledge.knowledge_status()
         out["status"] = {"sources": dict(status.sources), "chunks": status.chunks, "embedded": dict(status.embedded)}
     return out
 

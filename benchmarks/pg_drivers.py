@@ -360,17 +360,17 @@ async def _store_round(url: str, iterations: int, r: int) -> Samples:
     samples = Samples()
     async with PostgresStore(url) as store:
         key = session_key(platform="discord", workspace="w1", channel="c", user=f"u{r}")
-        session = await store.get_or_create_session(key)
+        session = await store.sessions.get_or_create_session(key)
         text = _CONTENT[0]["text"]
 
         async def append(i: int) -> None:
-            await store.append_message(session.id, Message.user(text, author_id="u1", message_id=f"r{r}-m{i}"))
+            await store.sessions.append_message(session.id, Message.user(text, author_id="u1", message_id=f"r{r}-m{i}"))
 
         for i in range(30):
             await append(-1 - i)
-            await store.history(session.id, window=WINDOW)
+            await store.sessions.history(session.id, window=WINDOW)
         samples.add("append1", await _timed(iterations, append))
-        samples.add("window", await _timed(iterations, lambda i: store.history(session.id, window=WINDOW)))
+        samples.add("window", await _timed(iterations, lambda i: store.sessions.history(session.id, window=WINDOW)))
     return samples
 
 

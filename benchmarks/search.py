@@ -168,7 +168,7 @@ async def _load(
             )
             for i, (content, lexical) in enumerate(texts)
         ]
-        _, ids = await store.add_source(
+        _, ids = await store.knowledge.add_source(
             SourceDraft(workspace_id=workspace, type="discord_channel", title=f"#chan {done}"), drafts
         )
         vecs = _vectors(count, dims, centres, rng)
@@ -177,7 +177,7 @@ async def _load(
                 EmbeddingRow(chunk_id=cid, vector=vecs[start + j])
                 for j, cid in enumerate(ids[start : start + EMBED_BATCH])
             ]
-            await store.put_embeddings(model=MODEL, dimensions=dims, rows=rows)
+            await store.knowledge.put_embeddings(model=MODEL, dimensions=dims, rows=rows)
         if workspace == "g1":
             g1_ids.extend(ids)
             g1_vecs.append(vecs)

@@ -75,13 +75,13 @@ class Threads:
         await self.store.close()
 
     async def create(self, key: SessionKey) -> int:
-        return int((await self.store.get_or_create_session(key)).id)
+        return int((await self.store.sessions.get_or_create_session(key)).id)
 
     async def append(self, session_id: int, message: Message) -> None:
-        await self.store.append_message(SessionId(session_id), message)
+        await self.store.sessions.append_message(SessionId(session_id), message)
 
     async def history(self, session_id: int) -> list[Message]:
-        return await self.store.history(SessionId(session_id), window=WINDOW)
+        return await self.store.sessions.history(SessionId(session_id), window=WINDOW)
 
 
 class Inline:

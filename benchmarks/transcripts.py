@@ -47,7 +47,7 @@ async def replay(n: int) -> dict:
     out = {}
     for name, fn in [
         ("records()", lambda: store.records("bench", s.id)),
-        ("history()", lambda: store.history("bench", s.id)),
+        ("history()", lambda: store.sessions.history("bench", s.id)),
     ]:
         samples = []
         for _ in range(5):

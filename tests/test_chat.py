@@ -85,7 +85,7 @@ async def test_reset_drops_the_summary_from_the_prompt(settings, key):
         for i in range(6):
             await mem.append(key, Message.user(f"m{i}"))
         session = await mem.sessions.get(key)
-        await mem.store.save_context_summary(session.id, summary="old topic", through_seq=4)
+        await mem.store.sessions.save_context_summary(session.id, summary="old topic", through_seq=4)
         await mem.reset(key)
         model = mem.chat_model
         await mem.chat(key, "new topic")

@@ -94,7 +94,7 @@ async def test_guarded_update_rereads_after_a_conflict(mem):
     key = key_for(mem)
     for text in ("a", "b"):
         await mem.append(key, Message.user(text))
-    proxy = _InterleavingStore(mem.store, key)
+    proxy = _InterleavingStore(mem.store.sessions, key)
     mem.sessions.store = proxy  # type: ignore[assignment]
     session = await mem.sessions.set_status(key, SessionStatus.ARCHIVED)
     assert proxy.conflicts == 1
@@ -162,7 +162,7 @@ async def test_append_after_the_session_was_deleted_elsewhere(mem):
     key = key_for(mem)
     await mem.append(key, Message.user("one"))
     session = await mem.sessions.get(key)
-    await mem.store.delete_session(session.id)  # as another process would: the cached id is now stale
+    await mem.store.sessions.delete_session(session.id)  # as another process would: the cached id is now stale
     await mem.append(key, Message.user("two"))
     assert [m.text for m in await mem.history(key)] == ["two"]
 

@@ -235,6 +235,6 @@ async def test_converted_messages_ingest_like_an_import(state: Any, tmp_path: Pa
         assert (done.new_messages, done.report.system_skipped, done.sources) == (10, 1, 1)
         source = (await mem.sources(workspace=GUILD))[0]
         assert source.type == "discord_channel" and source.title == "#general"
-        chunk = (await mem.store.chunks_of_source(source.id))[0]
+        chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
         assert chunk.content.startswith("[2026-03-01 12:00] **Alice**: 話題 0")
         assert chunk.location["jump_url"].startswith(f"https://discord.com/channels/{GUILD}/{GENERAL}/")

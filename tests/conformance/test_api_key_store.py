@@ -17,50 +17,50 @@ def _draft(workspace: str = "g1", token: str = "omk_test", name: str = "bot") ->
 
 async def test_protocol_and_migration(store):
     assert isinstance(store.api_keys, ApiKeyStore)
-    assert await store.list_api_keys() == []
+    assert await store.api_keys.list_api_keys() == []
 
 
 async def test_insert_lookup_list_revoke(store):
-    a = await store.insert_api_key(_draft("g1", "omk_a"))
-    b = await store.insert_api_key(_draft("g2", "omk_b", name=""))
+    a = await store.api_keys.insert_api_key(_draft("g1", "omk_a"))
+    b = await store.api_keys.insert_api_key(_draft("g2", "omk_b", name=""))
     assert (a.workspace_id, a.name, a.prefix, a.active) == ("g1", "bot", "omk_a", True)
     assert a.created_at.tzinfo is not None and a.revoked_at is None
-    found = await store.get_api_key_by_hash(hash_token("omk_a"))
+    found = await store.api_keys.get_api_key_by_hash(hash_token("omk_a"))
     assert found is not None and found[0] == a and found[1] == hash_token("omk_a")
-    assert await store.get_api_key_by_hash(hash_token("omk_nope")) is None
-    assert await store.get_api_key(a.id) == a
-    assert await store.get_api_key(999_999) is None
-    assert [k.id for k in await store.list_api_keys()] == [b.id, a.id]
-    assert [k.id for k in await store.list_api_keys(workspace_id="g1")] == [a.id]
-    assert [k.id for k in await store.list_api_keys(limit=1, offset=1)] == [a.id]
+    assert await store.api_keys.get_api_key_by_hash(hash_token("omk_nope")) is None
+    assert await store.api_keys.get_api_key(a.id) == a
+    assert await store.api_keys.get_api_key(999_999) is None
+    assert [k.id for k in await store.api_keys.list_api_keys()] == [b.id, a.id]
+    assert [k.id for k in await store.api_keys.list_api_keys(workspace_id="g1")] == [a.id]
+    assert [k.id for k in await store.api_keys.list_api_keys(limit=1, offset=1)] == [a.id]
 
-    revoked = await store.revoke_api_key(a.id)
+    revoked = await store.api_keys.revoke_api_key(a.id)
     assert revoked is not None and not revoked.active and revoked.revoked_at is not None
-    again = await store.revoke_api_key(a.id)
+    again = await store.api_keys.revoke_api_key(a.id)
     assert again is not None and again.revoked_at == revoked.revoked_at  # the first time is kept
-    assert await store.revoke_api_key(999_999) is None
-    assert [k.id for k in await store.list_api_keys(include_revoked=False)] == [b.id]
-    found = await store.get_api_key_by_hash(hash_token("omk_a"))
+    assert await store.api_keys.revoke_api_key(999_999) is None
+    assert [k.id for k in await store.api_keys.list_api_keys(include_revoked=False)] == [b.id]
+    found = await store.api_keys.get_api_key_by_hash(hash_token("omk_a"))
     assert found is not None and not found[0].active
 
 
 async def test_duplicate_hash_is_a_conflict(store):
-    await store.insert_api_key(_draft(token="omk_same"))
+    await store.api_keys.insert_api_key(_draft(token="omk_same"))
     with pytest.raises(ConflictError):
-        await store.insert_api_key(_draft("g2", token="omk_same"))
+        await store.api_keys.insert_api_key(_draft("g2", token="omk_same"))
 
 
 async def test_bad_input_is_rejected(store):
     with pytest.raises(InvalidInput):
-        await store.insert_api_key(ApiKeyDraft("", "x", "omk_", hash_token("omk_x")))
+        await store.api_keys.insert_api_key(ApiKeyDraft("", "x", "omk_", hash_token("omk_x")))
     with pytest.raises(InvalidInput):
-        await store.insert_api_key(ApiKeyDraft("g1", "x", "omk_", "not-a-hash"))
+        await store.api_keys.insert_api_key(ApiKeyDraft("g1", "x", "omk_", "not-a-hash"))
     with pytest.raises(InvalidInput):
-        await store.get_api_key_by_hash("omk_plaintext")
+        await store.api_keys.get_api_key_by_hash("omk_plaintext")
     with pytest.raises(InvalidInput):
-        await store.revoke_api_key(0)
+        await store.api_keys.revoke_api_key(0)
     with pytest.raises(InvalidInput):
-        await store.list_api_keys(limit=-1)
+        await store.api_keys.list_api_keys(limit=-1)
 
 
 async def test_service_create_verify_revoke(store):
@@ -104,7 +104,7 @@ async def test_service_cache(store):
     assert await keys.verify(a.token) is not None and await keys.verify(b.token) is not None
     await keys.revoke(a.record.id)  # through the service: at once
     assert await keys.verify(a.token) is None
-    await store.revoke_api_key(b.record.id)  # elsewhere (another process): within cache_seconds
+    await store.api_keys.revoke_api_key(b.record.id)  # elsewhere (another process): within cache_seconds
     assert await keys.verify(b.token) is not None
     now[0] += 5.1
     assert await keys.verify(b.token) is None

@@ -55,12 +55,12 @@ async def _add(store, docs: list[Doc], *, workspace: str = "g1", type_: str = "d
         )
         for i, d in enumerate(docs)
     ]
-    _, chunk_ids = await store.add_source(
+    _, chunk_ids = await store.knowledge.add_source(
         SourceDraft(workspace_id=workspace, type=type_, title=f"#{type_}", uri="https://discord.com/channels/g1/c1"),
         drafts,
     )
     rows = [EmbeddingRow(chunk_id=cid, vector=d.vector) for cid, d in zip(chunk_ids, docs, strict=True)]
-    await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
+    await store.knowledge.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
     return list(chunk_ids)
 
 
@@ -98,16 +98,16 @@ async def test_rankings_are_the_searches_without_the_rows(store):
     await _add(store, [Doc("release plan elsewhere", vector=_vec(1))], workspace="g2")
     for filters in (SearchFilters("g1"), SearchFilters("g1", channel_ids=("c1",))):
         full = await vector_search(store.search, model=MODEL, query=_vec(2), filters=filters, k=5)
-        ranked = await store.vector_ranking(model=MODEL, query=_vec(2), filters=filters, k=5)
+        ranked = await store.search.vector_ranking(model=MODEL, query=_vec(2), filters=filters, k=5)
         assert [r.chunk_id for r in ranked] == _ids(full)
         assert [r.score for r in ranked] == pytest.approx([h.score for h in full])
         full_lex = await lexical_search(store.search, tokens=_tokens("release plan"), filters=filters, k=5)
-        ranked_lex = await store.lexical_ranking(tokens=_tokens("release plan"), filters=filters, k=5)
+        ranked_lex = await store.search.lexical_ranking(tokens=_tokens("release plan"), filters=filters, k=5)
         assert [r.chunk_id for r in ranked_lex] == _ids(full_lex)
         assert [r.score for r in ranked_lex] == pytest.approx([h.score for h in full_lex])
-    assert await store.lexical_ranking(tokens=[], filters=SearchFilters("g1"), k=5) == []
+    assert await store.search.lexical_ranking(tokens=[], filters=SearchFilters("g1"), k=5) == []
     with pytest.raises(InvalidInput):
-        await store.vector_ranking(model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=0)
+        await store.search.vector_ranking(model=MODEL, query=_vec(1), filters=SearchFilters("g1"), k=0)
 
 
 async def test_vector_search_k_limits_and_other_models_are_ignored(store):
@@ -127,7 +127,7 @@ async def test_hits_carry_chunk_and_source_fields(store):
     for hits in (
         await vector_search(store.search, model=MODEL, query=_vec(0), filters=SearchFilters("g1"), k=1),
         await lexical_search(store.search, tokens=_tokens("天気"), filters=SearchFilters("g1"), k=1),
-        await store.fetch_chunks([cid]),
+        await store.search.fetch_chunks([cid]),
     ):
         [hit] = hits
         assert hit.chunk_id == cid
@@ -206,7 +206,7 @@ async def test_source_type_filter_and_time_span_overlap(store):
 async def test_selective_filter_still_returns_k_rows(store):
     docs = [Doc(f"note {i}", channel="rare" if i % 25 == 0 else "common", vector=_vec(i)) for i in range(200)]
     ids = await _add(store, docs)
-    await store.ensure_vector_index(model=MODEL, dimensions=DIMS)
+    await store.knowledge.ensure_vector_index(model=MODEL, dimensions=DIMS)
     rare = {ids[i] for i in range(0, 200, 25)}
     f = SearchFilters("g1", channel_ids=("rare",))
     hits = await vector_search(store.search, model=MODEL, query=_vec(3), filters=f, k=5)
@@ -252,7 +252,7 @@ async def test_lexical_ranking_weighs_rare_words_above_common_ones(store):
     ids = await _add(store, [*common, Doc("we booked the venue in sapporo for the offsite next month")])
     hits = await lexical_search(store.search, tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
     assert hits[0].chunk_id == ids[-1]
-    ranked = await store.lexical_ranking(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
+    ranked = await store.search.lexical_ranking(tokens=_tokens("meeting in sapporo"), filters=SearchFilters("g1"), k=5)
     assert [r.chunk_id for r in ranked] == _ids(hits)
 
 
@@ -322,10 +322,10 @@ async def test_query_size_must_match_the_stored_vectors(store):
 
 async def test_fetch_chunks_keeps_the_given_order(store):
     ids = await _add(store, [Doc(f"doc {i}") for i in range(3)])
-    hits = await store.fetch_chunks([ids[2], 999_999, ids[0], ids[2]])
+    hits = await store.search.fetch_chunks([ids[2], 999_999, ids[0], ids[2]])
     assert _ids(hits) == [ids[2], ids[0]]
     assert all(h.score == 0.0 and h.rank == 0 for h in hits)
-    assert await store.fetch_chunks([]) == []
+    assert await store.search.fetch_chunks([]) == []
 
 
 async def test_new_embeddings_are_seen_by_the_next_search(store):
@@ -336,14 +336,16 @@ async def test_new_embeddings_are_seen_by_the_next_search(store):
     hits = await vector_search(store.search, model=MODEL, query=_vec(2), filters=f, k=5)
     assert _ids(hits) == [second[0], first[0]]
     # replacing a vector is seen too
-    await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(chunk_id=first[0], vector=_vec(2))])
+    await store.knowledge.put_embeddings(
+        model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(chunk_id=first[0], vector=_vec(2))]
+    )
     hits = await vector_search(store.search, model=MODEL, query=_vec(2), filters=f, k=5)
     assert [round(h.score, 2) for h in hits] == [1.0, 1.0]
 
 
 async def test_lexical_tokenizer_is_recorded_when_chunks_are_written(store):
-    assert await store.lexical_tokenizer() is None
-    await store.add_source(SourceDraft(workspace_id="g1", type="document", title="empty"), [])
-    assert await store.lexical_tokenizer() is None
+    assert await store.search.lexical_tokenizer() is None
+    await store.knowledge.add_source(SourceDraft(workspace_id="g1", type="document", title="empty"), [])
+    assert await store.search.lexical_tokenizer() is None
     await _add(store, [Doc("hello")])
-    assert await store.lexical_tokenizer() == search_tokenizer_name()
+    assert await store.search.lexical_tokenizer() == search_tokenizer_name()

@@ -57,7 +57,7 @@ async def test_knowledge_still_in_the_window_is_left_out(mem: Memory):
     built = await mem.build_context(key, "ペンギン", budget_tokens=8000)
     for part in built.parts:
         if part.kind.value == "knowledge":
-            chunk = await mem.store.fetch_chunks([part.ref["chunk_id"]])  # type: ignore[attr-defined]
+            chunk = await mem.store.search.fetch_chunks([part.ref["chunk_id"]])  # type: ignore[attr-defined]
             loc = chunk[0].location
             assert not set(range(loc["seq_start"], loc["seq_end"] + 1)) <= window_seqs
 

@@ -44,7 +44,7 @@ async def talk(mem: Memory, key: SessionKey | str, n: int, *, start: int = 0, us
 async def all_sources(store: Any) -> list[Any]:
     out, offset = [], 0
     while True:
-        page = await store.list_sources(limit=500, offset=offset)
+        page = await store.knowledge.list_sources(limit=500, offset=offset)
         out.extend(page)
         if len(page) < 500:
             return out
@@ -59,7 +59,7 @@ async def archived_ids(store: Any, session_id: int | None = None) -> list[int]:
         if session_id is not None and source.metadata.get("origin_session_id") != session_id:
             continue
         ids: set[int] = set()
-        for chunk in await store.chunks_of_source(source.id):
+        for chunk in await store.knowledge.chunks_of_source(source.id):
             ids.update(chunk.location["message_ids"])
         assert len(ids) == source.metadata["message_count"], source
         out.extend(sorted(ids))

@@ -45,9 +45,9 @@ async def test_criterion_inactive_sessions_become_knowledge(mem: Memory):
     (source,) = await mem.sources()
     assert source.status is SourceStatus.PENDING  # the embedder's job, later
     assert source.type == "discord_session"
-    chunks = await mem.store.chunks_of_source(source.id)
+    chunks = await mem.store.knowledge.chunks_of_source(source.id)
     assert [(c.location["seq_start"], c.location["seq_end"]) for c in chunks] == [(1, 10), (9, 18), (17, 23)]
-    assert await mem.store.get_embedding(chunks[0].id, model=mem.embedder.model_id) is None
+    assert await mem.store.knowledge.get_embedding(chunks[0].id, model=mem.embedder.model_id) is None
     session = await mem.sessions.get(key)
     assert session.status is SessionStatus.ARCHIVED
     assert session.archived_seq == 23
@@ -87,7 +87,7 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
     await talk(mem, key, 12)
     session = await mem.sessions.get(key)
     archiver = mem.knowledge.archiver()
-    messages = await mem.store.messages(session.id, after_seq=session.archived_seq)
+    messages = await mem.store.sessions.messages(session.id, after_seq=session.archived_seq)
     plan, reason = archiver.plan(session, messages, idle=True)
     assert reason is None
     await talk(mem, key, 1, start=12)  # bumps the version
@@ -221,7 +221,7 @@ async def test_criterion_message_based_chunking(mem: Memory):
     await talk(mem, key, 20)
     await mem.archive(at=later())
     (source,) = await mem.sources()
-    chunks = await mem.store.chunks_of_source(source.id)
+    chunks = await mem.store.knowledge.chunks_of_source(source.id)
     assert [c.location["message_count"] for c in chunks] == [10, 10, 4]
     for chunk in chunks:
         lines = chunk.content.split("\n\n")

@@ -40,8 +40,8 @@ async def test_pending_sources_are_embedded_and_become_ready(mem: Memory):
     assert status.embedded == {mem.embedder.model_id: status.chunks}
     # the stored vector is the embedder's vector of the chunk's lines as "speaker: text"
     source = (await mem.sources())[0]
-    chunk = (await mem.store.chunks_of_source(source.id))[0]
-    stored = await mem.store.get_embedding(chunk.id, model=mem.embedder.model_id)
+    chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
+    stored = await mem.store.knowledge.get_embedding(chunk.id, model=mem.embedder.model_id)
     plain = chunk_embedding_text(chunk.content)
     assert plain and "**" not in plain and plain != chunk.content
     expected = (await mem.embedder.embed_documents([plain]))[0]
@@ -138,7 +138,7 @@ async def test_bad_credentials_fail_no_source(mem: Memory):
 async def test_a_crashed_workers_claim_is_reclaimed_after_the_lease(settings):
     async with Memory.open(tuned(settings, embedder="hashing", embed_lease_seconds=0.2)) as mem:
         await archived_memory(mem, sessions=2)
-        claimed = await mem.store.claim_sources(limit=10, lease_seconds=0.2)  # a worker that then died
+        claimed = await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.2)  # a worker that then died
         assert len(claimed) == 2
         assert (await mem.embed()).idle  # the lease still runs
         await asyncio.sleep(0.3)
@@ -151,7 +151,7 @@ async def test_a_source_that_keeps_killing_workers_is_failed(settings):
     async with Memory.open(tuned(settings, embedder="hashing", embed_lease_seconds=0.01, embed_max_attempts=2)) as mem:
         await archived_memory(mem, sessions=1)
         for _ in range(2):  # two workers claimed it and died
-            assert await mem.store.claim_sources(limit=10, lease_seconds=0.01)
+            assert await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.01)
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.02)
         report = await mem.embed()
@@ -186,15 +186,15 @@ async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem:
     await mem.embed()
     old = mem.embedder.model_id
     source = (await mem.sources())[0]
-    chunk = (await mem.store.chunks_of_source(source.id))[0]
-    before = await mem.store.get_embedding(chunk.id, model=old)
+    chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
+    before = await mem.store.knowledge.get_embedding(chunk.id, model=old)
     report = await mem.knowledge.reindex("hashing@64")
     status = await mem.knowledge_status()
     assert report.model == "hashing:v1@64"
     assert status.embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
-    after = await mem.store.get_embedding(chunk.id, model=old)
+    after = await mem.store.knowledge.get_embedding(chunk.id, model=old)
     assert before is not None and after is not None and np.array_equal(before, after)  # old vectors untouched
-    new = await mem.store.get_embedding(chunk.id, model="hashing:v1@64")
+    new = await mem.store.knowledge.get_embedding(chunk.id, model="hashing:v1@64")
     assert new is not None and new.shape == (64,)
     assert (await mem.knowledge.reindex("hashing@64")).chunks == 0  # nothing left: resumable and idempotent
     if mem.store.backend == "postgresql":
@@ -276,7 +276,7 @@ async def test_a_source_whose_claims_never_finish_is_given_up_not_retried_foreve
     s = tuned(mem.settings, embed_max_attempts=2, embed_lease_seconds=0.01)
     for _ in range(2):  # two workers claimed it and died
         await asyncio.sleep(0.02)  # their lease ran out
-        assert await mem.store.claim_sources(limit=10, lease_seconds=0.01) == [source.id]
+        assert await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.01) == [source.id]
     await asyncio.sleep(0.02)
     report = await EmbeddingProcessor(mem.store, mem.embedder, s).run()
     assert report.failed == 1

@@ -124,7 +124,7 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
             kept_before = {
                 i: [
                     m
-                    for m in self.run(self.store.messages(self.run(self.sessions.get(key)).id))
+                    for m in self.run(self.store.sessions.messages(self.run(self.sessions.get(key)).id))
                     if m.seq <= self.watermark[i]
                 ]
                 for i, key in enumerate(self.keys)
@@ -151,9 +151,9 @@ def make_machine(base: Settings) -> type[RuleBasedStateMachine]:
         @invariant()
         def exactly_once(self) -> None:
             archived: list[int] = []
-            for source in self.run(self.store.list_sources(workspace_id=self.workspace, limit=10_000)):
+            for source in self.run(self.store.knowledge.list_sources(workspace_id=self.workspace, limit=10_000)):
                 ids: set[int] = set()
-                for chunk in self.run(self.store.chunks_of_source(source.id)):
+                for chunk in self.run(self.store.knowledge.chunks_of_source(source.id)):
                     ids.update(chunk.location["message_ids"])
                 archived.extend(ids)
             assert len(archived) == len(set(archived)), "a message reached long-term memory twice"

@@ -56,7 +56,7 @@ async def stored_ids(mem: Memory, channel: str, thread: str | None = None) -> li
     out: list[str] = []
     for source in await all_sources(mem.store):
         if source.metadata.get("conversation_key") == key:
-            for chunk in await mem.store.chunks_of_source(source.id):
+            for chunk in await mem.store.knowledge.chunks_of_source(source.id):
                 out.extend(chunk.location["message_ids"])
     return out
 
@@ -122,7 +122,7 @@ async def test_messages_of_another_workspace_are_refused(mem: Memory):
 
 async def test_an_interrupted_sync_leaves_whole_windows_and_resumes(mem: Memory, monkeypatch: pytest.MonkeyPatch):
     store = mem.store
-    real = store.add_source
+    real = store.knowledge.add_source
     calls = 0
 
     async def failing(source: Any, chunks: Any, **kwargs: Any) -> Any:

@@ -42,10 +42,10 @@ async def _rankings(store: SqliteStore, rng: random.Random) -> list[list[tuple[i
     out: list[list[tuple[int, float]]] = []
     for _ in range(4):
         q = _vec(rng)
-        hits = await store.memory_vector_search("g1", "u1", model=MODEL, query=q, k=50)
+        hits = await store.memories.memory_vector_search("g1", "u1", model=MODEL, query=q, k=50)
         out.append([(int(m.id), s) for m, s in hits])
     for word in WORDS:
-        hits = await store.memory_lexical_search("g1", "u1", tokens=tokenize_for_search(word), k=50)
+        hits = await store.memories.memory_lexical_search("g1", "u1", tokens=tokenize_for_search(word), k=50)
         out.append([(int(m.id), s) for m, s in hits])
     return out
 
@@ -59,7 +59,8 @@ async def test_own_writes_update_the_cache_in_place_and_match_a_fresh_build(db: 
     rng = random.Random(7)
     async with SqliteStore(db.database_url, settings=db, migrate=True) as store:
         ids = [
-            int((await store.insert_memory(_draft(_text(rng)), model=MODEL, vector=_vec(rng))).id) for _ in range(40)
+            int((await store.memories.insert_memory(_draft(_text(rng)), model=MODEL, vector=_vec(rng))).id)
+            for _ in range(40)
         ]
         await _rankings(store, random.Random(1))  # builds the indexes
         built = _entries(store)
@@ -67,22 +68,24 @@ async def test_own_writes_update_the_cache_in_place_and_match_a_fresh_build(db: 
         for step in range(60):
             op = rng.random()
             if op < 0.4 or not ids:
-                ids.append(int((await store.insert_memory(_draft(_text(rng)), model=MODEL, vector=_vec(rng))).id))
+                ids.append(
+                    int((await store.memories.insert_memory(_draft(_text(rng)), model=MODEL, vector=_vec(rng))).id)
+                )
             elif op < 0.6:
                 text = _text(rng)
                 changes = MemoryChanges(content=text, lexical=" ".join(tokenize_for_search(text)))
-                await store.update_memory("g1", "u1", rng.choice(ids), changes, model=MODEL, vector=_vec(rng))
+                await store.memories.update_memory("g1", "u1", rng.choice(ids), changes, model=MODEL, vector=_vec(rng))
             elif op < 0.7:  # new text without a vector: the old vector goes
                 text = _text(rng)
                 changes = MemoryChanges(content=text, lexical=" ".join(tokenize_for_search(text)))
-                await store.update_memory("g1", "u1", rng.choice(ids), changes)
+                await store.memories.update_memory("g1", "u1", rng.choice(ids), changes)
             elif op < 0.8:  # a vector only
-                await store.update_memory(
+                await store.memories.update_memory(
                     "g1", "u1", rng.choice(ids), MemoryChanges(category="x"), model=MODEL, vector=_vec(rng)
                 )
             else:
                 victim = ids.pop(rng.randrange(len(ids)))
-                await store.delete_memory("g1", "u1", victim)
+                await store.memories.delete_memory("g1", "u1", victim)
             seed = 100 + step
             mine = await _rankings(store, random.Random(seed))
             assert _entries(store) == built, "an own write must not rebuild the cache"

@@ -109,7 +109,7 @@ async def plant_summaries(mem: Memory) -> None:
         (SummaryScope.WORKSPACE, WS),
     ):
         draft = SummaryDraft(WS, scope, scope_id, SummaryKind.LONG_TERM, f"Alice mentioned {MARK} and {JA_MARK}.")
-        await mem.store.save_summary(draft, new_version=True)
+        await mem.store.summaries.save_summary(draft, new_version=True)
 
 
 # ------------------------------------------------------------------ where text can hide
@@ -217,7 +217,7 @@ async def test_a_forgotten_user_is_nowhere_to_be_found(mem: Memory, settings: Se
 
     # the rewritten chunks are embedded again, and still hold nothing of hers
     await mem.embed()
-    status = await mem.store.knowledge_status(workspace_id=WS)
+    status = await mem.store.knowledge.knowledge_status(workspace_id=WS)
     assert status.chunks == sum(status.embedded.values()), status
     assert await retrievable(mem, MARK, bob_key) == []
 
@@ -238,10 +238,10 @@ async def test_a_conversation_that_was_only_theirs_leaves_no_source(mem: Memory)
     await mem.append(key, Message.user(f"only me: {MARK}", author_id=ALICE))
     await mem.append(key, Message.assistant(f"you said {MARK}", author_id="bot"))
     await mem.archive(now=True)
-    assert (await mem.store.knowledge_status(workspace_id=WS)).chunks >= 1
+    assert (await mem.store.knowledge.knowledge_status(workspace_id=WS)).chunks >= 1
     report = await mem.forget_user(workspace=WS, user=ALICE)
     assert report.sources_deleted == 1 and report.chunks_deleted >= 1
-    status = await mem.store.knowledge_status(workspace_id=WS)
+    status = await mem.store.knowledge.knowledge_status(workspace_id=WS)
     assert status.chunks == 0
 
 
@@ -249,7 +249,7 @@ async def test_old_chunks_without_line_records_are_dropped_whole(mem: Memory) ->
     """A chunk written before line records existed cannot be cut by author: it goes whole."""
     from omoide.stores.knowledge import ChunkDraft, SourceDraft
 
-    await mem.store.add_source(
+    await mem.store.knowledge.add_source(
         SourceDraft(workspace_id=WS, type="document", title="old"),
         [
             ChunkDraft(
@@ -315,7 +315,7 @@ async def test_a_long_imported_message_cut_into_parts_is_erased_part_by_part(mem
         ],
         workspace=WS,
     )
-    assert (await mem.store.knowledge_status(workspace_id=WS)).chunks >= 3  # her message was cut into parts
+    assert (await mem.store.knowledge.knowledge_status(workspace_id=WS)).chunks >= 3  # her message was cut into parts
     await mem.forget_user(workspace=WS, user=ALICE)
     assert await text_columns_holding(mem.settings, MARK) == []
     for word in ("bobbefore", "bobafter"):

@@ -47,7 +47,7 @@ async def assert_clean(mem: Memory) -> None:
 
 async def test_an_archive_planned_before_the_erasure_writes_nothing_of_theirs(mem: Memory) -> None:
     key = await shared_channel(mem)
-    session = await mem.store.get_session(key.value)
+    session = await mem.store.sessions.get_session(key.value)
     archiver = mem.knowledge.archiver()
     reached, gate = threading.Event(), threading.Event()
     real = archiver._plan_due
@@ -91,9 +91,9 @@ class GatedEmbedder(HashingEmbedder):
 
 async def stored_vectors_match_their_text(mem: Memory) -> bool:
     """Every stored vector was made of the text its chunk holds now."""
-    for source in await mem.store.list_sources(workspace_id=WS, limit=100):
-        for chunk in await mem.store.chunks_of_source(source.id):
-            if await mem.store.get_embedding(chunk.id, model=mem.embedder.model_id) is None:
+    for source in await mem.store.knowledge.list_sources(workspace_id=WS, limit=100):
+        for chunk in await mem.store.knowledge.chunks_of_source(source.id):
+            if await mem.store.knowledge.get_embedding(chunk.id, model=mem.embedder.model_id) is None:
                 return False
     url = mem.settings.database_url
     if url.startswith("sqlite"):
@@ -164,14 +164,14 @@ async def test_a_summary_written_after_the_erasure_is_refused(mem: Memory) -> No
     assert await text_columns_holding(mem.settings, MARK) == []
     # the next pass summarises what remains
     await mem.summary_generator().run()
-    summaries = await mem.store.latest_summaries(WS, SummaryScope.CHANNEL, SummaryKind.LONG_TERM)
+    summaries = await mem.store.summaries.latest_summaries(WS, SummaryScope.CHANNEL, SummaryKind.LONG_TERM)
     assert summaries and all(MARK not in s.content for s in summaries)
 
 
 async def test_an_import_that_read_before_the_erasure_skips_their_messages(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = mem.store.add_source
+    real = mem.store.knowledge.add_source
     erased = False
 
     async def erase_first(source: Any, chunks: Any, **kwargs: Any) -> Any:

@@ -47,10 +47,10 @@ async def seed(mem: Memory, *, workspace: str = "g1", embed: bool = True) -> lis
         by_channel.setdefault(channel, []).append(chunk_for(i, channel, author, name, text, hours))
     for channel, chunks in by_channel.items():
         draft = SourceDraft(workspace_id=workspace, type="discord_channel", title=f"#{channel}")
-        _, chunk_ids = await mem.store.add_source(draft, chunks)  # type: ignore[attr-defined]
+        _, chunk_ids = await mem.store.knowledge.add_source(draft, chunks)  # type: ignore[attr-defined]
         ids.extend(chunk_ids)
     other = chunk_for(99, "general", "u9", "zed", "andy は別のサーバーの andy です。", 1)
-    await mem.store.add_source(  # type: ignore[attr-defined]
+    await mem.store.knowledge.add_source(  # type: ignore[attr-defined]
         SourceDraft(workspace_id="other", type="discord_channel", title="#general"), [other]
     )
     if embed:

@@ -29,7 +29,7 @@ async def test_import_search_ask_and_reimport(mem: Memory):
     sources = await mem.sources(workspace=GUILD, limit=50)
     assert {s.type for s in sources} == {"discord_channel"}
     assert any("›" in s.title for s in sources)  # the thread: "#channel › thread"
-    chunks = await mem.store.chunks_of_source(sources[0].id)
+    chunks = await mem.store.knowledge.chunks_of_source(sources[0].id)
     assert chunks[0].content.startswith("[2025-")
     assert "**" in chunks[0].content.splitlines()[0]
     assert chunks[0].location["jump_url"].startswith(f"https://discord.com/channels/{GUILD}/")
@@ -63,7 +63,7 @@ async def test_overlapping_later_export_adds_only_new_messages(mem: Memory, tmp_
     assert later.new_messages == later.messages - first.messages > 0
     ids: list[str] = []
     for source in await mem.sources(workspace=GUILD):
-        for chunk in await mem.store.chunks_of_source(source.id):
+        for chunk in await mem.store.knowledge.chunks_of_source(source.id):
             ids.extend(chunk.location["message_ids"])
     assert len(ids) == len(set(ids)) == later.messages
 

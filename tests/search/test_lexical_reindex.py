@@ -35,7 +35,7 @@ async def _add_chunk(mem: Memory, text: str, *, workspace: str = "g1") -> int:
         started_at=T0,
         ended_at=T0,
     )
-    _, ids = await mem.store.add_source(
+    _, ids = await mem.store.knowledge.add_source(
         SourceDraft(workspace_id=workspace, type="discord_channel", title="#c"), [draft]
     )  # type: ignore[attr-defined]
     return int(ids[0])
@@ -48,10 +48,10 @@ async def _age_index(mem: Memory) -> None:
     old = tokenizer_named(OLD)
     assert old is not None
     for table in LexicalTable:
-        rows = await store.lexical_batch(table, after_id=0, limit=1000)
+        rows = await store.lexical_index.lexical_batch(table, after_id=0, limit=1000)
         source = chunk_lexical_text if table is LexicalTable.CHUNKS else (lambda t: t)
-        await store.rewrite_lexical(table, [(i, " ".join(old.tokenize(source(c)))) for i, c in rows])
-    await store.set_lexical_tokenizer(OLD)
+        await store.lexical_index.rewrite_lexical(table, [(i, " ".join(old.tokenize(source(c)))) for i, c in rows])
+    await store.lexical_index.set_lexical_tokenizer(OLD)
 
 
 def test_tokenizers_by_name() -> None:
@@ -88,7 +88,7 @@ async def test_an_old_index_is_queried_with_its_own_tokenizer_until_rebuilt(mem:
     assert report.tokenizer == CURRENT
     assert report.rows == {"knowledge_chunks": 2, "memories": 1}
     assert ("knowledge_chunks", 2, 2) in progress
-    assert await mem.store.lexical_tokenizer() == CURRENT  # type: ignore[attr-defined]
+    assert await mem.store.search.lexical_tokenizer() == CURRENT  # type: ignore[attr-defined]
 
     after = await mem.search("parties", workspace="g1", mode="lexical")
     assert [h.chunk.chunk_id for h in after.hits] == [chunk]
@@ -107,7 +107,7 @@ async def test_a_mixed_index_says_so_and_the_rebuild_fixes_it(mem: Memory) -> No
     await _add_chunk(mem, "release plan for december")
     await _age_index(mem)
     await _add_chunk(mem, "another release note")  # written by today's tokenizer → "mixed"
-    assert await mem.store.lexical_tokenizer() == "mixed"  # type: ignore[attr-defined]
+    assert await mem.store.search.lexical_tokenizer() == "mixed"  # type: ignore[attr-defined]
     result = await mem.search("release", workspace="g1", mode="lexical")
     assert any("different tokenizers" in n for n in result.notes)
     await mem.knowledge.reindex_lexical()
@@ -120,11 +120,13 @@ async def test_lexical_batches_resume_by_id(mem: Memory) -> None:
     ids = [await _add_chunk(mem, f"note number {i}") for i in range(5)]
     store = mem.store
     assert isinstance(store.lexical_index, LexicalIndexStore)
-    first = await store.lexical_batch(LexicalTable.CHUNKS, after_id=0, limit=2)
-    rest = await store.lexical_batch(LexicalTable.CHUNKS, after_id=first[-1][0], limit=100)
+    first = await store.lexical_index.lexical_batch(LexicalTable.CHUNKS, after_id=0, limit=2)
+    rest = await store.lexical_index.lexical_batch(LexicalTable.CHUNKS, after_id=first[-1][0], limit=100)
     assert [i for i, _ in first + rest] == ids
-    assert await store.lexical_row_count(LexicalTable.CHUNKS) == 5
-    await store.rewrite_lexical(LexicalTable.CHUNKS, [(ids[0], "zebra"), (10**9, "ghost")])  # unknown id skipped
+    assert await store.lexical_index.lexical_row_count(LexicalTable.CHUNKS) == 5
+    await store.lexical_index.rewrite_lexical(
+        LexicalTable.CHUNKS, [(ids[0], "zebra"), (10**9, "ghost")]
+    )  # unknown id skipped
     hits = await mem.search("zebra", workspace="g1", mode="lexical")
     assert [h.chunk.chunk_id for h in hits.hits] == [ids[0]]
 
@@ -162,7 +164,7 @@ async def test_the_workers_rebuild_a_stale_index_on_start(mem: Memory) -> None:
                 break
             await asyncio.sleep(0.05)
         assert runner is not None
-    assert await mem.store.lexical_tokenizer() == CURRENT  # type: ignore[attr-defined]
+    assert await mem.store.search.lexical_tokenizer() == CURRENT  # type: ignore[attr-defined]
     result = await mem.search("parties", workspace="g1", mode="lexical")
     assert len(result.hits) == 1
     assert not any("reindex" in n for n in result.notes)

@@ -54,8 +54,8 @@ async def _seed(mem: Memory) -> None:
             for i in range(2)
         ]
         draft = SourceDraft("g1", "slack_channel", f"#{channel}", private=private, members=members)
-        await mem.store.add_source(draft, chunks)  # type: ignore[attr-defined]
-    await mem.store.add_source(  # type: ignore[attr-defined]
+        await mem.store.knowledge.add_source(draft, chunks)  # type: ignore[attr-defined]
+    await mem.store.knowledge.add_source(  # type: ignore[attr-defined]
         SourceDraft("g2", "slack_channel", "#other", private=True, members=(ALICE,)),
         [chunk_for(99, "other", ALICE, "x", "bluebird elsewhere", 0)],
     )
@@ -85,16 +85,18 @@ async def test_store_rankings_filter_inside_the_query(mem: Memory):
     model = mem.embedder.model_id
     query = await mem.embedder.embed_query("bluebird note")
     tokens = ["bluebird", "note"]
-    by_id = {h.chunk_id: h.channel_id for h in await store.fetch_chunks(list(range(1, 20)))}
+    by_id = {h.chunk_id: h.channel_id for h in await store.search.fetch_chunks(list(range(1, 20)))}
     for viewer, expected in SEES.items():
         filters = SearchFilters("g1", viewer=viewer)
-        vector = await store.vector_ranking(model=model, query=query, filters=filters, k=10)
-        lexical = await store.lexical_ranking(tokens=tokens, filters=filters, k=10)
+        vector = await store.search.vector_ranking(model=model, query=query, filters=filters, k=10)
+        lexical = await store.search.lexical_ranking(tokens=tokens, filters=filters, k=10)
         assert {by_id[r.chunk_id] for r in vector} == expected
         assert {by_id[r.chunk_id] for r in lexical} == expected
         assert len(vector) == len(lexical) == 2 * len(expected)  # k was not cut before the filter
     public = SearchFilters("g1", public_only=True)
-    assert {by_id[r.chunk_id] for r in await store.lexical_ranking(tokens=tokens, filters=public, k=10)} == {"pub"}
+    assert {by_id[r.chunk_id] for r in await store.search.lexical_ranking(tokens=tokens, filters=public, k=10)} == {
+        "pub"
+    }
     with pytest.raises(InvalidInput, match="public_only, not both"):
         SearchFilters("g1", viewer=ALICE, public_only=True)
     with pytest.raises(InvalidInput, match="viewer"):
@@ -105,8 +107,10 @@ async def test_a_mostly_private_workspace_still_returns_k_public_rows(mem: Memor
     """PostgreSQL: the hidden chunks are skipped inside the HNSW iterative scan, not after a top-k cut."""
     private = [chunk_for(i, "dm", ALICE, "a", f"bluebird secret number {i}", i % 24) for i in range(240)]
     public = [chunk_for(1000 + i, "pub", CAROL, "c", f"bluebird public number {i}", i % 24) for i in range(20)]
-    await mem.store.add_source(SourceDraft("g1", "slack_channel", "#dm", private=True, members=(ALICE,)), private)  # type: ignore[attr-defined]
-    await mem.store.add_source(SourceDraft("g1", "slack_channel", "#pub"), public)  # type: ignore[attr-defined]
+    await mem.store.knowledge.add_source(
+        SourceDraft("g1", "slack_channel", "#dm", private=True, members=(ALICE,)), private
+    )  # type: ignore[attr-defined]
+    await mem.store.knowledge.add_source(SourceDraft("g1", "slack_channel", "#pub"), public)  # type: ignore[attr-defined]
     await mem.embed()
     for mode in MODES:
         result = await mem.search("bluebird secret number 7", workspace="g1", k=20, mode=mode, viewer=BOB)  # type: ignore[arg-type]

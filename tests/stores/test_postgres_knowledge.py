@@ -42,12 +42,12 @@ async def admin(pg_url: str, store: PostgresStore) -> AsyncIterator[asyncpg.Conn
 
 
 async def _session(store: PostgresStore, n: int, user: str = "u1"):
-    session = await store.get_or_create_session(
+    session = await store.sessions.get_or_create_session(
         session_key(platform="discord", workspace="g1", channel="c1", user=user)
     )
     for i in range(n):
-        await store.append_message(session.id, Message.user(f"message {i + 1}", author_id=user))
-    fresh = await store.get_session_by_id(session.id)
+        await store.sessions.append_message(session.id, Message.user(f"message {i + 1}", author_id=user))
+    fresh = await store.sessions.get_session_by_id(session.id)
     assert fresh is not None
     return fresh
 
@@ -65,7 +65,7 @@ def _plan(session, keep: int = 2) -> ArchivePlan:
 
 async def _documents(store: PostgresStore, n: int) -> list[int]:
     return [
-        (await store.add_source(SourceDraft(workspace_id="g1", type="document", title=f"d{i}"), []))[0]
+        (await store.knowledge.add_source(SourceDraft(workspace_id="g1", type="document", title=f"d{i}"), []))[0]
         for i in range(n)
     ]
 
@@ -84,10 +84,10 @@ async def test_claim_skips_rows_locked_by_another_connection(store: PostgresStor
     try:
         await admin.fetchval("SELECT id FROM knowledge_sources WHERE id = $1 FOR UPDATE", ids[0])
         async with asyncio.timeout(5):  # SKIP LOCKED: does not wait for the other worker
-            assert await store.claim_sources(limit=10, lease_seconds=60) == ids[1:]
+            assert await store.knowledge.claim_sources(limit=10, lease_seconds=60) == ids[1:]
     finally:
         await tx.rollback()
-    assert await store.claim_sources(limit=10, lease_seconds=60) == ids[:1]
+    assert await store.knowledge.claim_sources(limit=10, lease_seconds=60) == ids[:1]
 
 
 async def test_claim_walks_the_queue_index(store: PostgresStore, admin: asyncpg.Connection) -> None:
@@ -111,15 +111,15 @@ async def test_an_append_committing_during_the_archive_is_a_version_conflict(
     tx = admin.transaction()
     await tx.start()
     await admin.execute("UPDATE sessions SET version = version + 1 WHERE id = $1", session.id)  # an append in flight
-    archive = asyncio.create_task(store.archive_session(_plan(session)))
+    archive = asyncio.create_task(store.knowledge.archive_session(_plan(session)))
     await asyncio.sleep(0.3)
     assert not archive.done(), "the archive must wait for the session's row lock"
     await tx.commit()
     with pytest.raises(VersionConflict) as info:
         await archive
     assert info.value.details["actual_version"] == session.version + 1
-    assert await store.list_sources() == []
-    assert len(await store.messages(session.id)) == 6
+    assert await store.knowledge.list_sources() == []
+    assert len(await store.sessions.messages(session.id)) == 6
 
 
 async def test_a_lock_holder_that_rolls_back_lets_the_archive_through(
@@ -129,7 +129,7 @@ async def test_a_lock_holder_that_rolls_back_lets_the_archive_through(
     tx = admin.transaction()
     await tx.start()
     await admin.execute("UPDATE sessions SET version = version + 1 WHERE id = $1", session.id)
-    archive = asyncio.create_task(store.archive_session(_plan(session)))
+    archive = asyncio.create_task(store.knowledge.archive_session(_plan(session)))
     await asyncio.sleep(0.2)
     await tx.rollback()
     result = await archive
@@ -138,13 +138,15 @@ async def test_a_lock_holder_that_rolls_back_lets_the_archive_through(
 
 async def test_appends_queued_behind_the_archive_get_later_seqs(store: PostgresStore) -> None:
     session = await _session(store, 10)
-    archive = asyncio.create_task(store.archive_session(_plan(session, keep=0)))
-    appends = [asyncio.create_task(store.append_message(session.id, Message.user(f"late {i}"))) for i in range(5)]
+    archive = asyncio.create_task(store.knowledge.archive_session(_plan(session, keep=0)))
+    appends = [
+        asyncio.create_task(store.sessions.append_message(session.id, Message.user(f"late {i}"))) for i in range(5)
+    ]
     [outcome] = await asyncio.gather(archive, return_exceptions=True)
     await asyncio.gather(*appends)
-    after = await store.get_session_by_id(session.id)
+    after = await store.sessions.get_session_by_id(session.id)
     assert after is not None and after.last_seq == 15
-    remaining = [m.seq for m in await store.messages(session.id)]
+    remaining = [m.seq for m in await store.sessions.messages(session.id)]
     if isinstance(outcome, VersionConflict):  # an append went first: nothing was archived or deleted
         assert after.archived_seq == 0 and remaining == list(range(1, 16))
     else:  # the archive went first: the appends got 11..15 and all of them are kept
@@ -164,13 +166,13 @@ async def test_a_failure_late_in_the_archive_rolls_everything_back(
         "CREATE TRIGGER fail_prune BEFORE DELETE ON session_messages FOR EACH ROW EXECUTE FUNCTION fail_prune()"
     )
     with pytest.raises(StoreError, match="disk on fire"):
-        await store.archive_session(_plan(session))
+        await store.knowledge.archive_session(_plan(session))
     assert await admin.fetchval("SELECT count(*) FROM knowledge_sources") == 0
     assert await admin.fetchval("SELECT count(*) FROM knowledge_chunks") == 0
-    after = await store.get_session_by_id(session.id)
+    after = await store.sessions.get_session_by_id(session.id)
     assert after is not None and (after.version, after.archived_seq) == (session.version, 0)
     await admin.execute("DROP TRIGGER fail_prune ON session_messages")
-    assert (await store.archive_session(_plan(session))).pruned == 4
+    assert (await store.knowledge.archive_session(_plan(session))).pruned == 4
 
 
 async def test_sessions_to_archive_uses_the_partial_index(store: PostgresStore, admin: asyncpg.Connection) -> None:
@@ -182,7 +184,7 @@ async def test_sessions_to_archive_uses_the_partial_index(store: PostgresStore, 
 
 async def test_chunks_get_a_generated_tsvector(store: PostgresStore, admin: asyncpg.Connection) -> None:
     session = await _session(store, 4)
-    result = await store.archive_session(_plan(session))
+    result = await store.knowledge.archive_session(_plan(session))
     hits = await admin.fetch("SELECT id FROM knowledge_chunks WHERE lexical_tsv @@ to_tsquery('simple', '天気')")
     assert [h["id"] for h in hits] == list(result.chunk_ids)
 
@@ -193,16 +195,18 @@ async def test_chunks_get_a_generated_tsvector(store: PostgresStore, admin: asyn
 async def test_vector_index_per_model_serves_cosine_order(store: PostgresStore, admin: asyncpg.Connection) -> None:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((200, 64)).astype(np.float32)
-    _, chunk_ids = await store.add_source(
+    _, chunk_ids = await store.knowledge.add_source(
         SourceDraft(workspace_id="g1", type="document", title="t"),
         [ChunkDraft(content=f"c{i}", lexical=f"c{i}", token_count=1) for i in range(200)],
     )
     rows = [EmbeddingRow(c, v) for c, v in zip(chunk_ids, vectors, strict=True)]
-    assert await store.put_embeddings(model="m64", dimensions=64, rows=rows) == 200
-    await store.put_embeddings(model="other", dimensions=3, rows=[EmbeddingRow(chunk_ids[0], np.ones(3, np.float32))])
+    assert await store.knowledge.put_embeddings(model="m64", dimensions=64, rows=rows) == 200
+    await store.knowledge.put_embeddings(
+        model="other", dimensions=3, rows=[EmbeddingRow(chunk_ids[0], np.ones(3, np.float32))]
+    )
 
-    assert await store.ensure_vector_index(model="m64", dimensions=64) is True
-    assert await store.ensure_vector_index(model="m64", dimensions=64) is False
+    assert await store.knowledge.ensure_vector_index(model="m64", dimensions=64) is True
+    assert await store.knowledge.ensure_vector_index(model="m64", dimensions=64) is False
     name = vector_index_name("m64", 64)
     indexdef = await admin.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", name)
     assert "USING hnsw" in indexdef and "halfvec_cosine_ops" in indexdef and "(model = 'm64'::text)" in indexdef
@@ -221,20 +225,22 @@ async def test_vector_index_per_model_serves_cosine_order(store: PostgresStore, 
 async def test_an_invalid_index_left_by_an_interrupted_build_is_rebuilt(
     store: PostgresStore, admin: asyncpg.Connection
 ) -> None:
-    assert await store.ensure_vector_index(model="m8", dimensions=8) is True
+    assert await store.knowledge.ensure_vector_index(model="m8", dimensions=8) is True
     name = vector_index_name("m8", 8)
     # what a CREATE INDEX CONCURRENTLY killed half-way leaves behind
     await admin.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass", name)
-    assert await store.ensure_vector_index(model="m8", dimensions=8) is True  # dropped and built again
+    assert await store.knowledge.ensure_vector_index(model="m8", dimensions=8) is True  # dropped and built again
     assert await admin.fetchval("SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass", name) is True
-    assert await store.ensure_vector_index(model="m8", dimensions=8) is False
+    assert await store.knowledge.ensure_vector_index(model="m8", dimensions=8) is False
 
 
 async def test_vector_index_quotes_any_model_id_and_uses_settings(pg_url: str) -> None:
     model = "o'brien\"; DROP TABLE sessions; --"
     settings = Settings(hnsw_m=8, hnsw_ef_construction=32)
     async with PostgresStore(pg_url, settings=settings) as store:
-        results = await asyncio.gather(*(store.ensure_vector_index(model=model, dimensions=16) for _ in range(4)))
+        results = await asyncio.gather(
+            *(store.knowledge.ensure_vector_index(model=model, dimensions=16) for _ in range(4))
+        )
         assert sorted(results) == [False, False, False, True]  # concurrent callers: one creates it
         async with store.pool.acquire() as conn:
             indexdef = await conn.fetchval(
@@ -246,35 +252,37 @@ async def test_vector_index_quotes_any_model_id_and_uses_settings(pg_url: str) -
 
 
 async def test_halfvec_round_trip_and_model_of_another_size(store: PostgresStore, admin: asyncpg.Connection) -> None:
-    _, [chunk] = await store.add_source(
+    _, [chunk] = await store.knowledge.add_source(
         SourceDraft(workspace_id="g7", type="document", title="t"),
         [ChunkDraft(content="x", lexical="x", token_count=1)],
     )
     vector = np.array([0.1, -0.25, 0.5, 65504.0], dtype=np.float32)
     digest = content_hash("x")  # of the chunk's text: a vector of other text would be refused
-    assert await store.put_embeddings(model="m4", dimensions=4, rows=[EmbeddingRow(chunk, vector, digest)]) == 1
+    assert (
+        await store.knowledge.put_embeddings(model="m4", dimensions=4, rows=[EmbeddingRow(chunk, vector, digest)]) == 1
+    )
     row = await admin.fetchrow(
         "SELECT workspace_id, dimensions, content_hash, vector_dims(embedding) AS d FROM chunk_embeddings"
     )
     assert (row["workspace_id"], row["dimensions"], row["content_hash"], row["d"]) == ("g7", 4, digest, 4)
-    got = await store.get_embedding(chunk, model="m4")
+    got = await store.knowledge.get_embedding(chunk, model="m4")
     assert got is not None
     np.testing.assert_allclose(got, vector, rtol=1e-3)
 
 
 async def test_status_and_sources_after_a_pipeline_run(store: PostgresStore) -> None:
     session = await _session(store, 5)
-    result = await store.archive_session(_plan(session))
+    result = await store.knowledge.archive_session(_plan(session))
     assert result.source_id is not None
-    [claimed] = await store.claim_sources(limit=5, lease_seconds=60)
-    missing = await store.chunks_missing_embedding(model="m3", source_ids=[claimed])
-    await store.put_embeddings(
+    [claimed] = await store.knowledge.claim_sources(limit=5, lease_seconds=60)
+    missing = await store.knowledge.chunks_missing_embedding(model="m3", source_ids=[claimed])
+    await store.knowledge.put_embeddings(
         model="m3", dimensions=3, rows=[EmbeddingRow(c.id, np.ones(3, np.float32)) for c in missing]
     )
-    await store.finish_source(claimed, status=SourceStatus.READY)
-    status = await store.knowledge_status()
+    await store.knowledge.finish_source(claimed, status=SourceStatus.READY)
+    status = await store.knowledge.knowledge_status()
     assert status.sources["ready"] == 1 and status.embedded == {"m3": 1} and status.unarchived_messages == 0
-    [source] = await store.list_sources()
+    [source] = await store.knowledge.list_sources()
     assert source.status is SourceStatus.READY and source.chunk_count == 1 and source.attempts == 1
 
 

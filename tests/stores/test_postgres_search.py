@@ -44,10 +44,10 @@ async def _load(store: PostgresStore, *, rare_every: int = 100) -> tuple[list[in
         )
         for i in range(N)
     ]
-    _, ids = await store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    _, ids = await store.knowledge.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
     rows = [EmbeddingRow(chunk_id=cid, vector=vectors[i]) for i, cid in enumerate(ids)]
-    await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
-    assert await store.ensure_vector_index(model=MODEL, dimensions=DIMS)
+    await store.knowledge.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
+    assert await store.knowledge.ensure_vector_index(model=MODEL, dimensions=DIMS)
     async with store.pool.acquire() as conn:
         await conn.execute("ANALYZE")
     rare = {ids[i] for i in range(0, N, rare_every)}
@@ -106,13 +106,15 @@ async def test_store_vector_search_fills_k_with_a_one_percent_filter(pg_store):
 async def test_cosine_not_l2_seed_004(pg_store):
     """A long vector pointing the same way is the best cosine match (L2 would rank it last)."""
     drafts = [ChunkDraft(content=n, lexical=n, token_count=1) for n in ("same-direction", "close-l2")]
-    _, (far, near) = await pg_store.add_source(SourceDraft(workspace_id="g1", type="document", title="t"), drafts)
+    _, (far, near) = await pg_store.knowledge.add_source(
+        SourceDraft(workspace_id="g1", type="document", title="t"), drafts
+    )
     q = np.zeros(DIMS, dtype=np.float32)
     q[0] = 1.0
     long_same = q * 50.0
     close = q.copy()
     close[1] = 0.9
-    await pg_store.put_embeddings(
+    await pg_store.knowledge.put_embeddings(
         model=MODEL,
         dimensions=DIMS,
         rows=[EmbeddingRow(chunk_id=far, vector=long_same), EmbeddingRow(chunk_id=near, vector=close)],
@@ -156,7 +158,7 @@ async def _lexical_corpus(store: PostgresStore) -> dict[str, int]:
     texts += [f"meeting in sapporo {i}" for i in range(30)]
     texts.append("the venue in sapporo is booked")
     drafts = [ChunkDraft(content=t, lexical=t, token_count=4, channel_id="c") for t in texts]
-    _, ids = await store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    _, ids = await store.knowledge.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
     async with store.pool.acquire() as conn:
         await conn.execute("ANALYZE knowledge_chunks")
     return {"only_sapporo": ids[-1], "first_both": ids[600]}
@@ -231,18 +233,18 @@ async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, p
     this store's own writes and reindexes forget it at once, another process's are seen after."""
     import omoide.stores.postgres.search as pg_module
 
-    assert await pg_store.lexical_tokenizer() is None
+    assert await pg_store.search.lexical_tokenizer() is None
     drafts = [ChunkDraft(content="hello", lexical="hello", token_count=1, channel_id="c")]
-    await pg_store.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
-    current = await pg_store.lexical_tokenizer()
+    await pg_store.knowledge.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    current = await pg_store.search.lexical_tokenizer()
     assert current is not None  # the store's own write is seen at once
     other = PostgresStore(pg_url, settings=Settings(database_url=pg_url, transcripts_dir=tmp_path / "t2"))
     async with other:
         await other.set_lexical_tokenizer("ngram:v1")
         assert await other.lexical_tokenizer() == "ngram:v1"  # its own reindex: at once
-        assert await pg_store.lexical_tokenizer() == current  # another process's: not yet
+        assert await pg_store.search.lexical_tokenizer() == current  # another process's: not yet
         monkeypatch.setattr(pg_module, "TOKENIZER_TTL", 0.0)
-        assert await pg_store.lexical_tokenizer() == "ngram:v1"  # after the reuse time
+        assert await pg_store.search.lexical_tokenizer() == "ngram:v1"  # after the reuse time
 
 
 async def test_pooled_connections_start_with_the_pipelines_hnsw_settings(pg_url, tmp_path):

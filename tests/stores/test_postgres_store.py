@@ -109,7 +109,7 @@ async def test_pool_sizes_come_from_settings(pg_url: str, tmp_path: Path) -> Non
 async def test_postgres_scheme_alias_is_accepted(pg_url: str, tmp_path: Path) -> None:
     url = "postgres://" + pg_url.removeprefix("postgresql://")
     async with PostgresStore(url, settings=_settings(url, tmp_path)) as store:
-        session = await store.get_or_create_session(_key())
+        session = await store.sessions.get_or_create_session(_key())
         assert session.id >= 1
 
 
@@ -153,80 +153,85 @@ async def test_missing_database_is_store_unavailable(pg_server: Any, tmp_path: P
 async def test_calls_before_open_say_how_to_open(pg_url: str, tmp_path: Path) -> None:
     store = PostgresStore(pg_url, settings=_settings(pg_url, tmp_path))
     with pytest.raises(StoreError, match=r"await store\.open"):
-        await store.get_session("discord:g1:c=c1:u=u1")
+        await store.sessions.get_session("discord:g1:c=c1:u=u1")
 
 
 async def test_nul_character_is_invalid_content(pg_store: PostgresStore) -> None:
-    session = await pg_store.get_or_create_session(_key())
+    session = await pg_store.sessions.get_or_create_session(_key())
     with pytest.raises(InvalidContent, match="NUL"):
-        await pg_store.append_message(session.id, Message.user("a\x00b"))
-    after = await pg_store.get_session_by_id(session.id)
+        await pg_store.sessions.append_message(session.id, Message.user("a\x00b"))
+    after = await pg_store.sessions.get_session_by_id(session.id)
     assert after is not None and after.last_seq == 0
 
 
 async def test_oversized_message_is_rejected(pg_url: str, tmp_path: Path) -> None:
     settings = _settings(pg_url, tmp_path, max_message_bytes=1024)
     async with PostgresStore(pg_url, settings=settings) as store:
-        session = await store.get_or_create_session(_key())
+        session = await store.sessions.get_or_create_session(_key())
         with pytest.raises(MessageTooLarge, match="1024"):
-            await store.append_message(session.id, Message.user("あ" * 400))  # 1,200 bytes of UTF-8
-        assert await store.messages(session.id) == []
+            await store.sessions.append_message(session.id, Message.user("あ" * 400))  # 1,200 bytes of UTF-8
+        assert await store.sessions.messages(session.id) == []
 
 
 async def test_bad_arguments_are_invalid_input(pg_store: PostgresStore) -> None:
-    session = await pg_store.get_or_create_session(_key())
+    session = await pg_store.sessions.get_or_create_session(_key())
     with pytest.raises(InvalidInput, match="window"):
-        await pg_store.history(session.id, window=-1)
+        await pg_store.sessions.history(session.id, window=-1)
     with pytest.raises(InvalidInput, match="batch_size"):
-        await pg_store.expire_idle(idle_before=datetime.now(UTC), batch_size=0)
+        await pg_store.sessions.expire_idle(idle_before=datetime.now(UTC), batch_size=0)
     with pytest.raises(InvalidInput, match="status"):
-        await pg_store.update_session(session.id, expected_version=session.version, status="gone")  # type: ignore[arg-type]
+        await pg_store.sessions.update_session(session.id, expected_version=session.version, status="gone")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="window_start_seq"):  # beyond the newest message
-        await pg_store.update_session(session.id, expected_version=session.version, window_start_seq=5)
+        await pg_store.sessions.update_session(session.id, expected_version=session.version, window_start_seq=5)
 
 
 async def test_duplicate_platform_id_race_across_sessions_consumes_no_seq(pg_store: PostgresStore) -> None:
-    a = await pg_store.get_or_create_session(_key("a"))
-    b = await pg_store.get_or_create_session(_key("b"))
+    a = await pg_store.sessions.get_or_create_session(_key("a"))
+    b = await pg_store.sessions.get_or_create_session(_key("b"))
     results = await asyncio.gather(
-        *(pg_store.append_message((a if i % 2 else b).id, Message.user("same", message_id="m-race")) for i in range(10))
+        *(
+            pg_store.sessions.append_message((a if i % 2 else b).id, Message.user("same", message_id="m-race"))
+            for i in range(10)
+        )
     )
     assert sum(created for _, created in results) == 1
     winner = next(m for m, created in results if created)
     loser_id = b.id if winner.session_id == a.id else a.id
-    loser = await pg_store.get_session_by_id(loser_id)
+    loser = await pg_store.sessions.get_session_by_id(loser_id)
     assert loser is not None and loser.last_seq == 0 and loser.version == a.version  # rolled back, untouched
 
 
 async def test_expire_idle_skips_a_session_locked_by_an_append(pg_store: PostgresStore, pg_url: str) -> None:
     old = datetime.now(UTC) - timedelta(days=2)
-    busy = await pg_store.get_or_create_session(_key("busy"))
-    idle = await pg_store.get_or_create_session(_key("idle"))
+    busy = await pg_store.sessions.get_or_create_session(_key("busy"))
+    idle = await pg_store.sessions.get_or_create_session(_key("idle"))
     for s in (busy, idle):
-        await pg_store.append_message(s.id, Message.user("old", created_at=old))
+        await pg_store.sessions.append_message(s.id, Message.user("old", created_at=old))
     other = await asyncpg.connect(pg_url)
     try:
         async with other.transaction():  # an append in flight holds the session row lock
             await other.execute("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", busy.id)
-            expired = await pg_store.expire_idle(idle_before=datetime.now(UTC), batch_size=10)
+            expired = await pg_store.sessions.expire_idle(idle_before=datetime.now(UTC), batch_size=10)
         assert expired == 1
     finally:
         await other.close()
-    after_busy = await pg_store.get_session_by_id(busy.id)
-    after_idle = await pg_store.get_session_by_id(idle.id)
+    after_busy = await pg_store.sessions.get_session_by_id(busy.id)
+    after_idle = await pg_store.sessions.get_session_by_id(idle.id)
     assert after_busy is not None and after_busy.status is SessionStatus.ACTIVE
     assert after_idle is not None and after_idle.status is SessionStatus.EXPIRED
 
 
 async def test_update_racing_a_concurrent_change_conflicts(pg_store: PostgresStore, pg_url: str) -> None:
-    session = await pg_store.get_or_create_session(_key())
+    session = await pg_store.sessions.get_or_create_session(_key())
     other = await asyncpg.connect(pg_url)
     try:
         tx = other.transaction()
         await tx.start()
         await other.execute("UPDATE sessions SET version = version + 1 WHERE id = $1", session.id)
         update = asyncio.create_task(
-            pg_store.update_session(session.id, expected_version=session.version, status=SessionStatus.ARCHIVED)
+            pg_store.sessions.update_session(
+                session.id, expected_version=session.version, status=SessionStatus.ARCHIVED
+            )
         )
         await asyncio.sleep(0.2)  # the update now waits for the row lock
         assert not update.done()
@@ -235,7 +240,7 @@ async def test_update_racing_a_concurrent_change_conflicts(pg_store: PostgresSto
             await update
     finally:
         await other.close()
-    after = await pg_store.get_session_by_id(session.id)
+    after = await pg_store.sessions.get_session_by_id(session.id)
     assert after is not None and after.status is SessionStatus.ACTIVE and after.version == session.version + 1
 
 

@@ -51,13 +51,13 @@ async def test_writers_on_several_stores_lose_nothing(tmp_path: Path) -> None:
             for _ in range(stores_count)
         ]
         # every store races to create the session too: one row
-        sessions = await asyncio.gather(*(store.get_or_create_session(KEY) for store in stores))
+        sessions = await asyncio.gather(*(store.sessions.get_or_create_session(KEY) for store in stores))
         assert len({s.id for s in sessions}) == 1
         session = sessions[0]
 
         async def writer(store: SqliteStore, name: str) -> None:
             for i in range(per_writer):
-                await store.append_message(session.id, Message.user(f"{name}:{i}", author_id=name))
+                await store.sessions.append_message(session.id, Message.user(f"{name}:{i}", author_id=name))
 
         names = [f"s{s}w{w}" for s in range(stores_count) for w in range(writers_per_store)]
         await asyncio.gather(
@@ -66,12 +66,14 @@ async def test_writers_on_several_stores_lose_nothing(tmp_path: Path) -> None:
 
         total = stores_count * writers_per_store * per_writer
         for store in stores:  # every store reads the same, complete session
-            _check_session(await store.messages(session.id), names, per_writer)
-            after = await store.get_session_by_id(session.id)
+            _check_session(await store.sessions.messages(session.id), names, per_writer)
+            after = await store.sessions.get_session_by_id(session.id)
             assert after is not None
             assert after.last_seq == total
             assert after.version == session.version + total
-            assert [m.seq for m in await store.history(session.id, window=20)] == list(range(total - 19, total + 1))
+            assert [m.seq for m in await store.sessions.history(session.id, window=20)] == list(
+                range(total - 19, total + 1)
+            )
 
 
 _APPEND_SCRIPT = textwrap.dedent(
@@ -92,11 +94,11 @@ _APPEND_SCRIPT = textwrap.dedent(
             pathlib.Path(ready).touch()
             while not pathlib.Path(go).exists():
                 time.sleep(0.005)
-            session = await store.get_or_create_session(key)
+            session = await store.sessions.get_or_create_session(key)
 
             async def writer(name: str) -> None:
                 for i in range(per_writer):
-                    await store.append_message(session.id, Message.user(f"{name}:{i}", author_id=name))
+                    await store.sessions.append_message(session.id, Message.user(f"{name}:{i}", author_id=name))
 
             await asyncio.gather(*(writer(f"{prefix}w{w}") for w in range(writers)))
             print(json.dumps({"session_id": session.id, "version": session.version}))
@@ -146,12 +148,12 @@ async def test_two_processes_appending_to_one_session_lose_nothing(tmp_path: Pat
     async with SqliteStore(url, settings=Settings(), migrate=False) as store:
         session_id = results[0]["session_id"]
         names = [f"p{p}w{w}" for p in range(processes) for w in range(writers)]
-        stored = await store.messages(session_id)
+        stored = await store.sessions.messages(session_id)
         _check_session(stored, names, per_writer)
         processes_in_seq_order = [m.author_id[:2] for m in stored if m.author_id]
         switches = sum(a != b for a, b in itertools.pairwise(processes_in_seq_order))
         assert switches > 1, "the two processes did not write at the same time; the test proved nothing"
-        after = await store.get_session_by_id(session_id)
+        after = await store.sessions.get_session_by_id(session_id)
         assert after is not None
         assert after.last_seq == total
         # the process that created the session read it before any append; the other may have seen appends

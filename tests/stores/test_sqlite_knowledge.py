@@ -35,12 +35,12 @@ def _raw(store: SqliteStore) -> sqlite3.Connection:
 
 
 async def _session(store: SqliteStore, n: int, user: str = "u1"):
-    session = await store.get_or_create_session(
+    session = await store.sessions.get_or_create_session(
         session_key(platform="discord", workspace="g1", channel="c1", user=user)
     )
     for i in range(n):
-        await store.append_message(session.id, Message.user(f"message {i + 1}", author_id=user))
-    fresh = await store.get_session_by_id(session.id)
+        await store.sessions.append_message(session.id, Message.user(f"message {i + 1}", author_id=user))
+    fresh = await store.sessions.get_session_by_id(session.id)
     assert fresh is not None
     return fresh
 
@@ -57,7 +57,7 @@ def _plan(session, chunks: list[ChunkDraft], keep: int = 2) -> ArchivePlan:
 
 
 async def test_chunk_lexical_is_in_fts5(store: SqliteStore) -> None:
-    _, [_, b] = await store.add_source(
+    _, [_, b] = await store.knowledge.add_source(
         SourceDraft(workspace_id="g1", type="document", title="t"),
         [
             ChunkDraft(content="誕生日は3月15日", lexical="誕生 日 は 3 月 15 日", token_count=8),
@@ -70,19 +70,21 @@ async def test_chunk_lexical_is_in_fts5(store: SqliteStore) -> None:
 
 
 async def test_vectors_are_float32_little_endian_blobs(store: SqliteStore) -> None:
-    _, [chunk] = await store.add_source(
+    _, [chunk] = await store.knowledge.add_source(
         SourceDraft(workspace_id="g1", type="document", title="t"),
         [ChunkDraft(content="x", lexical="x", token_count=1)],
     )
     vector = np.linspace(-1, 1, 16, dtype=np.float32)
-    await store.put_embeddings(model="m16", dimensions=16, rows=[EmbeddingRow(chunk, vector, content_hash("x"))])
+    await store.knowledge.put_embeddings(
+        model="m16", dimensions=16, rows=[EmbeddingRow(chunk, vector, content_hash("x"))]
+    )
     with _raw(store) as conn:
         blob, dims, digest, workspace = conn.execute(
             "SELECT embedding, dimensions, content_hash, workspace_id FROM chunk_embeddings"
         ).fetchone()
     assert (len(blob), dims, digest, workspace) == (64, 16, content_hash("x"), "g1")
     assert np.array_equal(np.frombuffer(blob, dtype="<f4"), vector)
-    got = await store.get_embedding(chunk, model="m16")
+    got = await store.knowledge.get_embedding(chunk, model="m16")
     assert got is not None and np.array_equal(got, vector)  # exact: no half precision on SQLite
     got[0] = 5.0  # a writable copy, not a view of the row
 
@@ -108,16 +110,16 @@ async def test_a_failure_late_in_the_archive_rolls_everything_back(store: Sqlite
         )
     plan = _plan(session, [ChunkDraft(content="c", lexical="c", token_count=1)])
     with pytest.raises(StoreError, match="disk on fire"):
-        await store.archive_session(plan)
-    assert await store.list_sources() == []
+        await store.knowledge.archive_session(plan)
+    assert await store.knowledge.list_sources() == []
     with _raw(store) as conn:
         assert conn.execute("SELECT count(*) FROM knowledge_chunks").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM knowledge_chunks_fts").fetchone()[0] == 0
         conn.execute("DROP TRIGGER fail_prune")
-    after = await store.get_session_by_id(session.id)
+    after = await store.sessions.get_session_by_id(session.id)
     assert after is not None and (after.version, after.archived_seq) == (session.version, 0)
-    assert len(await store.messages(session.id)) == 6
-    assert (await store.archive_session(plan)).pruned == 4  # the same plan still applies
+    assert len(await store.sessions.messages(session.id)) == 6
+    assert (await store.knowledge.archive_session(plan)).pruned == 4  # the same plan still applies
 
 
 async def test_two_stores_on_one_file_claim_disjoint_sources(tmp_path: Path) -> None:
@@ -126,7 +128,7 @@ async def test_two_stores_on_one_file_claim_disjoint_sources(tmp_path: Path) -> 
         for i in range(20):
             await one.add_source(SourceDraft(workspace_id="g1", type="document", title=f"d{i}"), [])
         batches = await asyncio.gather(
-            *(s.claim_sources(limit=3, lease_seconds=60) for _ in range(4) for s in (one, two))
+            *(s.knowledge.claim_sources(limit=3, lease_seconds=60) for _ in range(4) for s in (one, two))
         )
     claimed = [i for b in batches for i in b]
     assert len(claimed) == len(set(claimed)) == 20

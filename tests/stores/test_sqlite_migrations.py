@@ -66,7 +66,7 @@ async def test_migrate_twice_applies_nothing_the_second_time(tmp_path: Path) -> 
 async def test_unmigrated_database_says_how_to_migrate(tmp_path: Path) -> None:
     async with _store(tmp_path / "empty.db", migrate=False) as store:
         with pytest.raises(StoreError, match="omoide migrate"):
-            await store.list_sessions()
+            await store.sessions.list_sessions()
 
 
 async def test_newer_database_is_refused(tmp_path: Path) -> None:
@@ -123,13 +123,13 @@ async def test_messages_stored_before_token_counts_load_and_count_as_before(tmp_
         conn.close()
     async with _store(db) as store:
         assert await store.schema_version() == LATEST_VERSION
-        old = (await store.messages(1))[0]
+        old = (await store.sessions.messages(1))[0]
         assert old.text == "古いメッセージ" and old.content[0].tokens is None
-        session = await store.get_or_create_session(
+        session = await store.sessions.get_or_create_session(
             session_key(platform="discord", workspace="g", channel="c", user="u")
         )
-        await store.append_message(session.id, Message.user("新しいメッセージ"))
-        new = (await store.messages(session.id))[0]
+        await store.sessions.append_message(session.id, Message.user("新しいメッセージ"))
+        new = (await store.sessions.messages(session.id))[0]
         counter = get_token_counter()
         assert new.content[0].tokens == counter.count("新しいメッセージ")
         assert counter.count_message(old) == counter.count_message(Message.user("古いメッセージ"))

@@ -34,9 +34,11 @@ def _v(*values: float) -> np.ndarray:
 
 async def _add(store, workspace: str, vectors: list[np.ndarray]) -> tuple[int, list[int]]:
     drafts = [ChunkDraft(content=f"c{i}", lexical=f"c{i}", token_count=1) for i in range(len(vectors))]
-    source_id, ids = await store.add_source(SourceDraft(workspace_id=workspace, type="document", title="d"), drafts)
+    source_id, ids = await store.knowledge.add_source(
+        SourceDraft(workspace_id=workspace, type="document", title="d"), drafts
+    )
     rows = [EmbeddingRow(chunk_id=cid, vector=v) for cid, v in zip(ids, vectors, strict=True)]
-    await store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
+    await store.knowledge.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
     return source_id, list(ids)
 
 
@@ -82,10 +84,10 @@ async def test_filters_restrict_rows_before_scoring(sq_store):
         ChunkDraft(content=f"c{i}", lexical=f"c{i}", token_count=1, channel_id="rare" if i == 7 else "x")
         for i in range(40)
     ]
-    _, ids = await sq_store.add_source(SourceDraft(workspace_id="g1", type="document", title="d"), drafts)
+    _, ids = await sq_store.knowledge.add_source(SourceDraft(workspace_id="g1", type="document", title="d"), drafts)
     rng = np.random.default_rng(1)
     rows = [EmbeddingRow(chunk_id=c, vector=rng.standard_normal(DIMS).astype(np.float32)) for c in ids]
-    await sq_store.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
+    await sq_store.knowledge.put_embeddings(model=MODEL, dimensions=DIMS, rows=rows)
     hits = await vector_search(
         sq_store.search, model=MODEL, query=_v(1, 1, 1, 1), filters=SearchFilters("g1", channel_ids=("rare",)), k=10
     )

@@ -65,35 +65,35 @@ async def test_connections_use_wal_foreign_keys_busy_timeout(sqlite_store: Sqlit
 async def test_file_and_directories_are_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     absolute = tmp_path / "a" / "b" / "omoide.db"
     async with SqliteStore(_url(absolute), settings=Settings(), migrate=True) as store:
-        await store.get_or_create_session(KEY)
+        await store.sessions.get_or_create_session(KEY)
     assert absolute.is_file()
     monkeypatch.chdir(tmp_path)
     async with SqliteStore("sqlite:///./rel/dir/omoide.db", settings=Settings(), migrate=True) as store:
         assert store.path == "./rel/dir/omoide.db"
-        await store.get_or_create_session(KEY)
+        await store.sessions.get_or_create_session(KEY)
     assert (tmp_path / "rel" / "dir" / "omoide.db").is_file()
 
 
 async def test_in_memory_database_works_on_one_connection() -> None:
     async with SqliteStore("sqlite:///:memory:", settings=Settings(), migrate=True) as store:
-        session = await store.get_or_create_session(KEY)
-        await store.append_message(session.id, Message.user("hello"))
-        assert [m.text for m in await store.history(session.id, window=5)] == ["hello"]
+        session = await store.sessions.get_or_create_session(KEY)
+        await store.sessions.append_message(session.id, Message.user("hello"))
+        assert [m.text for m in await store.sessions.history(session.id, window=5)] == ["hello"]
 
 
 async def test_lifecycle_errors_and_reopen(tmp_path: Path) -> None:
     store = SqliteStore(_url(tmp_path / "x.db"), settings=Settings(), migrate=True)
     with pytest.raises(StoreError, match=r"not open.*async with store"):
-        await store.get_session("k")
+        await store.sessions.get_session("k")
     await store.open()
     await store.open()  # idempotent
-    session = await store.get_or_create_session(KEY)
+    session = await store.sessions.get_or_create_session(KEY)
     await store.close()
     await store.close()  # idempotent
     with pytest.raises(StoreError, match="not open"):
-        await store.get_session_by_id(session.id)
+        await store.sessions.get_session_by_id(session.id)
     async with store:  # a closed store can be opened again
-        assert (await store.get_session_by_id(session.id)) == session
+        assert (await store.sessions.get_session_by_id(session.id)) == session
 
 
 def test_bad_urls_are_config_errors() -> None:
@@ -106,9 +106,9 @@ def test_bad_urls_are_config_errors() -> None:
 
 
 async def test_timestamps_and_content_are_stored_as_documented(sqlite_store: SqliteStore) -> None:
-    session = await sqlite_store.get_or_create_session(KEY)
+    session = await sqlite_store.sessions.get_or_create_session(KEY)
     message = Message.user("東京は晴れ", created_at=datetime(2026, 3, 15, 9, 30, tzinfo=UTC))
-    stored, _ = await sqlite_store.append_message(session.id, message)
+    stored, _ = await sqlite_store.sessions.append_message(session.id, message)
     with sqlite3.connect(sqlite_store.path) as raw:
         created, content = raw.execute("SELECT created_at, content FROM session_messages").fetchone()
         s_created, s_active = raw.execute("SELECT created_at, last_active_at FROM sessions").fetchone()
@@ -130,26 +130,26 @@ async def test_history_walks_the_session_seq_index(sqlite_store: SqliteStore) ->
 async def test_busy_database_waits_then_raises_store_unavailable(tmp_path: Path) -> None:
     db = tmp_path / "busy.db"
     async with SqliteStore(_url(db), settings=Settings(db_busy_timeout_ms=200), migrate=True) as store:
-        session = await store.get_or_create_session(KEY)
+        session = await store.sessions.get_or_create_session(KEY)
         blocker = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
         try:
             blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
             started = time.monotonic()
             with pytest.raises(StoreUnavailable, match=r"locked.*OMOIDE_DB_BUSY_TIMEOUT_MS"):
-                await store.append_message(session.id, Message.user("blocked"))
+                await store.sessions.append_message(session.id, Message.user("blocked"))
             assert time.monotonic() - started >= 0.15
             # reads are not blocked by a writer in WAL mode
-            assert (await store.get_session_by_id(session.id)) is not None
+            assert (await store.sessions.get_session_by_id(session.id)) is not None
             # a lock released within the timeout only delays the write
             blocker.execute("COMMIT")
             blocker.execute("BEGIN IMMEDIATE")
             threading.Timer(0.05, blocker.execute, ("COMMIT",)).start()
-            _, created = await store.append_message(session.id, Message.user("delayed"))
+            _, created = await store.sessions.append_message(session.id, Message.user("delayed"))
             assert created
         finally:
             await asyncio.sleep(0.1)
             blocker.close()
-        assert [m.text for m in await store.messages(session.id)] == ["delayed"]
+        assert [m.text for m in await store.sessions.messages(session.id)] == ["delayed"]
 
 
 async def test_broken_files_map_to_store_errors(tmp_path: Path) -> None:
@@ -164,22 +164,22 @@ async def test_broken_files_map_to_store_errors(tmp_path: Path) -> None:
 
 
 async def test_bad_arguments_are_invalid_input(sqlite_store: SqliteStore) -> None:
-    session = await sqlite_store.get_or_create_session(KEY)
+    session = await sqlite_store.sessions.get_or_create_session(KEY)
     with pytest.raises(InvalidInput, match="window"):
-        await sqlite_store.history(session.id, window=-1)
+        await sqlite_store.sessions.history(session.id, window=-1)
     with pytest.raises(InvalidInput, match="limit"):
-        await sqlite_store.messages(session.id, limit=-5)
+        await sqlite_store.sessions.messages(session.id, limit=-5)
     with pytest.raises(InvalidInput, match="unknown session status 'gone'"):
-        await sqlite_store.update_session(session.id, expected_version=session.version, status="gone")  # type: ignore[arg-type]
+        await sqlite_store.sessions.update_session(session.id, expected_version=session.version, status="gone")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="beyond the newest message"):
-        await sqlite_store.update_session(session.id, expected_version=session.version, window_start_seq=1)
+        await sqlite_store.sessions.update_session(session.id, expected_version=session.version, window_start_seq=1)
     with pytest.raises(InvalidInput, match="session_id must be an integer"):
-        await sqlite_store.history("1", window=3)  # type: ignore[arg-type]
+        await sqlite_store.sessions.history("1", window=3)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="batch_size"):
-        await sqlite_store.expire_idle(idle_before=datetime.now(UTC), batch_size=0)
+        await sqlite_store.sessions.expire_idle(idle_before=datetime.now(UTC), batch_size=0)
     with pytest.raises(InvalidInput, match="not valid Unicode"):
-        await sqlite_store.append_message(session.id, Message.user("broken \ud800 surrogate"))
-    after = await sqlite_store.get_session_by_id(session.id)
+        await sqlite_store.sessions.append_message(session.id, Message.user("broken \ud800 surrogate"))
+    after = await sqlite_store.sessions.get_session_by_id(session.id)
     assert after is not None and after.last_seq == 0 and after.status is SessionStatus.ACTIVE
 
 

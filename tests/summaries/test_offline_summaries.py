@@ -87,9 +87,9 @@ async def test_repeated_merges_stay_flat_bullet_lists_of_what_was_said(settings:
                 report = await generator.run()
                 assert "channel:c1" in report.updated
         store = generator.store
-        short = await store.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
-        long = await store.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.LONG_TERM)
-        workspace = await store.latest_summary("g1", SummaryScope.WORKSPACE, "g1", SummaryKind.LONG_TERM)
+        short = await store.summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
+        long = await store.summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.LONG_TERM)
+        workspace = await store.summaries.latest_summary("g1", SummaryScope.WORKSPACE, "g1", SummaryKind.LONG_TERM)
         assert short and long and workspace
         for summary in (short, long, workspace):
             assert_clean(summary.content, said)
@@ -165,7 +165,7 @@ async def test_summarise_imported_reads_each_channel_and_thread_once_and_since(d
             generator, store, workspace="1290478288896131072", since=datetime(2025, 11, 10, tzinfo=UTC)
         )
         assert 0 < later.messages < 336
-        dev = await generator.store.summary_history(
+        dev = await generator.store.summaries.summary_history(
             "1290478288896131072", SummaryScope.CHANNEL, "1290479547187331073", SummaryKind.SHORT_TERM
         )
         assert len(dev) == 2 and dev[0].source_message_count < dev[1].source_message_count

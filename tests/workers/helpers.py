@@ -34,10 +34,10 @@ async def archived_ids(store: Any) -> list[int]:
     out: list[int] = []
     offset = 0
     while True:
-        page = await store.list_sources(limit=500, offset=offset)
+        page = await store.knowledge.list_sources(limit=500, offset=offset)
         for source in page:
             ids: set[int] = set()
-            for chunk in await store.chunks_of_source(source.id):
+            for chunk in await store.knowledge.chunks_of_source(source.id):
                 ids.update(chunk.location["message_ids"])
             assert len(ids) == source.metadata["message_count"], source
             out.extend(ids)

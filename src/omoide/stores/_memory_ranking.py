@@ -1,18 +1,10 @@
-"""Hybrid recall's last step, shared by the service and the stores: fuse two ranked id lists
-with Reciprocal Rank Fusion and read only the fused memories.
-
-A store that can rank and fuse in one round trip implements :class:`HybridMemoryRecall`
-(both built-in stores do); the service then makes one store call per recall instead of two
-(on SQLite, each call is a hop to a reader thread).
-"""
+"""Hybrid recall's last step, shared by both backends' ``memory_recall``: fuse two ranked id
+lists with Reciprocal Rank Fusion and read only the fused memories, in one store call (on
+SQLite, one hop to a reader thread instead of two)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
 
 from omoide.fusion import DEFAULT_RRF_K, Fused, reciprocal_rank_fusion
 from omoide.stores.memories import MemoryHit, MemoryRecord
@@ -54,25 +46,4 @@ def fuse_memory_hits(
     return memory_hits(fused, fetch([int(f.key) for f in fused]))
 
 
-@runtime_checkable
-class HybridMemoryRecall(Protocol):
-    """A store that ranks, fuses and reads a recall's memories in one call."""
-
-    async def memory_recall(
-        self,
-        workspace_id: str,
-        user_id: str,
-        *,
-        model: str,
-        query: npt.NDArray[np.float32],
-        tokens: Sequence[str],
-        k: int,
-        limit: int,
-        category: str | None = None,
-        tags: Sequence[str] = (),
-    ) -> list[MemoryHit]:
-        """The user's ``limit`` best memories: ``k`` candidates by vector and by BM25, fused with RRF."""
-        ...
-
-
-__all__ = ["HybridMemoryRecall", "fuse_memory_hits", "fuse_memory_ids", "memory_hits"]
+__all__ = ["fuse_memory_hits", "fuse_memory_ids", "memory_hits"]

@@ -32,7 +32,7 @@ file, SQLite ``:memory:`` and PostgreSQL):
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from omoide.stores.api_keys import ApiKeyStore
 from omoide.stores.knowledge import KnowledgeStore
@@ -90,13 +90,6 @@ class Store(abc.ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    def __getattr__(self, name: str) -> Any:  # TRANSITIONAL: removed once every caller names the role
-        for role in ROLES:
-            obj = self.__dict__.get(role)
-            if obj is not None and obj is not self and hasattr(obj, name):
-                return getattr(obj, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 __all__ = ["ROLES", "Store"]
