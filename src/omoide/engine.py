@@ -13,7 +13,10 @@ when first used, and gives every service one shape:
 * the verbs a bot calls every message: :meth:`Memory.append`, :meth:`~Memory.history`,
   :meth:`~Memory.chat`, :meth:`~Memory.search`, :meth:`~Memory.ask`,
   :meth:`~Memory.remember`, :meth:`~Memory.recall`, :meth:`~Memory.build_context`,
-  :meth:`~Memory.forget_user` (and one-line shortcuts to the services: ``archive``, ``embed``, …).
+  :meth:`~Memory.forget_user`.
+
+Everything else goes through a service: ``await mem.knowledge.import_export(paths, workspace=…)``,
+``await mem.knowledge.archive()``, ``await mem.summaries.run()``.
 
 Example:
     >>> async with Memory.open() as mem:                          # doctest: +SKIP
@@ -24,12 +27,10 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal, Unpack
 
 from omoide.answers import Answerer, AnswerResult, GenerationConfig, Language
@@ -39,10 +40,7 @@ from omoide.context import GuardResult, prompt_budget
 from omoide.context.assembly import AssembledContext, ContextSources
 from omoide.context.assembly import build_context as assemble_context
 from omoide.context.guard import OnText
-from omoide.importers import ImportedMessage
-from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionOutcome
-from omoide.knowledge.embedding import EmbedReport
-from omoide.knowledge.importing import ImportSummary, IngestCursor
+from omoide.knowledge.archiver import ChannelNames
 from omoide.knowledge.service import KnowledgeService
 from omoide.memories.service import MemoryService
 from omoide.memories.tools import MEMORY_TOOLS, MemoryToolExecutor
@@ -57,7 +55,6 @@ from omoide.sessions import KeyLike, KeyParts, Sessions
 from omoide.settings import Settings, load_settings
 from omoide.stores import open_store
 from omoide.stores.base import Store
-from omoide.stores.knowledge import KnowledgeSource, KnowledgeStatus
 from omoide.stores.memories import ForgetReport, MemoryHit, RememberResult
 from omoide.stores.summaries import Summary
 from omoide.summaries.service import SummaryGenerator
@@ -502,7 +499,7 @@ class Memory:
             language=language or self.settings.answer_language,
         )
 
-    # ---------------------------------------------------------------- shortcuts to the services
+    # ---------------------------------------------------------------- reading a summary
 
     async def summary(
         self,
@@ -515,83 +512,3 @@ class Memory:
         """The latest summary of a channel, thread, user or the workspace (``scope_id`` defaults to it)."""
         ws = str(workspace)
         return await self.summaries.latest(ws, scope, ws if scope_id is None else str(scope_id), kind)
-
-    async def archive(
-        self,
-        *,
-        now: bool = False,
-        older_than: timedelta | None = None,
-        at: datetime | None = None,
-        channel_names: ChannelNames | None = None,
-        on_session: Callable[[SessionOutcome], None] | None = None,
-    ) -> ArchiveReport:
-        """``knowledge.archive``: one archiver pass (move due sessions into long-term memory)."""
-        return await self.knowledge.archive(
-            now=now, older_than=older_than, at=at, channel_names=channel_names, on_session=on_session
-        )
-
-    async def embed(
-        self, *, on_chunks: Callable[[int], None] | None = None, stop: asyncio.Event | None = None
-    ) -> EmbedReport:
-        """``knowledge.embed``: one embedding pass over the pending sources."""
-        return await self.knowledge.embed(on_chunks=on_chunks, stop=stop)
-
-    async def knowledge_status(self, *, workspace: str | int | None = None) -> KnowledgeStatus:
-        """``knowledge.status``: sessions, unarchived messages, sources, chunks, vectors per model."""
-        return await self.knowledge.status(workspace=workspace)
-
-    async def sources(
-        self, *, workspace: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[KnowledgeSource]:
-        """``knowledge.sources``: knowledge sources, newest first, with their chunk counts."""
-        return await self.knowledge.sources(workspace=workspace, limit=limit, offset=offset)
-
-    async def import_export(
-        self,
-        paths: str | Path | Sequence[str | Path],
-        *,
-        workspace: str | int | None = None,
-        strict: bool = False,
-        include_system: bool = False,
-        on_source: Callable[[int, int], None] | None = None,
-        only_workspace: bool = False,
-    ) -> ImportSummary:
-        """``knowledge.import_export``: import chat exports (Discord JSON, Slack zip/folder, omoide JSONL)."""
-        return await self.knowledge.import_export(
-            paths,
-            workspace=workspace,
-            strict=strict,
-            include_system=include_system,
-            on_source=on_source,
-            only_workspace=only_workspace,
-        )
-
-    async def ingest_messages(
-        self,
-        messages: Iterable[ImportedMessage],
-        *,
-        workspace: str | int,
-        include_system: bool = False,
-        origin: str = "live",
-        on_source: Callable[[int, int], None] | None = None,
-        private: bool = False,
-        members: Sequence[str | int] = (),
-    ) -> ImportSummary:
-        """``knowledge.ingest_messages``: write a bot's live channel history into long-term memory."""
-        return await self.knowledge.ingest_messages(
-            messages,
-            workspace=workspace,
-            include_system=include_system,
-            origin=origin,
-            on_source=on_source,
-            private=private,
-            members=members,
-        )
-
-    async def ingest_cursor(
-        self, *, platform: str, workspace: str | int, channel: str | int, thread: str | int | None = None
-    ) -> IngestCursor | None:
-        """``knowledge.ingest_cursor``: the newest stored message of a channel or thread, or ``None``."""
-        return await self.knowledge.ingest_cursor(
-            platform=platform, workspace=workspace, channel=channel, thread=thread
-        )

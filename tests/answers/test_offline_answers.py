@@ -27,8 +27,8 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     async def load() -> None:
         async with Memory.open(_settings(path)) as mem:
-            await mem.import_export(discord_export_paths())
-            while (await mem.embed()).chunks:
+            await mem.knowledge.import_export(discord_export_paths())
+            while (await mem.knowledge.embed()).chunks:
                 pass
 
     asyncio.run(load())

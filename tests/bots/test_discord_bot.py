@@ -672,8 +672,8 @@ async def test_chat_answers_from_the_servers_history_with_citations(harness: Har
     assert len(sent) == 1 and "見つかりませんでした" in (sent[0].content or "")  # nothing to search
     assert "`/sync`" in (sent[0].content or "")  # the hint
 
-    await harness.mem.import_export(discord_export_paths())
-    await harness.mem.embed()
+    await harness.mem.knowledge.import_export(discord_export_paths())
+    await harness.mem.knowledge.embed()
     sent = await harness.run(command("chat", [opt("question", "ドキュメントの担当は誰？ デモ用のボットはどこ？")]))
     text = "\n".join(c.content or "" for c in sent)
     assert "延期" in text and "[#1]" in text
@@ -705,8 +705,8 @@ def sample_guild_with_a_private_channel() -> dict[str, Any]:
 
 async def test_answers_draw_only_on_channels_the_member_can_read(harness: Harness):
     await harness.deliver("guild_create", sample_guild_with_a_private_channel())
-    await harness.mem.import_export(discord_export_paths())
-    await harness.mem.embed()
+    await harness.mem.knowledge.import_export(discord_export_paths())
+    await harness.mem.knowledge.embed()
     question = "Why was the v0.4.0 release postponed? What changed in the release checklist?"
     private = (f"/{DEV}/", f"/{DEV_THREAD}/")
 
@@ -791,7 +791,7 @@ async def test_sync_is_admin_only(harness: Harness):
     sent = await harness.run(command("sync"))  # no permissions
     assert len(sent) == 1 and sent[0].ephemeral and "Manage Server" in (sent[0].content or "")
     assert not any(c.path.endswith("/messages") and c.method == "GET" for c in harness.fake.calls)
-    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+    assert await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
 
     sent = await harness.run(command("sync", permissions=ADMINISTRATOR))
     assert "5 new messages" in (sent[-1].content or "")
@@ -806,7 +806,7 @@ async def test_sync_ingests_new_history_with_progress_and_a_cursor(harness: Harn
     assert any("40 messages read" in t for t in texts) and any("80 messages read" in t for t in texts)  # progress
     assert "100 new messages stored" in texts[-1] and "101 messages read" in texts[-1]
     assert all(c.method == "PATCH" for c in sent)  # every update edits the deferred response
-    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    cursor = await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
     assert cursor is not None and cursor.message_id == messages[-1]["id"]
     hits = await harness.mem.search("もくもく会 渋谷", workspace=GUILD, mode="lexical")
     assert (
@@ -814,7 +814,7 @@ async def test_sync_ingests_new_history_with_progress_and_a_cursor(harness: Harn
         and hits.hits[0].jump_url is not None
         and hits.hits[0].jump_url.startswith(f"https://discord.com/channels/{GUILD}/{GENERAL}/")
     )
-    sources = await harness.mem.sources(workspace=GUILD)
+    sources = await harness.mem.knowledge.sources(workspace=GUILD)
     assert sources[0].metadata["files"] == ["discord:sync"] and sources[0].metadata["participants"] == [
         ALICE["id"],
         BOB["id"],
@@ -827,17 +827,19 @@ async def test_sync_ingests_new_history_with_progress_and_a_cursor(harness: Harn
     history_calls = [c for c in harness.fake.calls if c.method == "GET"]
     assert history_calls[0].query["after"] == messages[-1]["id"]
     assert "7 new messages" in (sent[-1].content or "")
-    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    cursor = await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
     assert cursor is not None and cursor.message_id == new[-1]["id"]
 
     sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
     assert (sent[-1].content or "").startswith("Nothing new in #general since the last sync")
-    assert sum(s.chunk_count for s in await harness.mem.sources(workspace=GUILD)) >= 4  # 107 messages, ≤ 30 a window
+    assert (
+        sum(s.chunk_count for s in await harness.mem.knowledge.sources(workspace=GUILD)) >= 4
+    )  # 107 messages, ≤ 30 a window
 
 
 async def test_sync_continues_after_an_imported_export(harness: Harness):
     path = next(p for p in discord_export_paths() if "general" in p.name)
-    await harness.mem.import_export(path)
+    await harness.mem.knowledge.import_export(path)
     exported = [m for m in read_export([path]).messages if m.thread_id is None]
     newest = max(exported, key=lambda m: int(m.message_id))
     after = newest.created_at + dt.timedelta(minutes=5)
@@ -953,10 +955,12 @@ async def test_sync_in_a_thread_keeps_its_own_cursor(harness: Harness):
     sent = await harness.run(command("sync", permissions=MANAGE_GUILD, channel_id=THREAD, channel=thread_payload()))
     assert "Synced #v0.4.0 の相談: 4 new messages" in (sent[-1].content or "")
     assert [c.path for c in harness.fake.calls if c.method == "GET"] == [f"/api/v10/channels/{THREAD}/messages"]
-    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL, thread=THREAD)
+    cursor = await harness.mem.knowledge.ingest_cursor(
+        platform="discord", workspace=GUILD, channel=GENERAL, thread=THREAD
+    )
     assert cursor is not None and cursor.message_id == in_thread[-1]["id"]
-    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
-    source = (await harness.mem.sources(workspace=GUILD))[0]
+    assert await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+    source = (await harness.mem.knowledge.sources(workspace=GUILD))[0]
     assert source.title == "#general › v0.4.0 の相談"
 
 
@@ -1014,7 +1018,7 @@ async def test_sync_stops_at_its_time_limit_and_the_next_one_continues(harness: 
     sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
     assert "Synced part of #general: 40 new messages" in (sent[-1].content or "")
     assert "Run `/sync` again" in (sent[-1].content or "")
-    cursor = await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
+    cursor = await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL)
     assert cursor is not None and cursor.message_id == messages[39]["id"]  # whole batches only
 
     harness.bot.config = DiscordBotConfig(sync_commands=False, sync_batch=40)
@@ -1026,7 +1030,7 @@ async def test_sync_without_read_history_permission_says_so(harness: Harness):
     harness.fake.forbidden.add(GENERAL)
     sent = await harness.run(command("sync", permissions=MANAGE_GUILD))
     assert "Read Message History" in (sent[-1].content or "")
-    assert await harness.mem.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
+    assert await harness.mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel=GENERAL) is None
 
 
 async def test_forget_me_times_out_without_erasing(harness: Harness):

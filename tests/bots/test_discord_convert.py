@@ -231,9 +231,9 @@ async def test_converted_messages_ingest_like_an_import(state: Any, tmp_path: Pa
     messages.append(discord.Message(state=state, channel=channel, data=payload("", n=11, type=7)))  # type: ignore[arg-type]
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", transcripts_dir=tmp_path, embedder="hashing")
     async with Memory.open(settings) as mem:
-        done = await mem.ingest_messages([from_discord_message(m) for m in messages], workspace=GUILD)
+        done = await mem.knowledge.ingest_messages([from_discord_message(m) for m in messages], workspace=GUILD)
         assert (done.new_messages, done.report.system_skipped, done.sources) == (10, 1, 1)
-        source = (await mem.sources(workspace=GUILD))[0]
+        source = (await mem.knowledge.sources(workspace=GUILD))[0]
         assert source.type == "discord_channel" and source.title == "#general"
         chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
         assert chunk.content.startswith("[2026-03-01 12:00] **Alice**: 話題 0")

@@ -370,8 +370,8 @@ def _write_slack_export(root: Path) -> Path:
 
 
 async def test_ask_answers_with_citations_linked_to_slack_messages(mem: Memory, fake_slack: FakeSlack, tmp_path: Path):
-    await mem.import_export([_write_slack_export(tmp_path)], workspace=TEAM)
-    await mem.embed()
+    await mem.knowledge.import_export([_write_slack_export(tmp_path)], workspace=TEAM)
+    await mem.knowledge.embed()
     app = _app(mem, fake_slack)
     payload = slash_command("/ask", "Why was v0.4.0 release moved?", user=BOB, hook="q1", fake=fake_slack)
     assert (await socket_dispatch(app, payload, kind="slash_commands")).status == 200
@@ -486,8 +486,8 @@ async def test_ask_links_archived_bot_conversations_to_their_first_message(mem: 
     app = _app(mem, fake_slack)
     event = mention("The offsite is in Hakone on 12 December; Carol books the ryokan for the v0.4.0 team.", user=ALICE)
     await socket_dispatch(app, event_callback(event))
-    await mem.archive(now=True)
-    await mem.embed()
+    await mem.knowledge.archive(now=True)
+    await mem.knowledge.embed()
     payload = slash_command("/ask", "Where is the offsite?", user=BOB, hook="q1", fake=fake_slack)
     await socket_dispatch(app, payload, kind="slash_commands")
     [lookup] = fake_slack.method_calls("chat.getPermalink")
@@ -509,9 +509,9 @@ async def test_a_users_dm_knowledge_is_retrievable_by_their_ask_only(mem: Memory
     sessions = {s.channel_id: s for s in await mem.sessions.list_sessions(workspace=TEAM)}
     assert (sessions["D0ALICE"].private, sessions["D0ALICE"].members) == (True, (ALICE,))
     assert sessions["C0SECRET"].private and not sessions["C0GENERAL"].private
-    await mem.archive(now=True)
-    await mem.embed()
-    sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace=TEAM)}
+    await mem.knowledge.archive(now=True)
+    await mem.knowledge.embed()
+    sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace=TEAM)}
     assert sources["D0ALICE"].private and ALICE in sources["D0ALICE"].members
     assert sources["C0SECRET"].private and not sources["C0GENERAL"].private
 

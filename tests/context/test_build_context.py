@@ -23,8 +23,8 @@ async def mem(settings: Any) -> AsyncIterator[Memory]:
 
 async def test_window_memories_and_knowledge_fit_the_budget(mem: Memory):
     guild, _ = sample_guild()
-    await mem.import_export(discord_export_paths())
-    await mem.embed()
+    await mem.knowledge.import_export(discord_export_paths())
+    await mem.knowledge.embed()
     await mem.remember("もくもく会には毎回参加したい", workspace=guild, user="u1")
     key = mem.session_key(platform="discord", workspace=guild, channel="c1", user="u1")
     await mem.append(key, Message.user("こんにちは", author_id="u1"))
@@ -51,8 +51,8 @@ async def test_knowledge_still_in_the_window_is_left_out(mem: Memory):
     for i in range(6):
         await mem.append(key, Message.user(f"ペンギンの話 {i}: 南極のペンギンは泳ぎが得意", author_id="u1"))
         await mem.append(key, Message.assistant(f"返事 {i}: そうですね、ペンギンは速いです"))
-    await mem.archive(now=True)
-    await mem.embed()
+    await mem.knowledge.archive(now=True)
+    await mem.knowledge.embed()
     window_seqs = {m.seq for m in await mem.history(key)}
     built = await mem.build_context(key, "ペンギン", budget_tokens=8000)
     for part in built.parts:

@@ -84,8 +84,8 @@ async def _state(mem: Any) -> dict[str, Any]:
     counter = get_token_counter()
     kstore = mem.store.knowledge
     sources = []
-    for source in await mem.sources(workspace=GUILD, limit=1000):
-        chunks = await kstore.knowledge.chunks_of_source(source.id)
+    for source in await mem.knowledge.sources(workspace=GUILD, limit=1000):
+        chunks = await kstore.chunks_of_source(source.id)
         contents = hash(tuple(c.content for c in chunks))
         if (source.id, contents) not in _MAX_TOKENS:  # counting is the slow part: once per source
             _MAX_TOKENS[source.id, contents] = max((counter.count(c.content) for c in chunks), default=0)

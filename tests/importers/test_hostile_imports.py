@@ -222,10 +222,10 @@ async def test_lexical_text_keeps_a_150k_distinct_word_chunk_storable(store: Any
     assert len(lexical.encode()) < 1_000_000
     kstore = store.knowledge
     source = SourceDraft(workspace_id=hostile.GUILD, type="document", title="salad", metadata={})
-    await kstore.knowledge.add_source(source, [ChunkDraft(content=text, lexical=lexical, token_count=1)])
-    sources = await kstore.knowledge.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0)
+    await kstore.add_source(source, [ChunkDraft(content=text, lexical=lexical, token_count=1)])
+    sources = await kstore.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0)
     assert [s.title for s in sources] == ["salad"]
-    chunks = await kstore.knowledge.chunks_of_source(sources[0].id)
+    chunks = await kstore.chunks_of_source(sources[0].id)
     assert chunks[0].lexical.split()[:3] == ["w0x", "w1x", "w2x"]
 
 
@@ -243,9 +243,9 @@ async def test_postgres_rejects_the_unbounded_lexical_text(pg_url: str, tmp_path
         kstore = store.knowledge
         source = SourceDraft(workspace_id=hostile.GUILD, type="document", title="salad", metadata={})
         with pytest.raises(OmoideError) as caught:
-            await kstore.knowledge.add_source(source, [ChunkDraft(content=text, lexical=text, token_count=1)])
+            await kstore.add_source(source, [ChunkDraft(content=text, lexical=text, token_count=1)])
         assert "tsvector" in str(caught.value)
-        assert await kstore.knowledge.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0) == []
+        assert await kstore.list_sources(workspace_id=hostile.GUILD, limit=10, offset=0) == []
 
 
 def test_a_long_imported_message_is_split_as_the_archiver_splits_it(corpus: dict[str, Path]) -> None:

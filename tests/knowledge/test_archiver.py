@@ -39,10 +39,10 @@ async def test_criterion_inactive_sessions_become_knowledge(mem: Memory):
     """§4: an inactive session is turned into a knowledge source with chunks (embedding NULL)."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 23)
-    assert (await mem.archive()).sessions == 0  # still active: nothing to do
-    report = await mem.archive(at=later())
+    assert (await mem.knowledge.archive()).sessions == 0  # still active: nothing to do
+    report = await mem.knowledge.archive(at=later())
     assert (report.archived, report.sources, report.messages) == (1, 1, 23)
-    (source,) = await mem.sources()
+    (source,) = await mem.knowledge.sources()
     assert source.status is SourceStatus.PENDING  # the embedder's job, later
     assert source.type == "discord_session"
     chunks = await mem.store.knowledge.chunks_of_source(source.id)
@@ -58,7 +58,7 @@ async def test_criterion_sliding_window_overlap(mem: Memory):
     """§4: archiving keeps the newest N messages (default 5) in the session for context."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 30)
-    await mem.archive(at=later())
+    await mem.knowledge.archive(at=later())
     kept = await mem.sessions.messages(key)
     assert [m.seq for m in kept] == [26, 27, 28, 29, 30]
     assert [m.text for m in await mem.history(key)] == [m.text for m in stored[-5:]]
@@ -69,15 +69,15 @@ async def test_overlap_is_never_archived_again_and_later_messages_are_never_skip
     """DESIGN.md defect 1: with seed 000's index, messages 31-50 would never reach long-term memory."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     first = await talk(mem, key, 30)
-    await mem.archive(at=later())
+    await mem.knowledge.archive(at=later())
     second = await talk(mem, key, 20, start=30)
     session = await mem.sessions.get(key)
     assert session.status is SessionStatus.ACTIVE  # a message re-activates an archived session
-    report = await mem.archive(at=later() + timedelta(hours=1))
+    report = await mem.knowledge.archive(at=later() + timedelta(hours=1))
     assert report.messages == 20
     ids = await archived_ids(mem.store)
     assert Counter(ids) == Counter(m.id for m in first + second)  # each exactly once
-    sources = await mem.sources()
+    sources = await mem.knowledge.sources()
     assert sorted((s.metadata["seq_from"], s.metadata["seq_to"]) for s in sources) == [(1, 30), (31, 50)]
 
 
@@ -94,7 +94,7 @@ async def test_criterion_optimistic_lock_stale_plan_is_refused(mem: Memory):
     with pytest.raises(VersionConflict):
         await archiver.knowledge.archive_session(plan)
     assert (await mem.sessions.get(key)).archived_seq == 0  # nothing of the plan was applied
-    assert await mem.sources() == []
+    assert await mem.knowledge.sources() == []
 
 
 class _AppendFirst:
@@ -155,8 +155,8 @@ async def test_a_session_that_keeps_conflicting_is_left_for_the_next_run(mem: Me
     racing = _LockRace(mem, key, times=ARCHIVE_ATTEMPTS)
     report = await SessionArchiver(mem.store.sessions, racing, mem.settings).run(now=later())
     assert report.conflicts == 1 and report.archived == 0
-    assert await mem.sources() == []
-    report = await mem.archive(at=later())
+    assert await mem.knowledge.sources() == []
+    report = await mem.knowledge.archive(at=later())
     assert report.archived == 1
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + racing.appended)
 
@@ -183,7 +183,7 @@ async def test_criterion_repeatable_read_on_postgresql(pg_url, tmp_path):
             )
             key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
             await talk(mem, key, 12)
-            assert (await mem.archive(at=later())).archived == 1
+            assert (await mem.knowledge.archive(at=later())).archived == 1
             assert [r["level"] for r in await conn.fetch("SELECT level FROM isolation_seen")] == ["repeatable read"]
         finally:
             await conn.close()
@@ -204,7 +204,7 @@ async def test_sqlite_archive_waits_for_another_writer_and_then_rereads(sqlite_u
         try:
             other.execute("BEGIN IMMEDIATE")
             other.execute("UPDATE sessions SET version = version + 1")
-            task = asyncio.create_task(mem.archive(at=later()))
+            task = asyncio.create_task(mem.knowledge.archive(at=later()))
             await asyncio.sleep(0.3)
             assert not task.done()  # waiting for the other writer
             other.execute("COMMIT")
@@ -219,8 +219,8 @@ async def test_criterion_message_based_chunking(mem: Memory):
     """§4: chunks are windows of messages (default 10, overlap 2), not arbitrary text cuts."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 20)
-    await mem.archive(at=later())
-    (source,) = await mem.sources()
+    await mem.knowledge.archive(at=later())
+    (source,) = await mem.knowledge.sources()
     chunks = await mem.store.knowledge.chunks_of_source(source.id)
     assert [c.location["message_count"] for c in chunks] == [10, 10, 4]
     for chunk in chunks:
@@ -240,19 +240,19 @@ async def test_criterion_filters_bot_only_and_short_sessions(mem: Memory):
     short_key = mem.session_key(platform="discord", workspace="111", channel="222", user="short")
     await mem.append(short_key, Message.user("hi", author_id="short"))
     await mem.append(short_key, Message.assistant("hello!"))
-    report = await mem.archive(at=later())
+    report = await mem.knowledge.archive(at=later())
     assert (report.filtered, report.archived, report.sources) == (2, 0, 0)
     reasons = sorted(o.reason for o in report.outcomes)
     assert reasons == ["no_user_message", "too_short"]
-    assert await mem.sources() == []
+    assert await mem.knowledge.sources() == []
     for key, n in ((bot_key, 6), (short_key, 2)):
         session = await mem.sessions.get(key)
         assert session.status is SessionStatus.ARCHIVED
         assert session.archived_seq == n
     # the short session continues: only the new messages become knowledge
     more = await talk(mem, short_key, 4, start=10, user="short")
-    await mem.archive(at=later() + timedelta(hours=1))
-    (source,) = await mem.sources()
+    await mem.knowledge.archive(at=later() + timedelta(hours=1))
+    (source,) = await mem.knowledge.sources()
     assert (source.metadata["seq_from"], source.metadata["seq_to"]) == (3, 6)
     assert sorted(await archived_ids(mem.store)) == sorted(m.id for m in more)
 
@@ -283,8 +283,8 @@ async def test_metadata_records_every_participant_and_the_discord_jump_url(mem: 
     last = await mem.append(
         key, Message.user("じゃあ土曜日で！", author_id="30", author_name="Carol", message_id="9004")
     )
-    await mem.archive(at=later(), channel_names=lambda s: "general" if s.channel_id == "222" else None)
-    (source,) = await mem.sources()
+    await mem.knowledge.archive(at=later(), channel_names=lambda s: "general" if s.channel_id == "222" else None)
+    (source,) = await mem.knowledge.sources()
     meta = source.metadata
     assert meta["participants"] == ["10", "20", "99", "30"]
     assert meta["participant_names"] == {"10": "Alice", "20": "Bob", "99": "omoide", "30": "Carol"}
@@ -304,8 +304,8 @@ async def test_channel_id_is_not_reported_as_a_channel_name(mem: Memory):
     """DESIGN.md defect 2: seed 000 stored the channel id as 'channel_name'."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 4)
-    await mem.archive(at=later())
-    (source,) = await mem.sources()
+    await mem.knowledge.archive(at=later())
+    (source,) = await mem.knowledge.sources()
     assert "channel_name" not in source.metadata
     assert "channel 222" in source.title
 
@@ -335,8 +335,8 @@ def test_source_type_and_uri_per_platform():
 async def test_agent_sessions_become_agent_session_sources(mem: Memory):
     key = mem.session_key(workspace="default", agent="notes", policy="agent")
     await talk(mem, key, 6)
-    await mem.archive(now=True)
-    (source,) = await mem.sources()
+    await mem.knowledge.archive(now=True)
+    (source,) = await mem.knowledge.sources()
     assert source.type == "agent_session"
     assert source.uri is None
     assert source.metadata["agent_id"] == "notes"
@@ -351,7 +351,7 @@ async def test_a_large_active_session_is_archived_and_keeps_its_window(settings)
         key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
         stored = await talk(mem, key, 35)
         window_before = [m.id for m in await mem.history(key)]
-        report = await mem.archive()  # not idle: archived for its size
+        report = await mem.knowledge.archive()  # not idle: archived for its size
         assert report.archived == 1
         assert report.outcomes[0].reason == "threshold"
         session = await mem.sessions.get(key)
@@ -360,20 +360,20 @@ async def test_a_large_active_session_is_archived_and_keeps_its_window(settings)
         assert [m.id for m in await mem.history(key)] == window_before  # the prompt window is untouched
         assert len(await mem.sessions.messages(key)) == mem.settings.session_window
         more = await talk(mem, key, 3, start=35)
-        assert (await mem.archive()).archived == 0  # 3 < 30 and not idle
-        await mem.archive(at=later())
+        assert (await mem.knowledge.archive()).archived == 0  # 3 < 30 and not idle
+        await mem.knowledge.archive(at=later())
         assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored + more)
 
 
 async def test_now_and_older_than(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     await talk(mem, key, 4)
-    assert (await mem.archive(older_than=timedelta(minutes=5))).archived == 0
-    assert (await mem.archive(older_than=timedelta(0))).archived == 1
+    assert (await mem.knowledge.archive(older_than=timedelta(minutes=5))).archived == 0
+    assert (await mem.knowledge.archive(older_than=timedelta(0))).archived == 1
     await talk(mem, key, 4, start=4)
-    assert (await mem.archive(now=True)).archived == 1
+    assert (await mem.knowledge.archive(now=True)).archived == 1
     with pytest.raises(InvalidInput, match="negative"):
-        await mem.archive(older_than=timedelta(seconds=-1))
+        await mem.knowledge.archive(older_than=timedelta(seconds=-1))
 
 
 async def test_every_due_session_is_archived_in_batches(settings):
@@ -383,7 +383,7 @@ async def test_every_due_session_is_archived_in_batches(settings):
         for key in keys:
             stored += await talk(mem, key, 4, user=str(key).rsplit("=", 1)[1])
         seen = []
-        report = await mem.archive(at=later(), on_session=seen.append)
+        report = await mem.knowledge.archive(at=later(), on_session=seen.append)
         assert report.archived == 7 and len(seen) == 7
         assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in stored)
 
@@ -393,7 +393,7 @@ async def test_expired_sessions_are_still_archived(mem: Memory):
     stored = await talk(mem, key, 6)
     assert await mem.sessions.expire_idle(now=later() + timedelta(days=2)) == 1
     assert (await mem.sessions.get(key)).status is SessionStatus.EXPIRED
-    assert (await mem.archive(at=later())).archived == 1
+    assert (await mem.knowledge.archive(at=later())).archived == 1
     assert (await mem.sessions.get(key)).status is SessionStatus.ARCHIVED
     assert sorted(await archived_ids(mem.store)) == sorted(m.id for m in stored)
 
@@ -456,7 +456,7 @@ async def test_appends_racing_the_archiver_lose_nothing(settings):
         async def archiver() -> int:
             runs = 0
             while not done.is_set():
-                await mem.archive()
+                await mem.knowledge.archive()
                 runs += 1
                 await asyncio.sleep(0.001)
             return runs
@@ -465,8 +465,8 @@ async def test_appends_racing_the_archiver_lose_nothing(settings):
         await asyncio.gather(*(user(k, f"u{i}") for i, k in enumerate(keys)))
         done.set()
         assert await arch > 1
-        archived_while_typing = len(await mem.sources())
-        await mem.archive(now=True)
+        archived_while_typing = len(await mem.knowledge.sources())
+        await mem.knowledge.archive(now=True)
         ids = await archived_ids(mem.store)
         assert len(ids) == len(set(ids))  # no duplicates
         assert Counter(ids) == Counter(m.id for m in appended)  # nothing lost
@@ -477,11 +477,11 @@ async def test_a_bot_reply_archived_apart_from_its_question_is_kept(mem: Memory)
     """The filters judge the conversation: a bot-only increment after a user's turn is not "bot-only"."""
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     stored = await talk(mem, key, 11)  # ends with the user's turn
-    assert (await mem.archive(at=later())).archived == 1
+    assert (await mem.knowledge.archive(at=later())).archived == 1
     reply = await mem.append(
         key, Message.assistant("返事: 明日は雨の予報です。", author_id="bot", author_name="omoide")
     )
-    report = await mem.archive(at=later())
+    report = await mem.knowledge.archive(at=later())
     assert (report.archived, report.filtered) == (1, 0)
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in [*stored, reply])
 
@@ -490,8 +490,8 @@ async def test_a_bot_only_session_is_still_filtered(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", user="u1")
     for i in range(3):
         await mem.append(key, Message.assistant(f"お知らせ {i}: メンテナンスは明日です。", author_id="bot"))
-    report = await mem.archive(at=later())
+    report = await mem.knowledge.archive(at=later())
     assert (report.archived, report.filtered) == (0, 1)
     await mem.append(key, Message.assistant("お知らせ: 終わりました。", author_id="bot"))
-    assert (await mem.archive(at=later())).filtered == 1  # the kept overlap is bot-only too
-    assert await mem.sources() == []
+    assert (await mem.knowledge.archive(at=later())).filtered == 1  # the kept overlap is bot-only too
+    assert await mem.knowledge.sources() == []

@@ -21,7 +21,7 @@ async def archived_memory(mem: Memory, sessions: int = 3, messages: int = 12) ->
     for i in range(sessions):
         key = mem.session_key(platform="discord", workspace="111", channel="222", user=f"u{i}")
         await talk(mem, key, messages, user=f"u{i}")
-    report = await mem.archive(at=later())
+    report = await mem.knowledge.archive(at=later())
     assert report.archived == sessions
 
 
@@ -32,14 +32,14 @@ async def statuses(mem: Memory) -> list[SourceStatus]:
 async def test_pending_sources_are_embedded_and_become_ready(mem: Memory):
     await archived_memory(mem)
     seen: list[int] = []
-    report = await mem.embed(on_chunks=seen.append)
-    status = await mem.knowledge_status()
+    report = await mem.knowledge.embed(on_chunks=seen.append)
+    status = await mem.knowledge.status()
     assert report.claimed == 3 and report.ready == 3 and report.failed == 0
     assert report.chunks == status.chunks == sum(seen)
     assert await statuses(mem) == [SourceStatus.READY] * 3
     assert status.embedded == {mem.embedder.model_id: status.chunks}
     # the stored vector is the embedder's vector of the chunk's lines as "speaker: text"
-    source = (await mem.sources())[0]
+    source = (await mem.knowledge.sources())[0]
     chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
     stored = await mem.store.knowledge.get_embedding(chunk.id, model=mem.embedder.model_id)
     plain = chunk_embedding_text(chunk.content)
@@ -48,26 +48,26 @@ async def test_pending_sources_are_embedded_and_become_ready(mem: Memory):
     assert stored is not None
     assert np.allclose(stored, expected, atol=1e-3)  # halfvec on PostgreSQL
     # a second pass finds nothing to do
-    again = await mem.embed()
+    again = await mem.knowledge.embed()
     assert again.idle
 
 
 async def test_batches_span_sources(mem: Memory):
     await archived_memory(mem, sessions=4)
     embedder = FlakyEmbedder()
-    processor = EmbeddingProcessor(mem.store, embedder, tuned(mem.settings, embed_batch_size=5))
+    processor = EmbeddingProcessor(mem.store.knowledge, embedder, tuned(mem.settings, embed_batch_size=5))
     report = await processor.run()
-    total = (await mem.knowledge_status()).chunks
+    total = (await mem.knowledge.status()).chunks
     assert report.chunks == total
     assert embedder.calls == [5] * (total // 5) + ([total % 5] if total % 5 else [])
 
 
 async def test_the_vector_index_is_created_for_the_model(mem: Memory):
     await archived_memory(mem, sessions=1)
-    report = await mem.embed()
+    report = await mem.knowledge.embed()
     if mem.store.backend == "postgresql":
         assert report.index_created
-        again = EmbeddingProcessor(mem.store, mem.embedder, mem.settings)
+        again = EmbeddingProcessor(mem.store.knowledge, mem.embedder, mem.settings)
         assert await again.ensure_index() is False  # already there
     else:
         assert not report.index_created  # exact search with numpy: no index to build
@@ -77,7 +77,7 @@ async def test_transient_errors_back_off_then_fail_after_the_attempts_cap(settin
     async with Memory.open(tuned(settings, embedder="hashing", embed_max_attempts=2)) as mem:
         await archived_memory(mem, sessions=2)
         embedder = FlakyEmbedder(failures=[RateLimited("slow down", provider="flaky", retry_after=1.0)])
-        processor = EmbeddingProcessor(mem.store, embedder, mem.settings)
+        processor = EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings)
         report = await processor.run()
         assert report.retry_later and "RateLimited: slow down" in (report.transient_error or "")
         assert report.retried == 2 and report.ready == 0
@@ -98,7 +98,7 @@ async def test_transient_errors_back_off_then_fail_after_the_attempts_cap(settin
 async def test_a_transient_error_then_success(mem: Memory):
     await archived_memory(mem, sessions=2)
     embedder = FlakyEmbedder(failures=[ProviderUnavailable("timeout", provider="flaky")])
-    processor = EmbeddingProcessor(mem.store, embedder, mem.settings)
+    processor = EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings)
     assert (await processor.run()).retry_later
     report = await processor.run()
     assert report.ready == 2 and not report.retry_later
@@ -112,11 +112,11 @@ async def test_a_permanent_error_fails_only_its_source(mem: Memory):
         from omoide import Message
 
         await mem.append(key, Message.user(text * 3, author_id=f"u{i}"))
-    await mem.archive(at=later())
+    await mem.knowledge.archive(at=later())
     embedder = FlakyEmbedder(
         poison="POISON", poison_error=BadRequest("input rejected", provider="flaky", status_code=400)
     )
-    report = await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+    report = await EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings).run()
     assert (report.ready, report.failed) == (2, 1)
     by_title = {s.metadata["origin_session_key"]: s for s in await all_sources(mem.store)}
     poisoned = next(s for k, s in by_title.items() if k.endswith("u=u1"))
@@ -129,7 +129,7 @@ async def test_bad_credentials_fail_no_source(mem: Memory):
     await archived_memory(mem, sessions=2)
     embedder = FlakyEmbedder(failures=[AuthenticationFailed("bad key", provider="flaky", status_code=401)])
     with pytest.raises(AuthenticationFailed):
-        await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+        await EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings).run()
     sources = await all_sources(mem.store)
     assert {s.status for s in sources} == {SourceStatus.PENDING}
     assert all("bad key" in (s.error or "") for s in sources)
@@ -140,9 +140,9 @@ async def test_a_crashed_workers_claim_is_reclaimed_after_the_lease(settings):
         await archived_memory(mem, sessions=2)
         claimed = await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.2)  # a worker that then died
         assert len(claimed) == 2
-        assert (await mem.embed()).idle  # the lease still runs
+        assert (await mem.knowledge.embed()).idle  # the lease still runs
         await asyncio.sleep(0.3)
-        report = await mem.embed()
+        report = await mem.knowledge.embed()
         assert report.claimed == 2 and report.ready == 2
         assert all(s.attempts == 2 for s in await all_sources(mem.store))
 
@@ -154,7 +154,7 @@ async def test_a_source_that_keeps_killing_workers_is_failed(settings):
             assert await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.01)
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.02)
-        report = await mem.embed()
+        report = await mem.knowledge.embed()
         assert report.failed == 1
         (source,) = await all_sources(mem.store)
         assert source.status is SourceStatus.FAILED
@@ -171,25 +171,25 @@ async def test_stop_hands_unfinished_sources_back(settings):
                 stop.set()  # SIGTERM arrives while this batch is being embedded
                 return await super().embed_documents(texts)
 
-        report = await EmbeddingProcessor(mem.store, StopsAfterOneBatch(), mem.settings).run(stop=stop)
+        report = await EmbeddingProcessor(mem.store.knowledge, StopsAfterOneBatch(), mem.settings).run(stop=stop)
         assert report.stopped and report.chunks == 2 and report.released == 3
         assert {s.status for s in await all_sources(mem.store)} == {SourceStatus.PENDING}
         # the next worker finishes the job without redoing the stored batch
         embedder = FlakyEmbedder()
-        report = await EmbeddingProcessor(mem.store, embedder, mem.settings).run()
+        report = await EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings).run()
         assert report.ready == 3
-        assert report.chunks == (await mem.knowledge_status()).chunks - 2
+        assert report.chunks == (await mem.knowledge.status()).chunks - 2
 
 
 async def test_reindex_embeds_everything_for_a_new_model_beside_the_old_one(mem: Memory):
     await archived_memory(mem, sessions=2)
-    await mem.embed()
+    await mem.knowledge.embed()
     old = mem.embedder.model_id
-    source = (await mem.sources())[0]
+    source = (await mem.knowledge.sources())[0]
     chunk = (await mem.store.knowledge.chunks_of_source(source.id))[0]
     before = await mem.store.knowledge.get_embedding(chunk.id, model=old)
     report = await mem.knowledge.reindex("hashing@64")
-    status = await mem.knowledge_status()
+    status = await mem.knowledge.status()
     assert report.model == "hashing:v1@64"
     assert status.embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
     after = await mem.store.knowledge.get_embedding(chunk.id, model=old)
@@ -210,7 +210,7 @@ async def _reindex_while_searching(mem: Memory, settings) -> None:
     from omoide.providers.registry import build
 
     await archived_memory(mem, sessions=3, messages=20)
-    await mem.embed()
+    await mem.knowledge.embed()
     old = mem.embedder.model_id
     query = "message 7"
     baseline = await mem.search(query, workspace="111", mode="vector", k=5)
@@ -222,7 +222,7 @@ async def _reindex_while_searching(mem: Memory, settings) -> None:
     partial = await mem.knowledge.embedding_processor(new_embedder).backfill(
         stop=stop, on_chunks=lambda n: stop.set(), create_index=False
     )
-    status = await mem.knowledge_status()
+    status = await mem.knowledge.status()
     assert 0 < partial.chunks < status.chunks
     during = await mem.search(query, workspace="111", mode="vector", k=5)
     assert [h.chunk.chunk_id for h in during.hits] == [h.chunk.chunk_id for h in baseline.hits]
@@ -231,7 +231,7 @@ async def _reindex_while_searching(mem: Memory, settings) -> None:
     await mem.knowledge.reindex(new_embedder)  # resumes where it stopped
     after = await mem.search(query, workspace="111", mode="vector", k=5)
     assert [h.chunk.chunk_id for h in after.hits] == [h.chunk.chunk_id for h in baseline.hits]
-    assert (await mem.knowledge_status()).embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
+    assert (await mem.knowledge.status()).embedded == {old: status.chunks, "hashing:v1@64": status.chunks}
 
     # switching OMOIDE_EMBEDDER serves the new vectors at once
     async with Memory.open(tuned(settings, embedder="hashing@64")) as switched:
@@ -245,10 +245,10 @@ async def test_backfill_skips_chunks_the_provider_refuses(mem: Memory):
     from omoide import Message
 
     await mem.append(key, Message.user("POISON " * 10, author_id="u1"))
-    await mem.archive(at=later())
+    await mem.knowledge.archive(at=later())
     embedder = FlakyEmbedder(poison="POISON", poison_error=BadRequest("too long", provider="flaky", status_code=400))
-    report = await EmbeddingProcessor(mem.store, embedder, mem.settings).backfill()
-    status = await mem.knowledge_status()
+    report = await EmbeddingProcessor(mem.store.knowledge, embedder, mem.settings).backfill()
+    status = await mem.knowledge.status()
     assert report.skipped == 1
     assert report.chunks == status.chunks - 1
 
@@ -272,14 +272,14 @@ def test_the_hashing_embedder_is_the_test_embedder():
 async def test_a_source_whose_claims_never_finish_is_given_up_not_retried_forever(mem: Memory):
     """A poison pill that kills every worker claiming it: after embed_max_attempts dead claims it fails."""
     await archived_memory(mem, sessions=1)
-    (source,) = await mem.sources()
+    (source,) = await mem.knowledge.sources()
     s = tuned(mem.settings, embed_max_attempts=2, embed_lease_seconds=0.01)
     for _ in range(2):  # two workers claimed it and died
         await asyncio.sleep(0.02)  # their lease ran out
         assert await mem.store.knowledge.claim_sources(limit=10, lease_seconds=0.01) == [source.id]
     await asyncio.sleep(0.02)
-    report = await EmbeddingProcessor(mem.store, mem.embedder, s).run()
+    report = await EmbeddingProcessor(mem.store.knowledge, mem.embedder, s).run()
     assert report.failed == 1
-    (failed,) = await mem.sources()
+    (failed,) = await mem.knowledge.sources()
     assert failed.status is SourceStatus.FAILED
     assert "gave up after 2 claims that never finished" in (failed.error or "")

@@ -62,26 +62,28 @@ async def stored_ids(mem: Memory, channel: str, thread: str | None = None) -> li
 
 
 async def test_sync_is_idempotent_and_the_cursor_advances(mem: Memory):
-    assert await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c1") is None
+    assert await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c1") is None
 
-    first = await mem.ingest_messages(live(40) + live(5, channel="c1", thread="t9"), workspace=GUILD, origin="test")
+    first = await mem.knowledge.ingest_messages(
+        live(40) + live(5, channel="c1", thread="t9"), workspace=GUILD, origin="test"
+    )
     assert (first.new_messages, first.known_messages, first.conversations, first.sources) == (45, 0, 2, 2)
     assert first.chunks >= 3  # 40 messages > the 30-message window limit
-    cursor = await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c1")
+    cursor = await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c1")
     assert cursor is not None and (cursor.message_id, cursor.messages) == ("1039", 40)
     assert cursor.created_at == T0 + timedelta(minutes=39)
-    in_thread = await mem.ingest_cursor(platform="discord", workspace=int(GUILD), channel="c1", thread="t9")
+    in_thread = await mem.knowledge.ingest_cursor(platform="discord", workspace=int(GUILD), channel="c1", thread="t9")
     assert in_thread is not None and (in_thread.message_id, in_thread.messages) == ("1004", 5)
 
     # the same range again: nothing new, the cursor stays
-    again = await mem.ingest_messages(live(40), workspace=GUILD)
+    again = await mem.knowledge.ingest_messages(live(40), workspace=GUILD)
     assert (again.new_messages, again.known_messages, again.sources, again.chunks) == (0, 40, 0, 0)
-    assert await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c1") == cursor
+    assert await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c1") == cursor
 
     # an overlapping later fetch: only the new messages are written, the cursor moves to the newest
-    later = await mem.ingest_messages(live(15, start=35), workspace=GUILD)
+    later = await mem.knowledge.ingest_messages(live(15, start=35), workspace=GUILD)
     assert (later.new_messages, later.known_messages, later.sources) == (10, 5, 1)
-    moved = await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c1")
+    moved = await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c1")
     assert moved is not None and (moved.message_id, moved.messages) == ("1049", 50)
 
     ids = await stored_ids(mem, "c1")
@@ -103,21 +105,23 @@ async def test_batch_filters_duplicates_system_and_empty_messages(mem: Memory):
     batch += live(1, start=50, kind="system")
     blank = live(1, start=51)[0]
     batch.append(ImportedMessage(**{**{f: getattr(blank, f) for f in blank.__slots__}, "text": "  "}))  # type: ignore[arg-type]
-    done = await mem.ingest_messages(reversed(batch), workspace=GUILD)  # any order
+    done = await mem.knowledge.ingest_messages(reversed(batch), workspace=GUILD)  # any order
     assert (done.messages, done.new_messages) == (6, 6)
     assert (done.report.duplicates, done.report.system_skipped, done.report.empty_skipped) == (2, 1, 1)
     assert sorted(await stored_ids(mem, "c1")) == [str(1000 + i) for i in range(6)]
 
-    with_system = await mem.ingest_messages(live(1, start=50, kind="system"), workspace=GUILD, include_system=True)
+    with_system = await mem.knowledge.ingest_messages(
+        live(1, start=50, kind="system"), workspace=GUILD, include_system=True
+    )
     assert with_system.new_messages == 1
 
 
 async def test_messages_of_another_workspace_are_refused(mem: Memory):
     mixed = live(3) + live(2, workspace="999", start=3)
     with pytest.raises(InvalidInput, match="workspace 999"):
-        await mem.ingest_messages(mixed, workspace=GUILD)
+        await mem.knowledge.ingest_messages(mixed, workspace=GUILD)
     assert await all_sources(mem.store) == []
-    assert await mem.ingest_cursor(platform="discord", workspace="999", channel="c1") is None
+    assert await mem.knowledge.ingest_cursor(platform="discord", workspace="999", channel="c1") is None
 
 
 async def test_an_interrupted_sync_leaves_whole_windows_and_resumes(mem: Memory, monkeypatch: pytest.MonkeyPatch):
@@ -132,31 +136,31 @@ async def test_an_interrupted_sync_leaves_whole_windows_and_resumes(mem: Memory,
             raise RuntimeError("connection lost")
         return await real(source, chunks, **kwargs)
 
-    monkeypatch.setattr(store, "add_source", failing)
+    monkeypatch.setattr(store.knowledge, "add_source", failing)
     batch = live(20, channel="c1") + live(20, channel="c2")
     with pytest.raises(RuntimeError):
-        await mem.ingest_messages(batch, workspace=GUILD)
+        await mem.knowledge.ingest_messages(batch, workspace=GUILD)
     # the first channel is stored whole; the second not at all (one transaction per conversation)
     assert sorted(await stored_ids(mem, "c1")) == [str(1000 + i) for i in range(20)]
     assert await stored_ids(mem, "c2") == []
-    assert await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c2") is None
+    assert await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c2") is None
 
-    monkeypatch.setattr(store, "add_source", real)
-    resumed = await mem.ingest_messages(batch, workspace=GUILD)
+    monkeypatch.setattr(store.knowledge, "add_source", real)
+    resumed = await mem.knowledge.ingest_messages(batch, workspace=GUILD)
     assert (resumed.new_messages, resumed.known_messages) == (20, 20)
     assert sorted(await stored_ids(mem, "c2")) == [str(1000 + i) for i in range(20)]
-    cursor = await mem.ingest_cursor(platform="discord", workspace=GUILD, channel="c2")
+    cursor = await mem.knowledge.ingest_cursor(platform="discord", workspace=GUILD, channel="c2")
     assert cursor is not None and cursor.message_id == "1019"
 
 
 async def test_the_cursor_continues_after_an_export_import(mem: Memory):
     guild = sample_guild()[0]
     path = next(p for p in discord_export_paths() if "general" in p.name)
-    await mem.import_export(path)
+    await mem.knowledge.import_export(path)
     exported = [m for m in read_export([path]).messages if m.thread_id is None]
     newest = max(exported, key=lambda m: (m.created_at, int(m.message_id)))
     channel = newest.channel_id
-    cursor = await mem.ingest_cursor(platform="discord", workspace=guild, channel=channel)
+    cursor = await mem.knowledge.ingest_cursor(platform="discord", workspace=guild, channel=channel)
     assert cursor is not None and cursor.message_id == newest.message_id
     assert cursor.messages == len(exported)
 
@@ -173,14 +177,14 @@ async def test_the_cursor_continues_after_an_export_import(mem: Memory):
         )  # type: ignore[arg-type]
         for i in range(2)
     ]
-    done = await mem.ingest_messages(tail + fresh, workspace=guild)
+    done = await mem.knowledge.ingest_messages(tail + fresh, workspace=guild)
     assert (done.new_messages, done.known_messages) == (2, 3)
-    after = await mem.ingest_cursor(platform="discord", workspace=guild, channel=channel)
+    after = await mem.knowledge.ingest_cursor(platform="discord", workspace=guild, channel=channel)
     assert after is not None and after.message_id == fresh[-1].message_id
 
 
 async def test_build_context_takes_knowledge_only_from_the_given_channels(mem: Memory):
-    await mem.ingest_messages(live(5, channel="open") + live(5, channel="private"), workspace=GUILD)
+    await mem.knowledge.ingest_messages(live(5, channel="open") + live(5, channel="private"), workspace=GUILD)
     key = mem.session_key(platform="discord", workspace=GUILD, channel="open", user="u1")
 
     def knowledge_channels(built: Any) -> set[str]:

@@ -27,8 +27,8 @@ async def make_sample_db(path: Path) -> str:
     """A SQLite file with the sample Discord export imported and embedded (hashing embedder)."""
     url = f"sqlite:///{path}"
     async with omoide.Memory.open(database_url=url, embedder="hashing") as mem:
-        await mem.import_export([SAMPLE])
-        await mem.embed()
+        await mem.knowledge.import_export([SAMPLE])
+        await mem.knowledge.embed()
     return url
 
 

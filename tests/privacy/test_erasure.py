@@ -82,7 +82,7 @@ async def plant(mem: Memory) -> Any:
             text = f"bobword{i} 勉強会は金曜日です。"
             await mem.append(shared, Message.user(text, author_id=BOB, author_name="Bob", message_id=f"m{i}"))
     await mem.remember(f"Alice's hint is {MARK}", workspace=WS, user=ALICE)
-    await mem.ingest_messages(history(), workspace=WS)
+    await mem.knowledge.ingest_messages(history(), workspace=WS)
     transcripts = TranscriptStore(mem.settings.transcripts_dir)
     own = await transcripts.create_session(WS, "alice-only")
     await transcripts.append_user(WS, own.id, f"transcript {MARK}", author_id=ALICE)
@@ -94,8 +94,8 @@ async def plant(mem: Memory) -> Any:
 
 async def digest(mem: Memory) -> None:
     """Archive, embed and summarise everything planted."""
-    await mem.archive(now=True)
-    await mem.embed()
+    await mem.knowledge.archive(now=True)
+    await mem.knowledge.embed()
     await mem.summary_generator().run()
 
 
@@ -216,7 +216,7 @@ async def test_a_forgotten_user_is_nowhere_to_be_found(mem: Memory, settings: Se
     assert files_holding(mem.settings.transcripts_dir, "bobtranscript")
 
     # the rewritten chunks are embedded again, and still hold nothing of hers
-    await mem.embed()
+    await mem.knowledge.embed()
     status = await mem.store.knowledge.knowledge_status(workspace_id=WS)
     assert status.chunks == sum(status.embedded.values()), status
     assert await retrievable(mem, MARK, bob_key) == []
@@ -224,7 +224,7 @@ async def test_a_forgotten_user_is_nowhere_to_be_found(mem: Memory, settings: Se
     # idempotent, and an old export brings nothing back
     again = await mem.forget_user(workspace=WS, user=ALICE)
     assert again.total == 0, again
-    await mem.ingest_messages(history(), workspace=WS)
+    await mem.knowledge.ingest_messages(history(), workspace=WS)
     await digest(mem)
     assert await text_columns_holding(mem.settings, MARK) == []
     # …while what she writes after being forgotten is hers again, as a new user's
@@ -237,7 +237,7 @@ async def test_a_conversation_that_was_only_theirs_leaves_no_source(mem: Memory)
     key = mem.session_key(platform="discord", workspace=WS, channel="c9", user=ALICE)
     await mem.append(key, Message.user(f"only me: {MARK}", author_id=ALICE))
     await mem.append(key, Message.assistant(f"you said {MARK}", author_id="bot"))
-    await mem.archive(now=True)
+    await mem.knowledge.archive(now=True)
     assert (await mem.store.knowledge.knowledge_status(workspace_id=WS)).chunks >= 1
     report = await mem.forget_user(workspace=WS, user=ALICE)
     assert report.sources_deleted == 1 and report.chunks_deleted >= 1
@@ -307,7 +307,7 @@ def test_a_source_title_loses_their_name_only(title: str, expected: str) -> None
 async def test_a_long_imported_message_cut_into_parts_is_erased_part_by_part(mem: Memory, settings: Settings) -> None:
     t0 = utcnow() - timedelta(days=1)
     long_text = " ".join(f"{MARK}{i} 長い文章です。" for i in range(900))
-    await mem.ingest_messages(
+    await mem.knowledge.ingest_messages(
         [
             imported(10, BOB, "bobbefore ちょっと長い話をします。", at=t0),
             imported(11, ALICE, long_text, at=t0 + timedelta(minutes=1)),
@@ -329,7 +329,7 @@ async def test_sqlite_rewrites_prepared_before_the_lock_are_used_only_if_the_chu
     from omoide.stores.sqlite._erasure import erase_user, prepare_rewrites
 
     async with Memory.open(Settings(database_url=sqlite_url, transcripts_dir=tmp_path, embedder="hashing")) as mem:
-        await mem.ingest_messages(history(), workspace=WS)
+        await mem.knowledge.ingest_messages(history(), workspace=WS)
     conn = sqlite3.connect(sqlite_url.split("sqlite:///", 1)[1], isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
     try:

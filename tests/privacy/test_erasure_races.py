@@ -70,7 +70,7 @@ async def test_an_archive_planned_before_the_erasure_writes_nothing_of_theirs(me
     outcome = await job
     assert calls >= 2, "the stale plan must have been refused and made again"
     assert outcome.outcome.value == "archived"
-    await mem.embed()
+    await mem.knowledge.embed()
     await assert_clean(mem)
 
 
@@ -120,7 +120,7 @@ async def stored_vectors_match_their_text(mem: Memory) -> bool:
 
 async def test_an_embedding_made_before_the_erasure_is_not_stored(mem: Memory) -> None:
     await shared_channel(mem)
-    await mem.archive(now=True)
+    await mem.knowledge.archive(now=True)
     embedder = GatedEmbedder()
     job = asyncio.create_task(mem.knowledge.embedding_processor(embedder).run())
     await asyncio.wait_for(embedder.reached.wait(), 30)
@@ -181,8 +181,8 @@ async def test_an_import_that_read_before_the_erasure_skips_their_messages(
             await mem.forget_user(workspace=WS, user=ALICE)
         return await real(source, chunks, **kwargs)
 
-    monkeypatch.setattr(mem.store, "add_source", erase_first)
-    summary = await mem.ingest_messages(history(), workspace=WS)
+    monkeypatch.setattr(mem.store.knowledge, "add_source", erase_first)
+    summary = await mem.knowledge.ingest_messages(history(), workspace=WS)
     assert erased and summary.sources == 1
     assert await text_columns_holding(mem.settings, MARK) == []
     hits = (await mem.search("bobimport2", workspace=WS, mode="lexical")).hits

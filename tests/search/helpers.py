@@ -54,7 +54,7 @@ async def seed(mem: Memory, *, workspace: str = "g1", embed: bool = True) -> lis
         SourceDraft(workspace_id="other", type="discord_channel", title="#general"), [other]
     )
     if embed:
-        await mem.embed()
+        await mem.knowledge.embed()
     return ids
 
 

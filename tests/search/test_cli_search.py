@@ -127,7 +127,7 @@ def test_piped_output_never_wraps_jump_urls(tmp_path, monkeypatch):
 
     async def load() -> None:
         async with Memory.open(database_url=db, embedder="hashing") as mem:
-            await mem.import_export(discord_export_paths())
+            await mem.knowledge.import_export(discord_export_paths())
 
     asyncio.run(load())
     guild = sample_guild()[0]

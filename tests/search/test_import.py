@@ -22,11 +22,11 @@ def general_file():
 
 
 async def test_import_search_ask_and_reimport(mem: Memory):
-    summary = await mem.import_export(discord_export_paths())
+    summary = await mem.knowledge.import_export(discord_export_paths())
     assert summary.sources == summary.conversations >= 5  # channels + the thread
     assert summary.chunks > summary.sources
     assert summary.new_messages == summary.messages > 300 and summary.known_messages == 0
-    sources = await mem.sources(workspace=GUILD, limit=50)
+    sources = await mem.knowledge.sources(workspace=GUILD, limit=50)
     assert {s.type for s in sources} == {"discord_channel"}
     assert any("›" in s.title for s in sources)  # the thread: "#channel › thread"
     chunks = await mem.store.knowledge.chunks_of_source(sources[0].id)
@@ -34,7 +34,7 @@ async def test_import_search_ask_and_reimport(mem: Memory):
     assert "**" in chunks[0].content.splitlines()[0]
     assert chunks[0].location["jump_url"].startswith(f"https://discord.com/channels/{GUILD}/")
 
-    await mem.embed()
+    await mem.knowledge.embed()
     # the shipped sample questions: measured 14 of 15 answered from the top 5 with the hashing embedder
     retrieved = cited = 0
     for q in questions():
@@ -44,7 +44,7 @@ async def test_import_search_ask_and_reimport(mem: Memory):
         cited += any(q.expect in c.hit.content for c in answer.citations)
     assert retrieved >= 13 and cited >= 12
 
-    again = await mem.import_export(discord_export_paths())
+    again = await mem.knowledge.import_export(discord_export_paths())
     assert (again.sources, again.chunks, again.new_messages) == (0, 0, 0)
     assert again.known_messages == summary.messages
 
@@ -55,14 +55,14 @@ async def test_overlapping_later_export_adds_only_new_messages(mem: Memory, tmp_
     early = {**data, "messages": data["messages"][:half], "messageCount": half}
     path = tmp_path / "general-early.json"
     path.write_text(json.dumps(early, ensure_ascii=False), encoding="utf-8")
-    first = await mem.import_export(path)
+    first = await mem.knowledge.import_export(path)
     assert first.new_messages == first.messages
-    later = await mem.import_export(general_file())
+    later = await mem.knowledge.import_export(general_file())
     assert later.sources == 1
     assert later.known_messages == first.messages
     assert later.new_messages == later.messages - first.messages > 0
     ids: list[str] = []
-    for source in await mem.sources(workspace=GUILD):
+    for source in await mem.knowledge.sources(workspace=GUILD):
         for chunk in await mem.store.knowledge.chunks_of_source(source.id):
             ids.extend(chunk.location["message_ids"])
     assert len(ids) == len(set(ids)) == later.messages
@@ -74,9 +74,9 @@ async def test_malformed_record_skipped_or_strict(mem: Memory, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(MalformedExport):
-        await mem.import_export(path, strict=True)
-    assert await mem.sources(workspace=GUILD) == []  # nothing written
-    summary = await mem.import_export(path)
+        await mem.knowledge.import_export(path, strict=True)
+    assert await mem.knowledge.sources(workspace=GUILD) == []  # nothing written
+    summary = await mem.knowledge.import_export(path)
     assert len(summary.problems) == 1 and "messages[3]" in str(summary.problems[0])
     assert summary.new_messages == summary.messages > 0
 
@@ -101,6 +101,6 @@ def test_cli_import_embeds_and_is_idempotent(settings, monkeypatch, tmp_path):
 
     async def count() -> int:
         async with Memory.open(settings) as mem:
-            return (await mem.knowledge_status()).chunks
+            return (await mem.knowledge.status()).chunks
 
     assert asyncio.run(count()) == data["chunks"]

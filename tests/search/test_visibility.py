@@ -59,7 +59,7 @@ async def _seed(mem: Memory) -> None:
         SourceDraft("g2", "slack_channel", "#other", private=True, members=(ALICE,)),
         [chunk_for(99, "other", ALICE, "x", "bluebird elsewhere", 0)],
     )
-    await mem.embed()
+    await mem.knowledge.embed()
 
 
 async def _channels(mem: Memory, mode: str, **kwargs: Any) -> set[str]:
@@ -111,7 +111,7 @@ async def test_a_mostly_private_workspace_still_returns_k_public_rows(mem: Memor
         SourceDraft("g1", "slack_channel", "#dm", private=True, members=(ALICE,)), private
     )  # type: ignore[attr-defined]
     await mem.store.knowledge.add_source(SourceDraft("g1", "slack_channel", "#pub"), public)  # type: ignore[attr-defined]
-    await mem.embed()
+    await mem.knowledge.embed()
     for mode in MODES:
         result = await mem.search("bluebird secret number 7", workspace="g1", k=20, mode=mode, viewer=BOB)  # type: ignore[arg-type]
         assert len(result.hits) == 20 and {h.chunk.channel_id for h in result.hits} == {"pub"}, mode
@@ -128,9 +128,9 @@ def _slack_export(root: Path) -> Path:
 
 
 async def test_an_imported_slack_dm_and_private_group_are_private_to_their_members(mem: Memory, tmp_path: Path):
-    await mem.import_export(_slack_export(tmp_path), workspace="T0TEAM")
-    await mem.embed()
-    sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace="T0TEAM")}
+    await mem.knowledge.import_export(_slack_export(tmp_path), workspace="T0TEAM")
+    await mem.knowledge.embed()
+    sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace="T0TEAM")}
     dm, group, general = sources["D01XYZ"], sources["G01SECRET"], sources["C01GENERAL"]
     assert dm.private and set(dm.members) == {"U01ALICE", "U02BOB"}
     assert group.private and set(group.members) == {"U01ALICE"}
@@ -154,10 +154,12 @@ async def test_ingested_private_messages_are_private(mem: Memory):
             "discord", "g1", None, channel, channel, None, None, f"m{i}", ALICE, "alice", False, text, T0
         )
 
-    await mem.ingest_messages([live(1, "dm1", "bluebird in a DM")], workspace="g1", private=True, members=[BOB])
-    await mem.ingest_messages([live(2, "general", "bluebird in public")], workspace="g1")
-    await mem.embed()
-    sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace="g1")}
+    await mem.knowledge.ingest_messages(
+        [live(1, "dm1", "bluebird in a DM")], workspace="g1", private=True, members=[BOB]
+    )
+    await mem.knowledge.ingest_messages([live(2, "general", "bluebird in public")], workspace="g1")
+    await mem.knowledge.embed()
+    sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace="g1")}
     assert sources["dm1"].private and set(sources["dm1"].members) == {ALICE, BOB}
     assert not sources["general"].private
     assert await _channels(mem, "hybrid", viewer=EVE) == {"general"}
@@ -175,9 +177,9 @@ async def test_an_archived_private_session_and_build_context(mem: Memory):
     await mem.append(public, Message.assistant("Thanks, the bluebird cafeteria opens at noon."))
     assert (await mem.sessions.get(dm)).private and (await mem.sessions.get(dm)).members == (ALICE,)
     assert not (await mem.sessions.get(public)).private
-    await mem.archive(now=True)
-    await mem.embed()
-    sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace="g1")}
+    await mem.knowledge.archive(now=True)
+    await mem.knowledge.embed()
+    sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace="g1")}
     assert sources["D1"].private and sources["D1"].members == (ALICE,)
     assert not sources["C1"].private
     assert await _channels(mem, "hybrid", viewer=BOB) == {"C1"}
@@ -242,7 +244,7 @@ async def test_sqlite_upgrade_keeps_existing_knowledge_public_and_backfills_dms(
     async with Memory.open(settings) as mem:
         assert isinstance(mem.store, SqliteStore)
         assert await mem.store.schema_version() == MIGRATIONS[-1].version
-        sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace="T1")}
+        sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace="T1")}
         assert not sources["C1"].private and sources["C1"].members == ()
         assert sources["D1"].private and sources["D1"].members == (ALICE,)
         session = await mem.sessions.get("slack:T1:c=D1:u=uA")
@@ -295,7 +297,7 @@ async def test_postgres_upgrade_keeps_existing_knowledge_public_and_backfills_dm
         await conn.close()
     settings = Settings(database_url=pg_url, embedder="hashing", transcripts_dir=tmp_path, db_pool_max=4)
     async with Memory.open(settings) as mem:
-        sources = {s.metadata["channel_id"]: s for s in await mem.sources(workspace="T1")}
+        sources = {s.metadata["channel_id"]: s for s in await mem.knowledge.sources(workspace="T1")}
         assert not sources["C1"].private and sources["C1"].members == ()
         assert sources["D1"].private and sources["D1"].members == (ALICE,)
         assert await _lexical(mem, "T1", viewer=BOB) == {"C1"}

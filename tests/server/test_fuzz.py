@@ -28,7 +28,7 @@ async def _prepare(settings: Settings) -> str:
         key = mem.session_key(platform="api", workspace="g1", channel="1", user="1")
         await mem.append(key, Message.user("猫の名前はタマです", author_id="1"))
         await mem.remember("猫の名前はタマ", workspace="g1", user="1")
-        await mem.archive(now=True)
+        await mem.knowledge.archive(now=True)
         return created.token
 
 

@@ -23,10 +23,10 @@ async def b_data(memory, tenants):
     key = memory.session_key(platform="discord", workspace=WS_B, channel="99", user="5")
     for i in range(3):
         await memory.append(key, Message.user(f"{SECRET} message {i}", author_id="5", message_id=f"b{i}"))
-    await memory.archive(now=True)
+    await memory.knowledge.archive(now=True)
     await memory.append(key, Message.user(f"{SECRET} after archive", author_id="5", message_id="b9"))
     remembered = await memory.remember(f"{SECRET} memory", workspace=WS_B, user="5")
-    status = await memory.knowledge_status(workspace=WS_B)
+    status = await memory.knowledge.status(workspace=WS_B)
     assert status.chunks >= 1
     return {"memory_id": int(remembered.memory.id)}
 
@@ -83,7 +83,7 @@ async def test_import_of_another_workspace_is_refused(client, tenants, memory):
         "/v1/imports", headers=tenants.hb, params={"filename": export.name}, content=export.read_bytes()
     )
     assert refused.status_code == 400 and refused.json()["code"] == "INVALID_INPUT"
-    assert (await memory.knowledge_status()).chunks == 0  # nothing was written anywhere
+    assert (await memory.knowledge.status()).chunks == 0  # nothing was written anywhere
 
 
 async def test_admin_key_is_not_a_workspace_key(client, tenants):

@@ -18,10 +18,10 @@ async def test_knowledge_status_of_one_workspace(memory):
             key = memory.session_key(platform="api", workspace=ws, channel=f"c{i}", user="u")
             await memory.append(key, Message.user(f"{ws} message {i}"))
     every, w1, w2, none = (
-        await memory.knowledge_status(),
-        await memory.knowledge_status(workspace="w1"),
-        await memory.knowledge_status(workspace="w2"),
-        await memory.knowledge_status(workspace="nobody"),
+        await memory.knowledge.status(),
+        await memory.knowledge.status(workspace="w1"),
+        await memory.knowledge.status(workspace="w2"),
+        await memory.knowledge.status(workspace="nobody"),
     )
     assert sum(every.sessions.values()) == 4
     assert (sum(w1.sessions.values()), w1.unarchived_messages) == (3, 3)
@@ -32,9 +32,9 @@ async def test_knowledge_status_of_one_workspace(memory):
 async def test_import_only_into_one_workspace(memory):
     export = next(p for p in discord_export_paths() if "random" in p.name)  # guild WS_A
     with pytest.raises(InvalidInput, match="workspace"):
-        await memory.import_export(export, workspace="other", only_workspace=True)
-    assert (await memory.knowledge_status()).chunks == 0
+        await memory.knowledge.import_export(export, workspace="other", only_workspace=True)
+    assert (await memory.knowledge.status()).chunks == 0
     with pytest.raises(InvalidInput):
-        await memory.import_export(export, only_workspace=True)  # which workspace?
-    done = await memory.import_export(export, workspace=WS_A, only_workspace=True)
-    assert done.chunks > 0 and (await memory.knowledge_status(workspace=WS_A)).chunks == done.chunks
+        await memory.knowledge.import_export(export, only_workspace=True)  # which workspace?
+    done = await memory.knowledge.import_export(export, workspace=WS_A, only_workspace=True)
+    assert done.chunks > 0 and (await memory.knowledge.status(workspace=WS_A)).chunks == done.chunks

@@ -25,8 +25,8 @@ async def test_private_conversations_and_viewer(client: httpx.AsyncClient, memor
             "/v1/sessions/messages", headers=h, json={"session": public, "text": text, "message_id": f"c{i}"}
         )
         assert reply.status_code in (200, 201), reply.text
-    await memory.archive(now=True)
-    await memory.embed()
+    await memory.knowledge.archive(now=True)
+    await memory.knowledge.embed()
 
     async def contents(**extra: object) -> list[str]:
         found = await client.post("/v1/search", headers=h, json={"query": "zebra", "mode": "lexical", **extra})

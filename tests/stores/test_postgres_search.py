@@ -240,8 +240,8 @@ async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, p
     assert current is not None  # the store's own write is seen at once
     other = PostgresStore(pg_url, settings=Settings(database_url=pg_url, transcripts_dir=tmp_path / "t2"))
     async with other:
-        await other.set_lexical_tokenizer("ngram:v1")
-        assert await other.lexical_tokenizer() == "ngram:v1"  # its own reindex: at once
+        await other.lexical_index.set_lexical_tokenizer("ngram:v1")
+        assert await other.search.lexical_tokenizer() == "ngram:v1"  # its own reindex: at once
         assert await pg_store.search.lexical_tokenizer() == current  # another process's: not yet
         monkeypatch.setattr(pg_module, "TOKENIZER_TTL", 0.0)
         assert await pg_store.search.lexical_tokenizer() == "ngram:v1"  # after the reuse time

@@ -126,7 +126,7 @@ async def test_two_stores_on_one_file_claim_disjoint_sources(tmp_path: Path) -> 
     path = tmp_path / "shared.db"
     async with _open(path) as one, _open(path) as two:
         for i in range(20):
-            await one.add_source(SourceDraft(workspace_id="g1", type="document", title=f"d{i}"), [])
+            await one.knowledge.add_source(SourceDraft(workspace_id="g1", type="document", title=f"d{i}"), [])
         batches = await asyncio.gather(
             *(s.knowledge.claim_sources(limit=3, lease_seconds=60) for _ in range(4) for s in (one, two))
         )
@@ -140,15 +140,15 @@ async def test_archive_from_another_store_conflicts_with_appends(tmp_path: Path)
     async with _open(path) as bot, _open(path) as archiver:
         session = await _session(bot, 10)
         plan = _plan(session, [ChunkDraft(content="c", lexical="c", token_count=1)])
-        await bot.append_message(session.id, Message.user("late"))
+        await bot.sessions.append_message(session.id, Message.user("late"))
         with pytest.raises(VersionConflict):
-            await archiver.archive_session(plan)
-        fresh = await archiver.get_session_by_id(session.id)
+            await archiver.knowledge.archive_session(plan)
+        fresh = await archiver.sessions.get_session_by_id(session.id)
         assert fresh is not None
-        result = await archiver.archive_session(
+        result = await archiver.knowledge.archive_session(
             ArchivePlan(
                 **{**{f: getattr(plan, f) for f in plan.__dataclass_fields__}, "expected_version": fresh.version}
             )
         )
         assert result.pruned == 9  # archived up to 10 of 11; the newest 2 (10, 11) stay
-        assert [m.seq for m in await bot.messages(session.id)] == [10, 11]
+        assert [m.seq for m in await bot.sessions.messages(session.id)] == [10, 11]

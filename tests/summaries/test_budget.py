@@ -70,9 +70,7 @@ async def test_messages_over_the_budget_are_summarised_in_parts(mem: Memory):
         assert any(f"c1 のメッセージ {i}\n" in p + "\n" for p in short_calls), i
     assert "c1 のメッセージ 0\n" in short_calls[0] + "\n"
     assert "（これより前の部分の要約）" in short_calls[-1]  # the last part carries the earlier summary
-    short = await mem.summary_generator().store.summaries.latest_summary(
-        "g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM
-    )
+    short = await mem.store.summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
     assert short is not None and short.source_message_count == 60
     assert short.content.startswith("短期要約")
 

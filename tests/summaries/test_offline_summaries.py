@@ -86,7 +86,7 @@ async def test_repeated_merges_stay_flat_bullet_lists_of_what_was_said(settings:
             if round_no >= 1:
                 report = await generator.run()
                 assert "channel:c1" in report.updated
-        store = generator.store
+        store = mem.store
         short = await store.summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
         long = await store.summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.LONG_TERM)
         workspace = await store.summaries.latest_summary("g1", SummaryScope.WORKSPACE, "g1", SummaryKind.LONG_TERM)
@@ -115,7 +115,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     async def load() -> None:
         settings = Settings(database_url=f"sqlite:///{path}", embedder="hashing", transcripts_dir=path.parent)
         async with Memory.open(settings) as mem:
-            await mem.import_export(discord_export_paths())
+            await mem.knowledge.import_export(discord_export_paths())
 
     asyncio.run(load())
     return path
@@ -165,7 +165,7 @@ async def test_summarise_imported_reads_each_channel_and_thread_once_and_since(d
             generator, store, workspace="1290478288896131072", since=datetime(2025, 11, 10, tzinfo=UTC)
         )
         assert 0 < later.messages < 336
-        dev = await generator.store.summaries.summary_history(
+        dev = await generator.store.summary_history(
             "1290478288896131072", SummaryScope.CHANNEL, "1290479547187331073", SummaryKind.SHORT_TERM
         )
         assert len(dev) == 2 and dev[0].source_message_count < dev[1].source_message_count

@@ -72,7 +72,7 @@ async def talk(mem: Memory, channel: str, n: int, *, last_at: datetime, user: st
 
 
 async def latest(mem: Memory, scope: SummaryScope, scope_id: str, kind: SummaryKind) -> Summary | None:
-    return await mem.summary_generator().store.summaries.latest_summary("g1", scope, scope_id, kind)
+    return await mem.store.summaries.latest_summary("g1", scope, scope_id, kind)
 
 
 async def test_row_no_trigger_no_update(mem: Memory):
@@ -105,9 +105,7 @@ async def test_row_message_trigger_saves_a_new_version(mem: Memory):
     await gen.generate_channel_memories("g1", ["c1"])
     await talk(mem, "c1", 50, last_at=NOW - timedelta(minutes=1))
     assert (await gen.generate_channel_memories("g1", ["c1"])).short_term == 1
-    history = await mem.summary_generator().store.summaries.summary_history(
-        "g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM
-    )
+    history = await mem.store.summaries.summary_history("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
     assert [s.version for s in history] == [2, 1]  # the first version is kept (history)
 
 
@@ -147,9 +145,7 @@ async def test_history_off_overwrites(mem: Memory):
     await gen.generate_channel_memories("g1", ["c1"], config=off)
     await talk(mem, "c1", 2, last_at=NOW - timedelta(minutes=1))
     await gen.generate_channel_memories("g1", ["c1"], config=off)
-    history = await mem.summary_generator().store.summaries.summary_history(
-        "g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM
-    )
+    history = await mem.store.summaries.summary_history("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM)
     assert [(s.version, s.content) for s in history] == [(1, "短期要約: 5件")]
 
 

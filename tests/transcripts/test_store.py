@@ -47,7 +47,7 @@ async def test_layout_and_index(store: TranscriptStore):
     assert entry["label"] == "my-project"
     assert entry["message_count"] == 2
     assert entry["created_at"] <= entry["last_active_at"]
-    listed = await store.sessions.list_sessions(AGENT)
+    listed = await store.list_sessions(AGENT)
     assert [(x.id, x.label, x.message_count) for x in listed] == [(s.id, "my-project", 2)]
     assert listed[0].last_active_at > s.created_at
     assert listed[0].created_at.tzinfo is not None
@@ -68,13 +68,13 @@ async def test_each_append_is_one_line(store: TranscriptStore):
 
 
 async def test_list_sessions_oldest_first_and_unknown_agent(store: TranscriptStore):
-    assert await store.sessions.list_sessions("nobody") == []
+    assert await store.list_sessions("nobody") == []
     first = await store.create_session(AGENT, name="a")
     second = await store.create_session(AGENT, name="b")
-    assert [s.id for s in await store.sessions.list_sessions(AGENT)] == [first.id, second.id]
-    assert (await store.sessions.get_session(AGENT, second.id)).label == "b"
+    assert [s.id for s in await store.list_sessions(AGENT)] == [first.id, second.id]
+    assert (await store.get_session(AGENT, second.id)).label == "b"
     with pytest.raises(SessionNotFound):
-        await store.sessions.get_session(AGENT, "000000000000")
+        await store.get_session(AGENT, "000000000000")
 
 
 async def test_duplicate_name_rejected(store: TranscriptStore):
@@ -122,7 +122,7 @@ async def test_invalid_record_writes_nothing(store: TranscriptStore):
     with pytest.raises(InvalidContent, match="lone surrogate"):
         await store.append_user(AGENT, s.id, "bad \ud800")
     assert s.path.read_bytes() == b""
-    assert (await store.sessions.get_session(AGENT, s.id)).message_count == 0
+    assert (await store.get_session(AGENT, s.id)).message_count == 0
 
 
 async def test_extend_writes_many_records(store: TranscriptStore):
@@ -130,7 +130,7 @@ async def test_extend_writes_many_records(store: TranscriptStore):
     written = await store.extend(AGENT, s.id, [user_record(str(i), ts=i) for i in range(5)])
     assert [r["content"] for r in written] == ["0", "1", "2", "3", "4"]
     assert await store.records(AGENT, s.id) == written
-    assert (await store.sessions.get_session(AGENT, s.id)).message_count == 5
+    assert (await store.get_session(AGENT, s.id)).message_count == 5
 
 
 async def test_history_and_messages(store: TranscriptStore):
@@ -140,7 +140,7 @@ async def test_history_and_messages(store: TranscriptStore):
     await store.append_tool_use(AGENT, s.id, "t1", "read_file", {"path": "a"})
     await store.append_tool_result(AGENT, s.id, "t1", "A")
     await store.append_assistant(AGENT, s.id, "a says A")
-    history = await store.sessions.history(AGENT, s.id)
+    history = await store.history(AGENT, s.id)
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     messages = await store.load_messages(AGENT, s.id)
     assert [(m.role, m.content) for m in messages] == [
@@ -163,10 +163,10 @@ async def test_compaction_through_the_store(store: TranscriptStore):
     through = compaction_point(records, 4)
     assert through == 3
     await store.append_compaction(AGENT, s.id, "asked q0 and q1", through)
-    history = await store.sessions.history(AGENT, s.id)
+    history = await store.history(AGENT, s.id)
     assert history[0] == {"role": "user", "content": SUMMARY_PREFIX + "asked q0 and q1"}
     assert [m["content"] for m in history[2:]] == ["q2", [{"type": "text", "text": "a2"}]]
-    assert len(await store.sessions.history(AGENT, s.id, apply_compaction=False)) == 6
+    assert len(await store.history(AGENT, s.id, apply_compaction=False)) == 6
     assert len(await store.records(AGENT, s.id)) == 7  # originals stay in the file
     compacted = await store.load_messages(AGENT, s.id, apply_compaction=True)
     assert [m.text for m in compacted] == [
@@ -176,7 +176,7 @@ async def test_compaction_through_the_store(store: TranscriptStore):
         "a2",
     ]
     assert len(await store.load_messages(AGENT, s.id)) == 6
-    assert (await store.sessions.get_session(AGENT, s.id)).message_count == 6  # compaction records are not messages
+    assert (await store.get_session(AGENT, s.id)).message_count == 6  # compaction records are not messages
 
 
 # ------------------------------------------------------------------- find
@@ -242,7 +242,7 @@ async def test_rebuild_index(store: TranscriptStore):
     index_path = store.index_path(AGENT)
     index_path.write_text("{ not json")
     with pytest.raises(TranscriptError, match="rebuild_index"):
-        await store.sessions.list_sessions(AGENT)
+        await store.list_sessions(AGENT)
     rebuilt = await store.rebuild_index(AGENT)
     assert [(x.id, x.message_count) for x in rebuilt] == [(s.id, 3)]
     # a readable old index keeps names and creation times
@@ -255,10 +255,10 @@ async def test_index_with_malformed_entry(store: TranscriptStore):
     s = await store.create_session(AGENT)
     store.index_path(AGENT).write_text(json.dumps({s.id: {"label": None}}))
     with pytest.raises(TranscriptError, match="is malformed"):
-        await store.sessions.list_sessions(AGENT)
+        await store.list_sessions(AGENT)
     store.index_path(AGENT).write_text("[]")
     with pytest.raises(TranscriptError, match="must map session ids to objects"):
-        await store.sessions.list_sessions(AGENT)
+        await store.list_sessions(AGENT)
 
 
 async def test_fsync_mode(tmp_path: Path):
@@ -335,7 +335,7 @@ async def test_concurrent_writers_in_threads_never_interleave(store: TranscriptS
         assert body == payload
         seen.setdefault(w, []).append(int(i))
     assert all(order == list(range(per_writer)) for order in seen.values())
-    assert (await store.sessions.get_session(AGENT, s.id)).message_count == writers * per_writer
+    assert (await store.get_session(AGENT, s.id)).message_count == writers * per_writer
 
 
 def test_concurrent_writers_in_processes_never_interleave(tmp_path: Path):
@@ -365,12 +365,12 @@ def test_concurrent_writers_in_processes_never_interleave(tmp_path: Path):
         assert body == "p" * 70_000
         by_writer.setdefault(w, []).append(int(i))
     assert by_writer == {str(w): list(range(60)) for w in range(3)}
-    assert asyncio.run(store.sessions.get_session(AGENT, s.id)).message_count == 180  # no lost index update
+    assert asyncio.run(store.get_session(AGENT, s.id)).message_count == 180  # no lost index update
 
 
 async def test_concurrent_creates_keep_every_session(store: TranscriptStore):
     created = await asyncio.gather(*(store.create_session(AGENT, name=f"s{i}") for i in range(20)))
-    listed = await store.sessions.list_sessions(AGENT)
+    listed = await store.list_sessions(AGENT)
     assert {s.id for s in listed} == {s.id for s in created}
 
 

@@ -73,7 +73,7 @@ async def check_nothing_lost(mem: Memory, keys: list[Any], appended: list[Messag
 async def check_all_done(mem: Memory, appended: list[Message]) -> None:
     """Everything archived exactly once, every source ready, every chunk embedded."""
     assert Counter(await archived_ids(mem.store)) == Counter(m.id for m in appended)
-    status = await mem.knowledge_status()
+    status = await mem.knowledge.status()
     assert status.unarchived_messages == 0
     assert status.sources[SourceStatus.PROCESSING.value] == 0
     assert status.sources[SourceStatus.PENDING.value] == 0

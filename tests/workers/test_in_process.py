@@ -30,7 +30,7 @@ async def test_idle_sessions_become_searchable_knowledge_automatically(settings)
                 appended += await talk(mem, key, 12, start=0, user=f"u{i}")
             deadline = time.monotonic() + 20
             while True:
-                status = await mem.knowledge_status()
+                status = await mem.knowledge.status()
                 if status.sources.get("ready") == 3 and status.embedded.get(mem.embedder.model_id) == status.chunks:
                     break
                 assert time.monotonic() < deadline, f"the workers did not archive and embed: {status}"
@@ -42,8 +42,8 @@ async def test_idle_sessions_become_searchable_knowledge_automatically(settings)
         assert runner.stopping.is_set() and runner.cancelled == []
         assert set(runner.runs) == {"archiver", "embedder", "expiry", "summariser"}
         assert all(n >= 1 for n in runner.runs.values())
-        await mem.archive(now=True)
-        await mem.embed()
+        await mem.knowledge.archive(now=True)
+        await mem.knowledge.embed()
         await check_all_done(mem, appended + more)
 
 

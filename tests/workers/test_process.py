@@ -151,7 +151,7 @@ async def test_sigkill_at_random_points_loses_nothing_and_leaves_nothing_stuck(s
             if process.exitcode != -signal.SIGKILL:
                 tail = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else ""
                 pytest.fail(f"worker exited by itself ({process.exitcode}):\n{tail}")
-            status = await mem.knowledge_status()
+            status = await mem.knowledge.status()
             stale_claims += status.sources[SourceStatus.PROCESSING.value]
             if kill % 5 == 4:
                 await check_nothing_lost(mem, keys, appended)
@@ -164,8 +164,8 @@ async def test_sigkill_at_random_points_loses_nothing_and_leaves_nothing_stuck(s
         assert not missed and sum(triggered.values()) == KILLS, f"kills that missed their trigger: {missed}"
         # one clean pass after the dead workers' leases ran out
         await asyncio.sleep(LEASE + 0.1)
-        await mem.archive(now=True)
-        report = await mem.embed()
+        await mem.knowledge.archive(now=True)
+        report = await mem.knowledge.embed()
         assert report.failed == 0
         await check_all_done(mem, appended)
 
@@ -225,14 +225,14 @@ async def test_sigterm_during_a_batch_exits_0_within_the_timeout(settings, tmp_p
         else:  # too slow for the timeout: cancelled mid-transaction (rolled back)
             assert "archiver" in stopped["cancelled"] or (runs and runs[0]["stopped"] is True)
         # consistent: nothing half-written, nothing lost, no claim left behind
-        status = await mem.knowledge_status()
+        status = await mem.knowledge.status()
         assert status.sources[SourceStatus.PROCESSING.value] == 0 or shutdown_timeout < 1
         await check_nothing_lost(mem, keys, appended)
         await asyncio.sleep(0.1)
-        await mem.archive(now=True)
+        await mem.knowledge.archive(now=True)
         s2 = tuned(s, embed_lease_seconds=0.05)
         async with Memory.open(s2) as mem2:
-            await mem2.embed()
+            await mem2.knowledge.embed()
             await check_all_done(mem2, appended)
 
 
@@ -247,8 +247,8 @@ async def test_a_signal_during_embedding_stops_cleanly(settings, tmp_path, sig):
         appended = []
         for i, key in enumerate(keys):
             appended += await talk(mem, key, 12, start=0, user=f"u{i}")
-        await mem.archive(now=True)
-        pending = (await mem.knowledge_status()).sources[SourceStatus.PENDING.value]
+        await mem.knowledge.archive(now=True)
+        pending = (await mem.knowledge.status()).sources[SourceStatus.PENDING.value]
         assert pending == len(keys)
         env = {
             **os.environ,
@@ -279,11 +279,11 @@ async def test_a_signal_during_embedding_stops_cleanly(settings, tmp_path, sig):
         assert code == 0, log_path.read_text()[-3000:]
         assert "worker_signal" in names and names[-1] == "worker_stopped"
         assert events[-1]["cancelled"] == []
-        status = await mem.knowledge_status()
+        status = await mem.knowledge.status()
         assert status.sources[SourceStatus.PROCESSING.value] == 0  # every claim finished or was released
         assert status.sources[SourceStatus.FAILED.value] == 0
         assert status.sources[SourceStatus.READY.value] < len(keys)  # stopped before the end
-        await mem.embed()  # the rest, with no lease to wait for
+        await mem.knowledge.embed()  # the rest, with no lease to wait for
         await check_all_done(mem, appended)
 
 
@@ -303,8 +303,8 @@ async def _claimed_sources_to_embed(mem: Memory, n: int, *, archive: bool = True
         key = mem.session_key(platform="discord", workspace="1", channel="2", user=f"u{i}")
         appended += await talk(mem, key, 24, start=0, user=f"u{i}")
     if archive:
-        await mem.archive(now=True)
-        assert (await mem.knowledge_status()).sources[SourceStatus.PENDING.value] == n
+        await mem.knowledge.archive(now=True)
+        assert (await mem.knowledge.status()).sources[SourceStatus.PENDING.value] == n
     return appended
 
 
@@ -325,13 +325,13 @@ def _embed_env(database_url: str, **extra: str) -> dict[str, str]:
 async def _check_released(mem: Memory, appended: list[Any], n: int) -> None:
     """Nothing left ``processing`` (no 600 s lease to wait for), nothing failed, and each source
     handed back counts no attempt for the interrupted claim; then a plain run finishes all."""
-    status = await mem.knowledge_status()
+    status = await mem.knowledge.status()
     assert status.sources[SourceStatus.PROCESSING.value] == 0
     assert status.sources[SourceStatus.FAILED.value] == 0
     assert status.sources[SourceStatus.READY.value] < n  # stopped before the end
-    unfinished = [s for s in await mem.sources() if s.status is SourceStatus.PENDING]
+    unfinished = [s for s in await mem.knowledge.sources() if s.status is SourceStatus.PENDING]
     assert unfinished and all(s.attempts == 0 for s in unfinished), unfinished
-    await mem.embed()  # the default 600 s lease: finishes only because nothing is still claimed
+    await mem.knowledge.embed()  # the default 600 s lease: finishes only because nothing is still claimed
     await check_all_done(mem, appended)
 
 
@@ -387,7 +387,7 @@ async def test_a_worker_cancelled_at_its_shutdown_timeout_hands_its_claims_back(
                 # so the next run claims the new sources and is cancelled with them claimed
                 found = await wait_for_line(log_path, '"event": "worker_run"', start=0, timeout=120)
                 assert found is not None, log_path.read_text()
-                await mem.archive(now=True)
+                await mem.knowledge.archive(now=True)
                 found = await wait_for_line(log_path, '"event": "embed_batch_stored"', start=found, timeout=120)
                 assert found is not None, log_path.read_text()
                 proc.send_signal(signal.SIGTERM)

@@ -39,7 +39,7 @@ async def sync_history(
         parent, thread = channel.parent_id, channel.id
     else:
         parent, thread = channel.id, None
-    cursor = await mem.ingest_cursor(platform="discord", workspace=guild_id, channel=parent, thread=thread)
+    cursor = await mem.knowledge.ingest_cursor(platform="discord", workspace=guild_id, channel=parent, thread=thread)
     after = discord.Object(id=int(cursor.message_id)) if cursor is not None else None
     since = "since the last sync" if cursor is not None else "from the beginning"
     await show(interaction, f"Reading {name} {since}…")
@@ -52,7 +52,7 @@ async def sync_history(
     async def flush() -> None:
         nonlocal new, chunks
         if batch:
-            done = await mem.ingest_messages(
+            done = await mem.knowledge.ingest_messages(
                 [from_discord_message(m) for m in batch],
                 workspace=guild_id,
                 origin=SYNC_ORIGIN,

@@ -57,7 +57,7 @@ async def run_demo(db: str | None, *, ask_all: bool = False, custom: list[str] |
             + (f"; embedded {imported['embedded_chunks']} chunk(s)." if "embedded_chunks" in imported else "."),
             highlight=False,
         )
-        status = await mem.knowledge_status()
+        status = await mem.knowledge.status()
         waiting = status.sources.get("pending", 0) + status.sources.get("failed", 0)
         if waiting:
             err_console.print(

@@ -43,7 +43,7 @@ async def import_and_embed(
     def advance(done: int, total: int) -> None:
         progress.update(task, completed=done, total=total)
 
-    summary: ImportSummary = await mem.import_export(
+    summary: ImportSummary = await mem.knowledge.import_export(
         paths, workspace=workspace, strict=strict, include_system=include_system, on_source=advance
     )
     data = summary.as_dict()
@@ -55,7 +55,7 @@ async def import_and_embed(
 
         vectors = failed = 0
         while True:  # one pass claims OMOIDE_EMBED_CLAIM_SIZE sources
-            report = await mem.embed(on_chunks=embedded)
+            report = await mem.knowledge.embed(on_chunks=embedded)
             vectors += report.chunks
             failed += report.failed
             if report.claimed == 0 or report.transient_error or report.stopped:

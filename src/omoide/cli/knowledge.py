@@ -89,7 +89,7 @@ def archive(
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
             if json_:
-                report = await mem.archive(now=now, older_than=idle)
+                report = await mem.knowledge.archive(now=now, older_than=idle)
             else:
                 with progress_bars() as progress:
                     task = progress.add_task("Archiving sessions", total=None)
@@ -97,7 +97,7 @@ def archive(
                     def advance(_: SessionOutcome) -> None:
                         progress.advance(task)
 
-                    report = await mem.archive(now=now, older_than=idle, on_session=advance)
+                    report = await mem.knowledge.archive(now=now, older_than=idle, on_session=advance)
         return report.as_log()
 
     summary = run(main, json_errors=json_)
@@ -140,14 +140,14 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
             try:
                 async with open_memory(db) as mem:
                     if json_:
-                        report = await mem.embed(stop=stop)
+                        report = await mem.knowledge.embed(stop=stop)
                     else:
-                        status = await mem.knowledge_status()
+                        status = await mem.knowledge.status()
                         model = mem.embedder.model_id
                         todo = max(0, status.chunks - status.embedded.get(model, 0))
                         with progress_bars() as progress:
                             task = progress.add_task(f"Embedding with {model}", total=todo or None)
-                            report = await mem.embed(on_chunks=lambda n: progress.advance(task, n), stop=stop)
+                            report = await mem.knowledge.embed(on_chunks=lambda n: progress.advance(task, n), stop=stop)
             except asyncio.CancelledError:
                 if not signals:
                     raise
@@ -264,7 +264,7 @@ def reindex(
             if json_:
                 report = await mem.knowledge.reindex(embedder)
             else:
-                status = await mem.knowledge_status()
+                status = await mem.knowledge.status()
                 todo = max(0, status.chunks - status.embedded.get(embedder.model_id, 0))
                 with progress_bars() as progress:
                     task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None)
@@ -349,7 +349,7 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
 
     async def main() -> dict[str, Any]:
         async with open_existing_memory(db) as mem:
-            counts = await mem.knowledge_status()
+            counts = await mem.knowledge.status()
             model = mem.embedder.model_id
         return {
             "sessions": dict(counts.sessions),
@@ -413,7 +413,7 @@ def sources(
 
     async def main() -> list[dict[str, Any]]:
         async with open_existing_memory(db) as mem:
-            found = await mem.sources(workspace=workspace, limit=limit, offset=offset)
+            found = await mem.knowledge.sources(workspace=workspace, limit=limit, offset=offset)
         return [_source_row(s) for s in found]
 
     rows = run(main, json_errors=json_)

@@ -153,7 +153,7 @@ async def workspace_hint(mem: Memory, workspace: str) -> str | None:
     A mistyped ``--guild`` otherwise only says "no synced messages yet". ``None`` when the
     workspace has knowledge (then the filters or the query found nothing).
     """
-    status = await mem.knowledge_status(workspace=workspace)
+    status = await mem.knowledge.status(workspace=workspace)
     if status.chunks:
         return None
     note = f"workspace {workspace!r} has no knowledge in this database"
@@ -162,7 +162,7 @@ async def workspace_hint(mem: Memory, workspace: str) -> str | None:
             f" yet, only {status.unarchived_messages} unarchived session message(s): run `omoide archive --now`"
         )
     others: list[str] = []
-    for source in await mem.sources(limit=_SCAN_SOURCES):
+    for source in await mem.knowledge.sources(limit=_SCAN_SOURCES):
         if source.workspace_id != workspace and source.workspace_id not in others:
             others.append(source.workspace_id)
     if not others:

@@ -119,7 +119,7 @@ async def import_export(
                 "or as the request body"
             )
         try:
-            summary = await memory.import_export(
+            summary = await memory.knowledge.import_export(
                 folder / name,
                 workspace=key.workspace_id,
                 strict=strict,
@@ -190,7 +190,7 @@ def _without_folder(exc: OmoideError, folder: Path) -> OmoideError:
 
 @router.get("/status", summary="Counts of the workspace's sessions, sources, chunks and vectors")
 async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
-    found = await memory.knowledge_status(workspace=key.workspace_id)
+    found = await memory.knowledge.status(workspace=key.workspace_id)
     return StatusOut(
         workspace_id=key.workspace_id,
         sessions=dict(found.sessions),
