@@ -20,7 +20,7 @@ For each session the archiver reads the session row, then its unarchived message
   at least its prompt window, ``session_window``);
 * ``expected_version`` = the version read.
 
-:meth:`KnowledgeStore.archive_session <omoide.stores.base.KnowledgeStore.archive_session>`
+:meth:`KnowledgeStore.archive_session <omoide.stores.knowledge.KnowledgeStore.archive_session>`
 applies a plan in one transaction. A message appended after the read bumps the version,
 the plan fails with :class:`~omoide.errors.VersionConflict`, and the archiver re-reads the
 session and plans again (tenacity, 3 attempts, jittered exponential backoff; a session
@@ -150,7 +150,7 @@ class SessionArchiver:
         jittered exponential backoff). A session whose users keep appending faster than a
         plan takes can conflict every time, so the last resort is pessimistic: the store
         reads, plans and commits under the session's write lock
-        (:meth:`~omoide.stores.base.KnowledgeStore.archive_session_locked`), which makes
+        (:meth:`~omoide.stores.knowledge.KnowledgeStore.archive_session_locked`), which makes
         progress however busy the channel (appends wait a few milliseconds meanwhile).
 
         Args:

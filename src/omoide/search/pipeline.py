@@ -132,7 +132,7 @@ def _list_name(kind: str, index: int) -> str:
 
 
 class SearchPipeline:
-    """Runs searches over a :class:`~omoide.stores.base.SearchStore` (see the module docstring).
+    """Runs searches over a :class:`~omoide.stores.search.SearchStore` (see the module docstring).
 
     Args:
         store: the search store (``store.search``).
