@@ -20,15 +20,6 @@ import numpy as np
 
 from omoide.errors import InvalidInput, NotFoundError, SessionNotFound, VersionConflict
 from omoide.models import SessionStatus, ensure_utc
-from omoide.stores._checks import (
-    HALFVEC_MAX,
-    MAX_DIMENSIONS,
-    MAX_INDEX_DIMENSIONS,
-    check_dimensions,
-    check_int,
-    check_model,
-    check_number,
-)
 from omoide.stores.knowledge import ArchivePlan, KnowledgeStatus, SourceDraft, SourceStatus
 
 VECTOR_INDEX_PREFIX = "chunk_embeddings_hnsw_"
@@ -166,15 +157,8 @@ def status_from_rows(rows: Sequence[Sequence[Any]]) -> KnowledgeStatus:
 
 
 __all__ = [
-    "HALFVEC_MAX",
-    "MAX_DIMENSIONS",
-    "MAX_INDEX_DIMENSIONS",
     "VECTOR_INDEX_PREFIX",
     "check_archive_range",
-    "check_dimensions",
-    "check_int",
-    "check_model",
-    "check_number",
     "prune_through",
     "session_not_found",
     "source_not_found",

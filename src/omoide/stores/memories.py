@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError
+from omoide.stores._checks import HALFVEC_MAX, check_dimensions, check_int, check_model
 from omoide.stores._erasure_common import ErasureAware
-from omoide.stores._knowledge_common import HALFVEC_MAX, check_dimensions, check_int, check_model
 
 MemoryId = NewType("MemoryId", int)
 

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from omoide.errors import InvalidInput
 from omoide.models import ensure_utc
+from omoide.stores._checks import check_int, check_model
 from omoide.stores.knowledge import ChunkId, SourceId
 
 MAX_K = 1000
@@ -294,7 +295,6 @@ class SearchStore(abc.ABC):
             InvalidInput: bad ``k``/filters/model, a non-finite or all-zero query, or a
                 query size that differs from the stored vectors.
         """
-        from omoide.stores._knowledge_common import check_model  # local: _knowledge_common imports this module
 
         check_model(model)
         vector, wanted, limit = check_query_vector(query), check_filters(filters), check_k(k)
@@ -324,7 +324,6 @@ class SearchStore(abc.ABC):
         Raises:
             InvalidInput: an id is not an integer.
         """
-        from omoide.stores._knowledge_common import check_int  # local: _knowledge_common imports this module
 
         ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
         if not ids:

@@ -15,8 +15,8 @@ from typing import Any
 
 from omoide.errors import InvalidInput
 from omoide.models import Message
+from omoide.stores._checks import check_int
 from omoide.stores._erasure_common import ErasureAware
-from omoide.stores._knowledge_common import check_int
 
 
 class SummaryScope(enum.StrEnum):
