@@ -19,11 +19,11 @@ from typing import Required, TypedDict
 import structlog
 
 from omoide.concurrency import with_optimistic_retry
-from omoide.errors import InvalidContent, SessionNotFound
+from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
 from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
-from omoide.stores.sessions import SessionStore, check_message
+from omoide.stores.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 
@@ -46,16 +46,24 @@ SESSION_ID_CACHE_SIZE = 10_000
 
 
 def validate_message(message: Message, *, max_bytes: int) -> None:
-    """Reject a message that must not be stored, before anything is written for it.
+    """Reject a message that must not be stored.
 
     Raises:
-        InvalidContent: it is not a :class:`~omoide.models.Message`, has no content (only
-            empty text blocks) or is not valid Unicode.
         MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
+        InvalidContent: it has no content (only empty text blocks).
     """
-    check_message(message, max_bytes=max_bytes)
+    if not isinstance(message, Message):
+        raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
         raise InvalidContent("message is empty: it needs some text or a tool block")
+    size = len(message.content_json().encode("utf-8"))
+    if size > max_bytes:
+        raise MessageTooLarge(
+            f"message is {size:,} bytes; the limit is {max_bytes:,} (raise OMOIDE_MAX_MESSAGE_BYTES, "
+            "or split the message / store large files as documents)",
+            size=size,
+            limit=max_bytes,
+        )
 
 
 class Sessions:

@@ -18,34 +18,6 @@ from omoide.providers.tokens import stored_text_tokens
 from omoide.stores.search import check_members
 
 
-def check_message(message: object, *, max_bytes: int) -> str:
-    """Check that ``message`` can be stored; return its content as the JSON that is stored.
-
-    Raises:
-        InvalidContent: ``message`` is not a :class:`~omoide.models.Message`, or its content is
-            not valid Unicode (a lone surrogate).
-        MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
-    """
-    if not isinstance(message, Message):
-        raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
-    content = message.content_json()
-    try:
-        size = len(content.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidContent(
-            f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
-            "lone surrogates such as '\\ud800' cannot be stored"
-        ) from exc
-    if size > max_bytes:
-        raise MessageTooLarge(
-            f"message content is {size} bytes of JSON, over the limit of {max_bytes} (OMOIDE_MAX_MESSAGE_BYTES): "
-            "raise the limit, or split the message and store large files as documents",
-            size=size,
-            limit=max_bytes,
-        )
-    return content
-
-
 class SessionStore(abc.ABC):
     """Short-term memory: sessions and their append-only messages.
 
@@ -130,7 +102,23 @@ class SessionStore(abc.ABC):
             MessageTooLarge: its JSON content is over ``max_message_bytes`` UTF-8 bytes.
         """
         sid = check_id(session_id)
-        content = check_message(message, max_bytes=self.max_message_bytes)
+        if not isinstance(message, Message):
+            raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
+        content = message.content_json()
+        try:
+            size = len(content.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise InvalidContent(
+                f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
+                "lone surrogates such as '\\ud800' cannot be stored"
+            ) from exc
+        limit = self.max_message_bytes
+        if size > limit:
+            raise MessageTooLarge(
+                f"message content is {size} bytes of JSON, over the limit of {limit} (OMOIDE_MAX_MESSAGE_BYTES)",
+                size=size,
+                limit=limit,
+            )
         return await self._append_message(sid, message, content, stored_text_tokens(message))
 
     async def history(self, session_id: SessionId, *, window: int) -> list[Message]:
@@ -336,4 +324,4 @@ def check_status(status: str) -> SessionStatus:
         raise InvalidInput(f"unknown session status {status!r}; allowed: {allowed}") from None
 
 
-__all__ = ["SessionStore", "check_id", "check_int", "check_message", "check_status"]
+__all__ = ["SessionStore", "check_id", "check_int", "check_status"]
