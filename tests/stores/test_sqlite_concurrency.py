@@ -43,7 +43,7 @@ def _check_session(stored: list[Message], writers: list[str], per_writer: int) -
 async def test_writers_on_several_stores_lose_nothing(tmp_path: Path) -> None:
     """4 stores (4 write connections) x 5 writers x 100 messages into one session: exactly 2,000."""
     url = f"sqlite:///{tmp_path / 'omoide.db'}"
-    settings = Settings()
+    settings = Settings(db_busy_timeout_ms=60_000)  # order and completeness, not lock wait times, on a loaded machine
     stores_count, writers_per_store, per_writer = 4, 5, 100
     async with AsyncExitStack() as stack:
         stores = [
@@ -90,7 +90,10 @@ _APPEND_SCRIPT = textwrap.dedent(
     key = session_key(platform="discord", workspace="g1", channel="c1", user="crowd")
 
     async def main() -> None:
-        async with SqliteStore(url, settings=Settings(), migrate=True) as store:
+        # a long lock wait: on a loaded machine (CI building venvs beside it) eight writers in two
+        # processes can queue for the write lock past the 5 s default; this test is about order
+        # and completeness, not wait times
+        async with SqliteStore(url, settings=Settings(db_busy_timeout_ms=60_000), migrate=True) as store:
             pathlib.Path(ready).touch()
             while not pathlib.Path(go).exists():
                 time.sleep(0.005)
