@@ -42,9 +42,6 @@ from omoide.stores.search import SearchStore
 from omoide.stores.sessions import SessionStore
 from omoide.stores.summaries import SummaryStore
 
-ROLES = ("sessions", "knowledge", "search", "lexical_index", "memories", "summaries", "api_keys")
-"""The role attributes of every :class:`Store`, in the order a newcomer meets them."""
-
 
 class Store(abc.ABC):
     """One storage backend: opening, migrating and closing it, and one object per role.
@@ -92,4 +89,4 @@ class Store(abc.ABC):
         await self.close()
 
 
-__all__ = ["ROLES", "Store"]
+__all__ = ["Store"]

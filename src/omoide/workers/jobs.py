@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import structlog
 
@@ -147,25 +147,25 @@ def build_jobs(
     return jobs
 
 
-def worker_runner(
-    mem: Memory,
-    *,
-    archive: bool = True,
-    embed: bool = True,
-    expire: bool = True,
-    summarise: bool = True,
-    channel_names: ChannelNames | None = None,
-) -> WorkerRunner:
+class JobSwitches(TypedDict, total=False):
+    """The keywords of :func:`build_jobs` (every job on by default), passed on by :func:`worker_runner`."""
+
+    archive: bool
+    embed: bool
+    expire: bool
+    summarise: bool
+    channel_names: ChannelNames | None
+
+
+def worker_runner(mem: Memory, **switches: Unpack[JobSwitches]) -> WorkerRunner:
     """A :class:`~omoide.workers.runner.WorkerRunner` with the chosen built-in jobs of ``mem`` (not started)."""
-    jobs = build_jobs(
-        mem, archive=archive, embed=embed, expire=expire, summarise=summarise, channel_names=channel_names
-    )
-    return WorkerRunner(jobs, shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds)
+    return WorkerRunner(build_jobs(mem, **switches), shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds)
 
 
 __all__ = [
     "JOB_NAMES",
     "ExpireReport",
+    "JobSwitches",
     "archive_job",
     "build_jobs",
     "embed_job",
