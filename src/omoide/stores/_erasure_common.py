@@ -119,6 +119,7 @@ class ChunkRewrite:
     token_count: int
     location: dict[str, Any]
     author_ids: list[str]
+    unit_lexical: tuple[str, ...] | None = None  # the kept lines' search tokens (omoide.stores.units)
 
 
 def content_hash(text: str) -> str:
@@ -233,12 +234,15 @@ def strip_user(
         new_location["message_ids"] = [i for i in ids if str(i) not in removed]
         if "message_count" in new_location:
             new_location["message_count"] = len(new_location["message_ids"])
+    from omoide.stores.units import unit_lexical_of  # not at the top: units reads the line records from here
+
     return ChunkRewrite(
         content=text,
         lexical=lexical_text(tokenize_for_search(chunk_lexical_text(text))),
         token_count=get_token_counter().count(text),
         location=new_location,
         author_ids=[a for a in author_ids if a != user_id],
+        unit_lexical=unit_lexical_of(text, new_location),
     )
 
 

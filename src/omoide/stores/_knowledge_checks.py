@@ -21,9 +21,11 @@ from omoide.errors import InvalidInput
 from omoide.models import Message, Session, SessionStatus
 from omoide.stores import knowledge as records
 from omoide.stores._checks import HALFVEC_MAX, check_int
+from omoide.stores.units import check_unit_lexical
 
-CheckedVector = tuple[int, npt.NDArray[np.float32], str | None]
-"""``(chunk_id, float32 vector, content_hash)``: an :class:`EmbeddingRow` as checked."""
+CheckedVector = tuple[int, npt.NDArray[np.float32], str | None, npt.NDArray[np.float32] | None]
+"""``(chunk_id, float32 vector, content_hash, unit vectors)``: an :class:`EmbeddingRow` as
+checked; the unit vectors are a float32 ``(lines, dimensions)`` matrix or ``None``."""
 
 
 def _optional_text(name: str, value: object) -> None:
@@ -87,6 +89,7 @@ def check_chunks(chunks: object) -> Sequence[records.ChunkDraft]:
         _optional_text(f"{where}: thread_id", chunk.thread_id)
         _optional_time(f"{where}: started_at", chunk.started_at)
         _optional_time(f"{where}: ended_at", chunk.ended_at)
+        check_unit_lexical(chunk.unit_lexical, what=f"{where}: unit_lexical")
     return chunks
 
 
@@ -189,8 +192,56 @@ def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
                 "(the halfvec range)",
                 chunk_id=chunk_id,
             )
-        out.append((chunk_id, vector, row.content_hash))
+        units = check_unit_vectors(f"chunk {chunk_id}", dimensions, row.unit_vectors)
+        out.append((chunk_id, vector, row.content_hash, units))
     return out
+
+
+def check_unit_lexical_rows(rows: object) -> list[records.UnitLexicalRow]:
+    """Each :class:`UnitLexicalRow` with a positive chunk id (once) and string tokens.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
+        raise InvalidInput(f"rows must be a sequence of UnitLexicalRow, got {type(rows).__name__}")
+    out: list[records.UnitLexicalRow] = []
+    seen: set[int] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, records.UnitLexicalRow):
+            raise InvalidInput(f"row {i} must be a UnitLexicalRow, got {type(row).__name__}")
+        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
+        if chunk_id in seen:
+            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_unit_lexical call", chunk_id=chunk_id)
+        seen.add(chunk_id)
+        if not isinstance(row.content, str):
+            raise InvalidInput(f"row {i}: content must be text")
+        tokens = check_unit_lexical(row.unit_lexical, what=f"row {i}: unit_lexical")
+        out.append(records.UnitLexicalRow(records.ChunkId(chunk_id), row.content, tokens or ()))
+    return out
+
+
+def check_unit_vectors(where: str, dimensions: int, value: object) -> npt.NDArray[np.float32] | None:
+    """``None``, or a float32 ``(lines, dimensions)`` matrix of finite values within ±65504.
+
+    Raises:
+        InvalidInput: anything else (the message starts with ``where``).
+    """
+    if value is None:
+        return None
+    try:
+        matrix = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{where}: the unit vectors are not numeric: {exc}") from exc
+    if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] != dimensions:
+        raise InvalidInput(
+            f"{where}: the unit vectors have shape {matrix.shape}, expected (lines, {dimensions}) "
+            f"with at least one line for dimensions={dimensions}",
+            dimensions=dimensions,
+        )
+    if not np.all(np.isfinite(matrix)) or float(np.max(np.abs(matrix), initial=0.0)) > HALFVEC_MAX:
+        raise InvalidInput(f"{where}: the unit vectors hold NaN, an infinity or a value beyond ±{HALFVEC_MAX:g}")
+    return np.ascontiguousarray(matrix)
 
 
 def checked_planner(planner: records.ArchivePlanner) -> records.ArchivePlanner:
@@ -210,6 +261,8 @@ __all__ = [
     "check_locked_plan",
     "check_plan",
     "check_source",
+    "check_unit_lexical_rows",
+    "check_unit_vectors",
     "check_vectors",
     "checked_planner",
 ]

@@ -33,6 +33,7 @@ from omoide.stores._knowledge_checks import (
     check_finish_status,
     check_plan,
     check_source,
+    check_unit_lexical_rows,
     check_vectors,
     checked_planner,
 )
@@ -82,6 +83,8 @@ class ChunkDraft:
         location: where it came from, e.g. ``{"session_id": 1, "seq_start": 1, "seq_end": 20,
             "message_ids": [...], "total": 57}``.
         author_ids: every author in the chunk (for author filters).
+        unit_lexical: the search tokens of each line record (one space-joined string per
+            line, :func:`omoide.stores.units.unit_lexical_of`), or ``None`` (no line records).
     """
 
     content: str
@@ -93,6 +96,7 @@ class ChunkDraft:
     author_ids: Sequence[str] = ()
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    unit_lexical: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +185,38 @@ class KnowledgeChunk:
 
 @dataclass(frozen=True, slots=True)
 class ChunkText:
-    """A chunk waiting for an embedding."""
+    """A chunk waiting for an embedding (or for its units: ``omoide reindex --units``).
+
+    ``location`` carries the line records the unit texts are cut from
+    (:func:`omoide.stores.units.chunk_lines`).
+    """
 
     id: ChunkId
     source_id: SourceId
     workspace_id: str
     content: str
+    location: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingRow:
+    """A chunk's vector for one model and, optionally, the vectors of its units (one row per
+    line record, ``(lines, dimensions)``; see :mod:`omoide.stores.units`)."""
+
     chunk_id: ChunkId
     vector: npt.NDArray[np.float32]
     content_hash: str | None = None
+    unit_vectors: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnitLexicalRow:
+    """Units built for a chunk written before they existed (``omoide reindex --units``):
+    written only while the chunk's content is still ``content``."""
+
+    chunk_id: ChunkId
+    content: str
+    unit_lexical: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +228,10 @@ class KnowledgeStatus:
     sources: Mapping[str, int]  # by status
     chunks: int
     embedded: Mapping[str, int]  # chunks with an embedding, by model
+    units_missing: int = 0  # chunks with line records but no unit tokens (``omoide reindex --units``)
+    unit_vectors_missing: Mapping[str, int] = field(
+        default_factory=dict
+    )  # embedded chunks without unit vectors, by model
 
 
 # --------------------------------------------------------------------------- the contract
@@ -398,6 +425,51 @@ class KnowledgeStore(ErasureAware):
         check_model(model)
         return await self._ensure_vector_index(model, check_dimensions(dimensions, limit=MAX_INDEX_DIMENSIONS))
 
+    async def chunks_missing_units(self, *, after_id: int = 0, limit: int = 500) -> list[ChunkText]:
+        """Chunks with line records but no unit tokens (written before units existed), by id,
+        ``id > after_id``: what ``omoide reindex --units`` builds (resumable: done ones drop out)."""
+        after = check_int("after_id", after_id, minimum=0)
+        return await self._chunks_missing_units(after, check_int("limit", limit, minimum=1))
+
+    async def put_unit_lexical(self, rows: Sequence[UnitLexicalRow]) -> int:
+        """Write the unit tokens of chunks that have none; a row is skipped when its chunk is
+        gone or its content changed since it was read (an erasure rewrote it). Returns the
+        number written.
+
+        Raises:
+            InvalidInput: not a sequence of :class:`UnitLexicalRow`, a repeated chunk id, or
+                tokens that are not strings.
+        """
+        checked = check_unit_lexical_rows(rows)
+        if not checked:
+            return 0
+        return await self._put_unit_lexical(checked)
+
+    async def embeddings_missing_units(self, *, model: str, after_id: int = 0, limit: int = 500) -> list[ChunkText]:
+        """Chunks with line records whose ``model`` vector has no unit vectors yet, by id,
+        ``id > after_id`` (``omoide reindex --units``)."""
+        check_model(model)
+        after = check_int("after_id", after_id, minimum=0)
+        return await self._embeddings_missing_units(model, after, check_int("limit", limit, minimum=1))
+
+    async def put_unit_vectors(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
+        """Add unit vectors to existing ``model`` vectors (``row.vector`` is ignored; its
+        ``unit_vectors`` and ``content_hash`` are required). A row is skipped when the chunk
+        has no ``model`` vector any more or its content hash differs. Returns the number written.
+
+        Raises:
+            InvalidInput: as :meth:`put_embeddings`, and a row without unit vectors or hash.
+        """
+        check_model(model)
+        dims = check_dimensions(dimensions)
+        checked = check_vectors(dims, rows)
+        for chunk_id, _, digest, units in checked:
+            if units is None or digest is None:
+                raise InvalidInput(f"chunk {chunk_id}: put_unit_vectors needs unit_vectors and content_hash")
+        if not checked:
+            return 0
+        return await self._put_unit_vectors(model, dims, checked)
+
     async def list_sources(
         self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[KnowledgeSource]:
@@ -476,6 +548,22 @@ class KnowledgeStore(ErasureAware):
         """Create the ANN index of ``model`` unless it exists."""
 
     @abc.abstractmethod
+    async def _chunks_missing_units(self, after_id: int, limit: int) -> list[ChunkText]:
+        """Chunks with line records and ``unit_lexical`` NULL."""
+
+    @abc.abstractmethod
+    async def _put_unit_lexical(self, rows: list[UnitLexicalRow]) -> int:
+        """Write checked unit tokens where the content still matches (``rows`` is not empty)."""
+
+    @abc.abstractmethod
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
+        """Chunks with line records whose ``model`` vector has ``unit_vectors`` NULL."""
+
+    @abc.abstractmethod
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+        """Set the unit vectors of existing vectors where the content hash matches."""
+
+    @abc.abstractmethod
     async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
         """A page of sources, newest first."""
 
@@ -511,4 +599,5 @@ __all__ = [
     "SourceDraft",
     "SourceId",
     "SourceStatus",
+    "UnitLexicalRow",
 ]

@@ -42,6 +42,7 @@ from omoide.errors import InvalidInput
 from omoide.models import ensure_utc
 from omoide.stores._checks import check_int, check_model
 from omoide.stores.knowledge import ChunkId, SourceId
+from omoide.stores.units import ChunkUnits
 
 MAX_K = 1000
 """The most rows one store search returns (pgvector's ``hnsw.ef_search`` is at most 1000)."""
@@ -330,6 +331,21 @@ class SearchStore(abc.ABC):
             return []
         return await self._fetch_chunks(ids)
 
+    async def fetch_units(self, chunk_ids: Sequence[ChunkId], *, model: str | None) -> dict[ChunkId, ChunkUnits]:
+        """The units of chunks (:mod:`omoide.stores.units`): each line's search tokens and,
+        with ``model``, the unit vectors stored with that model's vector. Chunks that do not
+        exist are left out; a chunk without units yet has ``None`` fields.
+
+        Raises:
+            InvalidInput: an id is not an integer, or a bad model name.
+        """
+        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
+        if model is not None:
+            check_model(model)
+        if not ids:
+            return {}
+        return await self._fetch_units(ids, model)
+
     async def lexical_tokenizer(self) -> str | None:
         """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
         write time), ``"mixed"`` when different ones wrote it, ``None`` before any chunk.
@@ -356,6 +372,10 @@ class SearchStore(abc.ABC):
         """Read checked, distinct, non-empty ``ids`` in that order (backend)."""
 
     @abc.abstractmethod
+    async def _fetch_units(self, ids: list[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
+        """Read the units of checked, distinct, non-empty ``ids`` (backend)."""
+
+    @abc.abstractmethod
     async def _lexical_tokenizer(self) -> str | None:
         """Read the recorded tokenizer name (backend)."""
 
@@ -363,6 +383,7 @@ class SearchStore(abc.ABC):
 __all__ = [
     "MAX_K",
     "ChunkHit",
+    "ChunkUnits",
     "RankedChunk",
     "SearchFilters",
     "SearchStore",

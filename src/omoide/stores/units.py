@@ -1,0 +1,169 @@
+"""Retrieval units: the messages (lines) of a chunk, each ranked on its own at search time.
+
+A chunk of chat holds several messages; the evidence a question needs is often one or two of
+them. So each chunk also carries its **units**, one per line record (``location["lines"]``,
+one per message or part of a long message):
+
+* ``knowledge_chunks.unit_lexical``: the search tokens of each line (``speaker`` and text,
+  as :func:`~omoide.text.chat_lines.chunk_lexical_text` gives them), one space-joined
+  string per line — written with the chunk, rewritten with it by an erasure and by
+  ``omoide reindex --lexical``; ``NULL`` for a chunk written before units existed (or one
+  without line records: an imported document), until ``omoide reindex --units``.
+* ``chunk_embeddings.unit_vectors``: one vector per line from the chunk's embedding model,
+  stored with the chunk's own vector (the same row, the same content hash): a float32
+  ``(lines, dimensions)`` matrix; ``NULL`` until embedded.
+
+Search ranks chunks first (lexical and vector lists over chunks, fused), then scores the
+units of the best chunks (:mod:`omoide.search.units`), so a hit can be one message.
+
+This module holds the pure functions both ends share: the lines of a stored chunk, their
+tokens and the text each unit's vector is computed from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import InvalidInput
+from omoide.stores._erasure_common import line_spans
+from omoide.text import lexical_text, tokenize_for_search
+from omoide.text.chat_lines import HEADER, speaker_of
+
+UNIT_CONTEXT = 1
+"""Neighbouring lines on each side embedded with a unit (its vector reads the exchange)."""
+
+_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLine:
+    """One line (message, or part of one) of a stored chunk.
+
+    Attributes:
+        index: its position among the chunk's lines (0-based).
+        message_id: the stored message it came from (a session message id, or the
+            platform id of an imported message), when known.
+        author_id: its author's id, when known.
+        speaker: the author's display name from the line's header (``None``: a bare role).
+        text: what was said, without the header.
+        at: the time in the line's header (minute precision, UTC), when it has one.
+        raw: the line as stored in the chunk (header included).
+    """
+
+    index: int
+    message_id: Any
+    author_id: str | None
+    speaker: str | None
+    text: str
+    at: datetime | None
+    raw: str
+
+
+def chunk_lines(content: str, location: Mapping[str, Any]) -> list[ChunkLine] | None:
+    """The lines of a chunk from its line records, or ``None`` when it has none.
+
+    >>> c = "[2026-01-19 10:00] **Alice (User)**: 天気は？\\n[2026-01-19 10:01] **Bob (User)**: 晴れ"
+    >>> [(x.speaker, x.text) for x in chunk_lines(c, {"lines": [[0, 41, "a", 1], [42, 79, "b", 2]]})]
+    [('Alice', '天気は？'), ('Bob', '晴れ')]
+    """
+    spans = line_spans(location, content)
+    if spans is None:
+        return None
+    out: list[ChunkLine] = []
+    for i, span in enumerate(spans):
+        raw = content[span.start : span.end]
+        head = HEADER.match(raw)
+        speaker = speaker_of(head.group("label")) if head else None
+        text = raw[head.end() :].strip() if head else raw.strip()
+        at: datetime | None = None
+        stamp = _STAMP.match(raw)
+        if stamp:
+            try:
+                at = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+            except ValueError:
+                at = None
+        out.append(ChunkLine(i, span.message_id, span.author_id, speaker, text, at, raw))
+    return out
+
+
+def line_lexical_source(line: ChunkLine) -> str:
+    """The text a unit's search tokens come from: its speaker and what was said."""
+    return f"{line.speaker or ''}\n{line.text}"
+
+
+def line_embedding_source(line: ChunkLine) -> str:
+    """One line as the embedder reads it: ``speaker: text`` (as ``chunk_embedding_text``)."""
+    return f"{line.speaker}: {line.text}" if line.speaker else line.text
+
+
+def unit_embedding_texts(lines: Sequence[ChunkLine], *, context: int = UNIT_CONTEXT) -> list[str]:
+    """The text each unit's vector is computed from: the line with ``context`` neighbours on
+    each side (within the chunk), one ``speaker: text`` line each.
+
+    >>> ls = [ChunkLine(i, i, None, s, t, None, "") for i, (s, t) in enumerate([("A", "hi"), ("B", "yo"), ("A", "ok")])]
+    >>> unit_embedding_texts(ls)
+    ['A: hi\\nB: yo', 'A: hi\\nB: yo\\nA: ok', 'B: yo\\nA: ok']
+    """
+    rendered = [line_embedding_source(x) for x in lines]
+    return ["\n".join(rendered[max(0, i - context) : i + context + 1]) for i in range(len(rendered))]
+
+
+def unit_lexical_of(content: str, location: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The search tokens of each line of a chunk (space-joined, the current tokenizer), or
+    ``None`` when the chunk has no line records: what ``knowledge_chunks.unit_lexical`` holds."""
+    lines = chunk_lines(content, location)
+    if lines is None:
+        return None
+    return tuple(lexical_text(tokenize_for_search(line_lexical_source(x))) for x in lines)
+
+
+def check_unit_lexical(value: object, *, what: str = "unit_lexical") -> tuple[str, ...] | None:
+    """``None`` or a tuple of strings without NUL (one per line).
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{what} must be a sequence of strings (one per line) or None, got {type(value).__name__}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or "\x00" in item:
+            raise InvalidInput(f"{what} must hold strings without NUL, got {item!r}")
+        out.append(item)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkUnits:
+    """What search reads of one chunk's units (``SearchStore.fetch_units``).
+
+    Attributes:
+        lexical: the search tokens of each line (``None``: not built yet).
+        vectors: the unit vectors of the model asked for, ``(lines, dimensions)`` float32
+            (``None``: not embedded yet).
+    """
+
+    lexical: tuple[str, ...] | None
+    vectors: npt.NDArray[np.float32] | None
+
+
+__all__ = [
+    "UNIT_CONTEXT",
+    "ChunkLine",
+    "ChunkUnits",
+    "check_unit_lexical",
+    "chunk_lines",
+    "line_embedding_source",
+    "line_lexical_source",
+    "unit_embedding_texts",
+    "unit_lexical_of",
+]
