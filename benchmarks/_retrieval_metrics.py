@@ -383,7 +383,8 @@ async def evaluate(
             latencies.append(time.perf_counter() - t0)
             hit_turns = []
             for h in result.hits:
-                message_ids = h.chunk.location.get("message_ids") or []
+                # a turn hit stands for its one message; a chunk hit for all of the chunk's
+                message_ids = h.message_ids or h.chunk.location.get("message_ids") or []
                 turns = [ids[int(m)] for m in message_ids if int(m) in ids]
                 chunk_turns.append(len(turns))
                 hit_turns.append(turns)
@@ -462,6 +463,27 @@ async def run(
     return rows
 
 
+def never_worse(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The check that the default (hybrid) mode is never worse than its best single list, per embedder."""
+    out: list[str] = []
+    lexical = next((r for r in rows if r["mode"] == "lexical" and not r["reranker"]), None)
+    for r in rows:
+        if r["mode"] != "hybrid" or r["reranker"]:
+            continue
+        vector = next((v for v in rows if v["mode"] == "vector" and v["embedder"] == r["embedder"]), None)
+        singles = [x for x in (lexical, vector) if x is not None]
+        if not singles:
+            continue
+        best = max(singles, key=lambda x: x["metrics"]["overall"]["recall@10"])
+        h, b = r["metrics"]["overall"]["recall@10"], best["metrics"]["overall"]["recall@10"]
+        mark = "✔" if h >= b else "✘"
+        out.append(
+            f"{mark} hybrid / {r['embedder']} R@10 {h:.3f} vs best single list ({best['mode']}) {b:.3f}: "
+            + ("never worse" if h >= b else "WORSE than its best list")
+        )
+    return out
+
+
 def render(rows: Sequence[dict[str, Any]], *, title: str, categories: dict[str, str]) -> str:
     """A plain-text table: overall metrics per row, then Recall@10 per category."""
     lines = [title, ""]
@@ -491,6 +513,7 @@ def render(rows: Sequence[dict[str, Any]], *, title: str, categories: dict[str, 
         lines.append(f"{mode:<16}{r['embedder'] or '-':<10}{cells}{r['metrics']['overall']['recall@10']:>10.3f}")
     n = int(rows[0]["metrics"]["overall"]["n"]) if rows else 0
     lines += ["", f"{n} questions; k counts turns (a chunk's turns fill consecutive positions)."]
+    lines += never_worse(rows)
     return "\n".join(lines)
 
 

@@ -103,13 +103,37 @@ class ScoresOut(BaseModel):
     rerank: Number | None
 
 
+MessageId = Annotated[int | str, WithJsonSchema({"type": ["integer", "string"]})]
+"""A message's id: a session message's number, or a chat platform's id (a string)."""
+
+Unit = Literal["turn", "chunk"]
+
+
 class SearchHitOut(BaseModel):
-    """A passage of long-term memory (archived conversation or imported chat history)."""
+    """A hit in long-term memory (archived conversation or imported chat history): one message
+    (``unit`` ``turn``) or a whole passage (``chunk``), with the passage it belongs to."""
 
     rank: int = Field(description="1 = best.")
     score: Number
     scores: ScoresOut
-    ranks: dict[str, int] | None = Field(description="The hit's rank in each ranking (with `explain`).")
+    ranks: dict[str, int] | None = Field(
+        description="With `explain`: the hit's rank in each list (`lexical`, `vector`, `vector#2` for an expansion, "
+        "`unit` for the message scoring) and in the `fused` and `rerank` orders."
+    )
+    unit: Unit = Field(
+        description="`turn`: one message of the passage matched (see `line`, `quote`); `chunk`: the whole passage "
+        "(a document, or a passage indexed before messages were ranked on their own)."
+    )
+    line: int | None = Field(description="For a `turn`: the message's line in the passage (0-based).")
+    message_ids: list[MessageId] = Field(
+        description="The messages the hit stands for: a turn's one message, else the passage's messages (when known)."
+    )
+    quote: str | None = Field(
+        description="For a `turn`: the message as stored in the passage (`[time] **Name**: text`)."
+    )
+    features: dict[str, Number] | None = Field(
+        description="With `explain`: what the message scoring read for this hit (name → value)."
+    )
     chunk_id: int
     source_id: int
     content: str
@@ -137,11 +161,28 @@ class SearchOut(BaseModel):
     reranked: bool
 
 
+class MatchedTurnOut(BaseModel):
+    """A message of an evidence passage that the search found on its own."""
+
+    rank: int = Field(description="Its rank in the search.")
+    line: int | None = Field(description="Its line in the passage (0-based).")
+    message_ids: list[MessageId]
+    quote: str | None = Field(description="The message as stored in the passage.")
+
+
+class EvidenceOut(SearchHitOut):
+    """A passage given to the model: each passage once, however many of its messages were found."""
+
+    matched: list[MatchedTurnOut] = Field(
+        description="The passage's messages the search found (best first); empty for a whole-passage hit."
+    )
+
+
 class _Numbered(BaseModel):
     number: int = Field(description="The n of [#n] in the answer.")
 
 
-class CitationOut(SearchHitOut, _Numbered):
+class CitationOut(EvidenceOut, _Numbered):
     """A passage the answer cites as ``[#number]``."""
 
 
@@ -150,7 +191,7 @@ class AnswerOut(BaseModel):
 
     text: str = Field(description="The answer; it cites its evidence as [#n].")
     citations: list[CitationOut] = Field(description="The evidence the answer cites, in order of first citation.")
-    evidence: list[SearchHitOut] = Field(description="All passages given to the model; [#n] is the n-th.")
+    evidence: list[EvidenceOut] = Field(description="All passages given to the model; [#n] is the n-th.")
     timings_ms: dict[str, Number] = Field(description="Milliseconds per phase that ran.")
     total_ms: Number
     notes: list[str]
@@ -163,13 +204,17 @@ class AnswerOut(BaseModel):
 __all__ = [
     "AnswerOut",
     "CitationOut",
+    "EvidenceOut",
     "IsoTime",
+    "MatchedTurnOut",
     "MemoryHitOut",
     "MemoryOut",
+    "MessageId",
     "Number",
     "RecallOut",
     "RememberOut",
     "ScoresOut",
     "SearchHitOut",
     "SearchOut",
+    "Unit",
 ]

@@ -164,6 +164,15 @@ class Settings(BaseSettings):
     search_query_expansion: int = Field(
         0, ge=0, le=10, description="Alternative queries the chat model proposes (0 = no query expansion)."
     )
+    search_unit_chunks: int = Field(
+        30,
+        ge=0,
+        le=1000,
+        description=(
+            "Best fused chunks whose messages (units) are scored one by one, so a hit can be one message "
+            "(0 = return whole chunks, the ranking before units existed)."
+        ),
+    )
     answer_language: Literal["ja", "en"] = Field("ja", description="Language of the answer prompt and messages.")
     answer_temperature: float = Field(0.3, ge=0, le=2, description="Answer generation temperature (default 0.3).")
     answer_top_p: float = Field(0.9, gt=0, le=1, description="Answer generation top_p (default 0.9).")

@@ -59,7 +59,14 @@ async def test_batches_span_sources(mem: Memory):
     report = await processor.run()
     total = (await mem.knowledge.status()).chunks
     assert report.chunks == total
-    assert embedder.calls == [5] * (total // 5) + ([total % 5] if total % 5 else [])
+    # five chunks per provider call, each sent with its unit texts (one per line)
+    lines = [
+        len(chunk.location["lines"])
+        for source in sorted(await all_sources(mem.store), key=lambda s: s.id)
+        for chunk in await mem.store.knowledge.chunks_of_source(source.id)
+    ]
+    assert report.units == sum(lines)
+    assert embedder.calls == [len(lines[i : i + 5]) + sum(lines[i : i + 5]) for i in range(0, total, 5)]
 
 
 async def test_the_vector_index_is_created_for_the_model(mem: Memory):

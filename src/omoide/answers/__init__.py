@@ -3,7 +3,7 @@
 from omoide.answers.answerer import Answerer, AnswerResult, Citation, GenerationConfig
 from omoide.answers.citations import cited_numbers
 from omoide.answers.messages import NO_DATA, NO_MATCH, Language
-from omoide.answers.prompt import AnswerPrompt, build_prompt
+from omoide.answers.prompt import AnswerPrompt, build_prompt, by_chunk
 
 __all__ = [
     "NO_DATA",
@@ -15,5 +15,6 @@ __all__ = [
     "GenerationConfig",
     "Language",
     "build_prompt",
+    "by_chunk",
     "cited_numbers",
 ]

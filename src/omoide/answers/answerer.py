@@ -14,6 +14,10 @@ Outcomes:
   appended to the text so a reader sees it too.
 * **chat failure**: any provider error while generating becomes
   :class:`~omoide.errors.AnswerFailed` (code ``CHAT_FAILED``), the provider's error as its cause.
+* **turns of one chunk**: the hits may be single messages (``unit`` ``turn``), several of
+  them from one chunk. The prompt quotes each chunk once, in order of its first hit
+  (:func:`~omoide.answers.prompt.by_chunk`), so ``[#n]`` always cites a chunk; a citation
+  (and each evidence passage) keeps the turns of its chunk that were found (``matched``).
 * **too much evidence**: the prompt is counted before it is sent
   (:func:`~omoide.context.calls.budgeted_complete`); when it does not fit the model's
   context window (less the answer's ``max_tokens``), the lowest-ranked evidence passages
@@ -25,7 +29,7 @@ Outcomes:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,15 +47,38 @@ from omoide.stores.search import SearchFilters
 from omoide.text import is_japanese
 
 
+def matched_turns(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
+    """The ``turn`` hits among ``hits`` (one chunk's), as JSON: rank, line, message ids and quote."""
+    return [
+        {"rank": h.rank, "line": h.line, "message_ids": list(h.message_ids), "quote": h.quote}
+        for h in hits
+        if h.unit == "turn"
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """Evidence ``[#number]`` that the answer cites."""
+    """Evidence ``[#number]`` that the answer cites: a chunk.
+
+    Attributes:
+        number: the ``n`` of ``[#n]``.
+        hit: the chunk's best hit (its ``chunk`` is what is cited).
+        matched: all the hits of that chunk, best first (``matched[0] is hit``; ``()`` is
+            read as ``(hit,)``): for a chunk whose messages were found one by one, the
+            ``turn`` hits, whose quotes are the lines that matched.
+    """
 
     number: int
     hit: SearchHit
+    matched: tuple[SearchHit, ...] = ()
+
+    @property
+    def turns(self) -> tuple[SearchHit, ...]:
+        """The ``turn`` hits of the cited chunk, best first (empty for a whole-chunk hit)."""
+        return tuple(h for h in (self.matched or (self.hit,)) if h.unit == "turn")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"number": self.number, **self.hit.as_dict()}
+        return {"number": self.number, **self.hit.as_dict(), "matched": matched_turns(self.turns)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +88,8 @@ class AnswerResult:
     Attributes:
         text: the answer (or the localised no-data message).
         citations: the evidence the answer cites, in order of first citation.
-        hits: all evidence given to the model; ``hits[n - 1]`` is ``[#n]``.
+        hits: all evidence given to the model, one hit per chunk (the chunk's best);
+            ``hits[n - 1]`` is ``[#n]``.
         timings: milliseconds per phase: ``embed``, ``search``, ``fetch``, ``rerank``,
             ``generate`` (and ``expand``) for the phases that ran.
         notes: fallbacks and skipped stages, for humans.
@@ -69,6 +97,8 @@ class AnswerResult:
         fallback: the vector side failed and the evidence comes from lexical search.
         model: the chat model that answered (``""`` when none was called).
         language: the prompt's language.
+        matched: per evidence passage, all the hits of its chunk, best first
+            (``matched[n - 1][0] is hits[n - 1]``; empty when not known).
     """
 
     text: str
@@ -80,6 +110,7 @@ class AnswerResult:
     fallback: bool = False
     model: str = ""
     language: Language = "ja"
+    matched: tuple[tuple[SearchHit, ...], ...] = ()
 
     @property
     def total_ms(self) -> float:
@@ -89,7 +120,10 @@ class AnswerResult:
         return {
             "text": self.text,
             "citations": [c.as_dict() for c in self.citations],
-            "evidence": [h.as_dict() for h in self.hits],
+            "evidence": [
+                {**h.as_dict(), "matched": matched_turns(self.matched[i] if i < len(self.matched) else (h,))}
+                for i, h in enumerate(self.hits)
+            ],
             "timings_ms": dict(self.timings),
             "total_ms": self.total_ms,
             "notes": list(self.notes),
@@ -184,7 +218,8 @@ class Answerer:
             message = NO_MATCH[lang] if filters.narrows else NO_DATA[lang]
             return AnswerResult(message, (), (), timings, found.notes, True, found.fallback, "", lang)
 
-        prompt = build_prompt(text, found.hits, asker=asker, language=lang)
+        prompt = build_prompt(text, found.hits, asker=asker, language=lang)  # one passage per chunk
+        passages = len(prompt.evidence)
         notes = list(found.notes)
 
         def fewer_passages(_sent: Prompt, tokens: int, limit: int) -> Prompt | None:
@@ -202,7 +237,7 @@ class Answerer:
             while keep > 1 and freed < tokens - limit:
                 keep -= 1
                 freed += self.counter.count(evidence_block(keep + 1, evidence[keep], lang))
-            prompt = build_prompt(text, evidence[:keep], asker=asker, language=lang)
+            prompt = build_prompt(text, prompt.hits(keep), asker=asker, language=lang)
             return _as_call(prompt)
 
         started = time.perf_counter()
@@ -231,7 +266,7 @@ class Answerer:
                 f"{failure}: {exc.message}", provider=model.provider, status_code=exc.status_code, cause_code=exc.code
             ) from exc
         timings["generate"] = round((time.perf_counter() - started) * 1000.0, 3)
-        left_out = len(found.hits) - len(prompt.evidence)
+        left_out = passages - len(prompt.evidence)
         if left_out:
             notes.append(
                 f"{left_out} lowest-ranked evidence passage(s) left out so the prompt fits the context window of "
@@ -241,7 +276,10 @@ class Answerer:
         answer = response.text.strip()
         if found.fallback:
             answer = f"{answer}\n\n{FALLBACK_NOTE[lang]}" if answer else FALLBACK_NOTE[lang]
-        citations = tuple(Citation(n, prompt.evidence[n - 1]) for n in cited_numbers(answer, len(prompt.evidence)))
+        citations = tuple(
+            Citation(n, prompt.evidence[n - 1], prompt.matched[n - 1])
+            for n in cited_numbers(answer, len(prompt.evidence))
+        )
         return AnswerResult(
             text=answer,
             citations=citations,
@@ -252,6 +290,7 @@ class Answerer:
             fallback=found.fallback,
             model=response.model or model.model_id,
             language=lang,
+            matched=prompt.matched,
         )
 
 
@@ -264,4 +303,4 @@ def _as_call(prompt: AnswerPrompt) -> Prompt:
     return Prompt([Message.user(prompt.user)], system=prompt.system)
 
 
-__all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig", "question_language"]
+__all__ = ["AnswerResult", "Answerer", "Citation", "GenerationConfig", "matched_turns", "question_language"]

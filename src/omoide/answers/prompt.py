@@ -25,17 +25,26 @@ Design points:
   labelled ``質問:`` / ``Question:`` line, so it answers rather than summarises.
 * **Time ranges and speakers** in the metadata: the chunk's ``started_at``–``ended_at``
   in UTC and the speakers named in its ``**Name**:`` lines (else its author ids).
+* **Each chunk once.** A search hit may be one message (a ``turn``) of a chunk, and
+  several turns of one chunk may be hits. The chunk is what is quoted and cited, so the
+  hits are grouped by chunk (:func:`by_chunk`, in first-hit order): one evidence block
+  per chunk, quoted whole (the matched messages with their context), its turns kept in
+  :attr:`AnswerPrompt.matched` for the citations. The matched lines are not marked inside
+  the block: a marker before a line would hide its ``[time] **Name**:`` header from the
+  offline model (the line would read as the previous message's continuation) and one
+  after it would be quoted as if it had been said.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from omoide.answers.messages import Language
 from omoide.search.pipeline import SearchHit
+from omoide.stores.knowledge import ChunkId
 
 MAX_META_CHARS = 80
 _SPEAKER = re.compile(r"\*\*([^*\n]{1,80})\*\*(?:\s*\(\d+/\d+\))?\s*[:：]")
@@ -78,12 +87,31 @@ class AnswerPrompt:
     Attributes:
         system: the rules.
         user: the evidence blocks and the question.
-        evidence: the hits numbered 1, 2, … in the prompt (``evidence[n - 1]`` is ``[#n]``).
+        evidence: one hit per chunk, numbered 1, 2, … in the prompt (``evidence[n - 1]`` is
+            ``[#n]``): the chunk's best hit.
+        matched: per evidence block, all the hits of its chunk, best first
+            (``matched[n - 1][0] is evidence[n - 1]``); several for a chunk several of whose
+            turns were found.
     """
 
     system: str
     user: str
     evidence: tuple[SearchHit, ...]
+    matched: tuple[tuple[SearchHit, ...], ...] = ()
+
+    def hits(self, passages: int) -> list[SearchHit]:
+        """The hits of the first ``passages`` evidence blocks, in order (to build a shorter prompt from)."""
+        return [h for group in self.matched[:passages] for h in group]
+
+
+def by_chunk(hits: Iterable[SearchHit]) -> list[tuple[SearchHit, ...]]:
+    """``hits`` grouped by chunk: the groups in order of each chunk's first hit, each group in
+    the hits' order (so a ranked list gives each chunk's best hit first).
+    """
+    groups: dict[ChunkId, list[SearchHit]] = {}
+    for hit in hits:
+        groups.setdefault(hit.chunk.chunk_id, []).append(hit)
+    return [tuple(group) for group in groups.values()]
 
 
 def speakers(hit: SearchHit) -> list[str]:
@@ -162,8 +190,11 @@ def evidence_block(number: int, hit: SearchHit, language: Language) -> str:
 def build_prompt(
     question: str, hits: Sequence[SearchHit], *, asker: str | None = None, language: Language = "ja"
 ) -> AnswerPrompt:
-    """Build seed 004's prompt (see the module docstring) for ``question`` over ``hits``, numbered in order."""
-    blocks = [evidence_block(i, h, language) for i, h in enumerate(hits, start=1)]
+    """Build seed 004's prompt (see the module docstring) for ``question`` over ``hits``: one
+    evidence block per chunk (:func:`by_chunk`), numbered in order of each chunk's first hit."""
+    matched = tuple(by_chunk(hits))
+    evidence = tuple(group[0] for group in matched)
+    blocks = [evidence_block(i, h, language) for i, h in enumerate(evidence, start=1)]
     who = _BRACKETS.sub(" ", asker).strip() if asker else ""
     if language == "ja":
         heading = f"# ユーザー ({who}) からの質問" if who else "# ユーザーからの質問"
@@ -175,7 +206,7 @@ def build_prompt(
     first, _, rest = q.partition("\n")
     question_text = f"{label}: {first}" + (f"\n{rest}" if rest else "")
     user = "\n\n".join([CONTEXT_HEADING[language], *blocks, f"{heading}\n{question_text}"])
-    return AnswerPrompt(system=SYSTEM[language], user=user, evidence=tuple(hits))
+    return AnswerPrompt(system=SYSTEM[language], user=user, evidence=evidence, matched=matched)
 
 
 __all__ = [
@@ -184,6 +215,7 @@ __all__ = [
     "SYSTEM",
     "AnswerPrompt",
     "build_prompt",
+    "by_chunk",
     "evidence_block",
     "evidence_meta",
     "quote_evidence",

@@ -167,7 +167,7 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
     else:
         console.print(
             f"Embedded {summary['chunks']} chunk(s) with {summary['model']}: {summary['ready']} source(s) ready, "
-            f"{summary['failed']} failed.",
+            f"{summary['failed']} failed; {summary['units']} per-message vector(s).",
             highlight=False,
         )
     if summary.get("transient_error"):
@@ -234,10 +234,19 @@ def reindex(
             "--lexical", help="Rebuild the full-text index of chunks and memories with the current search tokenizer."
         ),
     ] = False,
+    units: Annotated[
+        bool,
+        typer.Option(
+            "--units",
+            help="Build the retrieval units (per-message tokens and vectors) of chunks stored before omoide "
+            "had them; with --model, the unit vectors of that model's vectors.",
+        ),
+    ] = False,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Re-embed every chunk with another embedding model (--model), or rebuild the full-text index (--lexical).
+    """Re-embed every chunk with another embedding model (--model), rebuild the full-text index
+    (--lexical), or build the retrieval units of older chunks (--units).
 
     --model: the new vectors are stored beside the current ones and search keeps using the
     configured model meanwhile. When it is done, set OMOIDE_EMBEDDER to the new model and
@@ -246,11 +255,23 @@ def reindex(
     --lexical: needed after omoide's search tokenizer changed (an upgrade, or SudachiPy
     installed or removed; `omoide search` says so). Search keeps working meanwhile. Safe to
     interrupt and rerun.
+
+    --units: search ranks each message of a chunk on its own; chunks stored by an older omoide
+    have no per-message units yet, and are ranked as whole chunks until this has run (`omoide
+    status` counts them). Builds the per-message search tokens, then the per-message vectors
+    of the configured embedder's vectors (of --model SPEC's with --model; chunks with no
+    vector yet get theirs, units included, from `omoide embed`). Search keeps working
+    meanwhile. Safe to interrupt (Ctrl-C) and rerun: it continues where it stopped.
     """
-    if (model is None) == (not lexical):
-        raise typer.BadParameter("give --model SPEC or --lexical (one of them)")
+    if not (model or lexical or units):
+        raise typer.BadParameter("give --model SPEC, --lexical or --units (see --help)")
+    if lexical and (model is not None or units):
+        raise typer.BadParameter("--lexical runs on its own: run `omoide reindex --lexical`, then the other one")
     if lexical:
         _reindex_lexical(db, json_)
+        return
+    if units:
+        _reindex_units(db, json_, model)
         return
 
     spec = str(model)
@@ -277,10 +298,75 @@ def reindex(
         return
     skipped = f"; {summary['skipped']} chunk(s) refused by the provider" if summary.get("skipped") else ""
     console.print(
-        f"Embedded {summary['chunks']} chunk(s) with {summary['model']}{skipped}. "
+        f"Embedded {summary['chunks']} chunk(s) with {summary['model']} ({summary['units']} per-message "
+        f"vector(s)){skipped}. "
         f"Switch to it with OMOIDE_EMBEDDER={spec} and restart the workers.",
         highlight=False,
     )
+
+
+def _reindex_units(db: str | None, json_: bool, model: str | None) -> None:
+    signals: list[int] = []
+
+    async def main() -> dict[str, Any]:
+        from omoide.providers.registry import resolve_embedder
+
+        stop = asyncio.Event()
+        with _stop_on_signals(stop, signals):
+            try:
+                async with open_memory(db) as mem:
+                    embedder = resolve_embedder(model, mem.settings)[0] if model is not None else mem.embedder
+                    with progress_bars(not json_) as progress:
+                        tasks: dict[str, TaskID] = {}
+                        names = {"lexical": "Unit tokens", "vectors": f"Unit vectors with {embedder.model_id}"}
+
+                        def advance(phase: str, done: int, total: int) -> None:
+                            if phase not in tasks:
+                                tasks[phase] = progress.add_task(names.get(phase, phase), total=total or None)
+                            progress.update(tasks[phase], completed=done, total=total or None)
+
+                        report = await mem.knowledge.reindex_units(embedder=embedder, on_progress=advance, stop=stop)
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                return {"cancelled": True}  # a second signal: the batches stored so far are kept
+        return report.as_log()
+
+    summary = run(main, json_errors=json_)
+    if summary.get("cancelled"):
+        err_console.print(
+            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; what was built is kept. "
+            "Run `omoide reindex --units` again to finish.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
+    if json_:
+        print_json(summary)
+    else:
+        console.print(
+            f"Built the units of older chunks: per-message tokens for {summary['lexical']} chunk(s), "
+            f"{summary['units']} per-message vector(s) for {summary['vectors']} chunk(s) with {summary['model']}.",
+            highlight=False,
+        )
+        if summary["unusable"]:
+            err_console.print(
+                f"[yellow]{summary['unusable']} chunk(s) have line records that do not fit their text; "
+                "they stay searchable as whole chunks.[/]",
+                highlight=False,
+            )
+        if summary["skipped"]:
+            err_console.print(
+                f"[yellow]The embedder refused the texts of {summary['skipped']} chunk(s); "
+                "they stay searchable as whole chunks.[/]",
+                highlight=False,
+            )
+    if signals and summary.get("stopped"):
+        err_console.print(
+            f"[yellow]Stopped by {signal.Signals(signals[0]).name}; what was built is kept. "
+            "Run `omoide reindex --units` again to finish.[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
 
 
 def _reindex_lexical(db: str | None, json_: bool) -> None:
@@ -345,7 +431,8 @@ def worker(
 
 
 def status(db: DbOption = None, json_: JsonOption = False) -> None:
-    """Show long-term memory at a glance: sessions, unarchived messages, sources and vectors per model."""
+    """Show long-term memory at a glance: sessions, unarchived messages, sources, vectors per model,
+    and the chunks still missing their retrieval units (`omoide reindex --units` builds them)."""
 
     async def main() -> dict[str, Any]:
         async with open_existing_memory(db) as mem:
@@ -359,6 +446,8 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
             "embedded": dict(counts.embedded),
             "embedder": model,
             "chunks_to_embed": max(0, counts.chunks - counts.embedded.get(model, 0)),
+            "units_missing": counts.units_missing,
+            "unit_vectors_missing": dict(counts.unit_vectors_missing),
         }
 
     data = run(main, json_errors=json_)
@@ -376,7 +465,18 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
         marker = " (in use)" if name == data["embedder"] else ""
         table.add_row(f"embedded with {name}{marker}", str(count))
     table.add_row(f"chunks to embed with {data['embedder']}", str(data["chunks_to_embed"]))
+    table.add_row("chunks without units", str(data["units_missing"]))
+    missing = data["unit_vectors_missing"]
+    for name in sorted({*missing, data["embedder"]}):
+        marker = " (in use)" if name == data["embedder"] else ""
+        table.add_row(f"vectors without units, {name}{marker}", str(missing.get(name, 0)))
     console.print(table)
+    if data["units_missing"] or missing.get(data["embedder"], 0):
+        console.print(
+            "Older chunks have no retrieval units yet: search ranks them as whole chunks, not message by "
+            "message. Run `omoide reindex --units` to build them.",
+            highlight=False,
+        )
 
 
 # ------------------------------------------------------------------------- sources
@@ -450,7 +550,8 @@ COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
     "sources": (sources, "Example: omoide sources --workspace 123 --limit 20"),
     "reindex": (
         reindex,
-        "Examples: omoide reindex --model openai:text-embedding-3-small@512   |   omoide reindex --lexical",
+        "Examples: omoide reindex --model openai:text-embedding-3-small@512   |   omoide reindex --lexical"
+        "   |   omoide reindex --units",
     ),
 }
 

@@ -113,19 +113,63 @@ def _piped() -> bool:
     return not console.is_terminal
 
 
+PREVIEW_CHARS = 400
+"""Longest hit text printed (a chunk, or a turn's message); ``--json`` has all of it."""
+QUOTE_CHARS = 200
+"""Longest matched message printed under a citation of ``omoide ask``."""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _number(value: float) -> str:
+    return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+
+
+def explain_lines(hit: SearchHit) -> list[str]:
+    """What ``--explain`` prints under a hit: the final score and the rank in each list, the
+    score of each stage, what the hit is (a turn: its line and message; a chunk) and the unit
+    scorer's features.
+
+    The first line keeps the ``score …; ranks: …`` form scripts may grep.
+    """
+    ranks = ", ".join(f"{name}={rank}" for name, rank in (hit.ranks or {}).items()) or "-"
+    lines = [f"score {hit.score:.4f}; ranks: {ranks}"]
+    s = hit.scores
+    stages = (("fused", s.fused), ("rerank", s.rerank), ("vector", s.vector), ("lexical", s.lexical))
+    shown = ", ".join(f"{name}={_number(value)}" for name, value in stages if value is not None)
+    if shown:
+        lines.append(f"scores: {shown}")
+    what = [f"unit: {hit.unit}", f"chunk {int(hit.chunk.chunk_id)}"]
+    if hit.line is not None:
+        what.append(f"line {hit.line}")
+    if hit.message_ids:
+        ids = [str(m) for m in hit.message_ids]
+        label = "message" if len(ids) == 1 else "messages"
+        what.append(f"{label} " + ", ".join(ids[:5]) + (f" (+{len(ids) - 5})" if len(ids) > 5 else ""))
+    lines.append(" · ".join(what))
+    if hit.features:
+        lines.append("features: " + ", ".join(f"{name}={value:.4g}" for name, value in hit.features.items()))
+    return lines
+
+
 def render_hits(result: SearchResult) -> None:
-    """Best first, numbered; the raw fused/rerank scores only with ``--explain`` (they mean nothing to a reader)."""
+    """Best first, numbered: where and when, then the text — for a ``turn`` hit the message
+    that matched (its line as stored), else the chunk — and the jump URL. The raw scores, the
+    rank in each list and the unit scorer's features only with ``--explain`` (they mean
+    nothing to a reader)."""
     if not result.hits:
         console.print("No results.")
     for hit in result.hits:
         console.print(f"[bold]{hit.rank}.[/]  {escape(_where(hit))}", highlight=False)
-        text = hit.content if len(hit.content) <= 400 else hit.content[:400] + "…"
-        console.print(text, highlight=False, markup=False, soft_wrap=_piped())
+        text = hit.quote if hit.unit == "turn" and hit.quote else hit.content
+        console.print(_cut(text, PREVIEW_CHARS), highlight=False, markup=False, soft_wrap=_piped())
         if hit.jump_url:  # never wrapped nor cut, so it stays clickable and greppable
             console.print(hit.jump_url, style="dim", highlight=False, markup=False, soft_wrap=True)
-        if hit.ranks:
-            ranks = ", ".join(f"{k}={v}" for k, v in hit.ranks.items())
-            console.print(f"score {hit.score:.4f}; ranks: {ranks}", style="dim", highlight=False, markup=False)
+        if hit.ranks is not None:  # --explain
+            for line in explain_lines(hit):
+                console.print(line, style="dim", highlight=False, markup=False, soft_wrap=_piped())
         console.print()
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
@@ -139,6 +183,15 @@ def render_answer(result: AnswerResult) -> None:
         for c in result.citations:  # a line with a jump URL is never wrapped nor cut
             url = f"  {c.hit.jump_url}" if c.hit.jump_url else ""
             console.print(f"[#{c.number}] {_where(c.hit)}{url}", highlight=False, markup=False, soft_wrap=True)
+            for turn in c.turns:  # the messages of the cited chunk that matched
+                if turn.quote:
+                    console.print(
+                        f"    > {_cut(turn.quote, QUOTE_CHARS)}",
+                        style="dim",
+                        highlight=False,
+                        markup=False,
+                        soft_wrap=_piped(),
+                    )
     for note in result.notes:
         err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False)
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings.items())
@@ -187,7 +240,14 @@ def search(
     until: UntilOption = None,
     k: KOption = None,
     mode: ModeOption = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Show each hit's rank in every list.")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Show how each hit was found: its score, its rank in every list (lexical, vector, unit, fused…), "
+            "the score of each stage, what it is (a turn: its line and message; a chunk) and the unit scorer's features.",
+        ),
+    ] = False,
     viewer: ViewerOption = None,
     db: DbOption = None,
     json_: JsonOption = False,
@@ -285,4 +345,14 @@ def register(app: typer.Typer) -> None:
         app.command(name, epilog=example)(function)
 
 
-__all__ = ["COMMANDS", "ask", "parse_time", "register", "render_answer", "render_hits", "search", "workspace_hint"]
+__all__ = [
+    "COMMANDS",
+    "ask",
+    "explain_lines",
+    "parse_time",
+    "register",
+    "render_answer",
+    "render_hits",
+    "search",
+    "workspace_hint",
+]

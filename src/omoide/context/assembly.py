@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from omoide.answers.prompt import time_range
+from omoide.answers.prompt import by_chunk, time_range
 from omoide.context.truncation import truncate_text
 from omoide.errors import ContextOverflow, InvalidInput
 from omoide.models import Message, Session, ToolResultBlock
@@ -387,7 +387,8 @@ def _knowledge_parts(hits: Sequence[SearchHit], session: Session, window: Sequen
     """Search hits as ``k1``, ``k2``, … parts, without those whose messages are all in the window."""
     in_window = {m.seq for m in window if m.seq is not None}
     parts: list[ContextPart] = []
-    for result in hits:
+    for group in by_chunk(hits):  # turn hits of one chunk: the chunk once
+        result = group[0]
         loc = result.chunk.location
         seqs = set(range(int(loc["seq_start"]), int(loc["seq_end"]) + 1)) if "seq_start" in loc else set()
         if loc.get("session_id") == int(session.id) and seqs and seqs <= in_window:

@@ -25,7 +25,9 @@ session's message numbers), ``total`` (messages in the session when it was archi
 ``message_ids`` (stored message ids), ``lines`` (who wrote which characters of the content:
 ``[start, end, author_id, message_id]`` per line, what an erasure removes) and ``part`` /
 ``parts`` for a piece of a long message. Its ``lexical`` text is :func:`omoide.text.tokenize_for_search` of the names and
-message text (not of the timestamps and labels), space-separated.
+message text (not of the timestamps and labels), space-separated, and its ``unit_lexical``
+the same per line (:func:`omoide.stores.units.unit_lexical_of`: the tokens search ranks each
+message of the chunk by).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft
+from omoide.stores.units import chunk_lines, line_lexical_source
 from omoide.text.lexical import lexical_text
 
 Strategy = Literal["message_based", "token_based"]
@@ -205,11 +208,10 @@ class Chunker:
         self.options = options
         self._counter = get_token_counter()
         self._encoding: Any = load_encoding()
-        if tokenize is None:
-            from omoide.text import tokenize_for_search
+        from omoide.text import tokenize_for_search
 
-            tokenize = tokenize_for_search
-        self._tokenize = tokenize
+        self._search_tokens = tokenize_for_search
+        self._tokenize = tokenize or tokenize_for_search
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Chunker:
@@ -220,7 +222,7 @@ class Chunker:
 
     # ------------------------------------------------------------------ units
 
-    def _units(self, messages: Sequence[Message]) -> list[_Unit]:
+    def _units(self, messages: Sequence[Message], tokenize: Callable[[str], list[str]]) -> list[_Unit]:
         units: list[_Unit] = []
         for index, message in enumerate(messages):
             body = render_body(message)
@@ -228,7 +230,7 @@ class Chunker:
             line = format_message(message)
             tokens = self.count(line)
             if tokens <= self.options.max_tokens:
-                lexical = tuple(self._tokenize(f"{name}\n{body}" if name else body))
+                lexical = tuple(tokenize(f"{name}\n{body}" if name else body))
                 units.append(_Unit(index, message, line, lexical, tokens))
                 continue
             stamp, label = format_time(message.created_at), author_label(message)
@@ -236,7 +238,7 @@ class Chunker:
             for part, piece in enumerate(pieces, start=1):
                 head = f"[{stamp}] **{label}** ({part}/{len(pieces)}): "
                 text = head + piece
-                lexical = tuple(self._tokenize(f"{name}\n{piece}" if name else piece))
+                lexical = tuple(tokenize(f"{name}\n{piece}" if name else piece))
                 units.append(_Unit(index, message, text, lexical, self.count(text), part, len(pieces)))
         return units
 
@@ -332,7 +334,18 @@ class Chunker:
         Returns:
             The chunks in order; empty when ``messages`` is empty.
         """
-        units = self._units(messages)
+        memo: dict[str, list[str]] = {}
+
+        def search_tokens(text: str) -> list[str]:
+            # each line is tokenised once: for the chunk's tokens, for its units' (the same
+            # source text when the author has a name) and again in the next chunk's overlap
+            found = memo.get(text)
+            if found is None:
+                found = memo[text] = self._search_tokens(text)
+            return found
+
+        tokenize = search_tokens if self._tokenize is self._search_tokens else self._tokenize
+        units = self._units(messages, tokenize)
         if not units:
             return []
         if self.options.strategy == "message_based":
@@ -341,7 +354,12 @@ class Chunker:
             windows = self._token_windows(units)
         return [
             self._draft(
-                units[start:end], total=total, session_id=session_id, channel_id=channel_id, thread_id=thread_id
+                units[start:end],
+                search_tokens,
+                total=total,
+                session_id=session_id,
+                channel_id=channel_id,
+                thread_id=thread_id,
             )
             for start, end in windows
         ]
@@ -349,6 +367,7 @@ class Chunker:
     def _draft(
         self,
         units: Sequence[_Unit],
+        search_tokens: Callable[[str], list[str]],
         *,
         total: int | None,
         session_id: int | None,
@@ -387,6 +406,11 @@ class Chunker:
             location["parts"] = units[0].parts
         location[LINES_KEY] = spans_json(lines)
         times = [m.created_at for m in messages]
+        # unit_lexical_of(content, location), with each line's search tokens computed once
+        lines_of = chunk_lines(content, location)
+        unit_lexical = (
+            None if lines_of is None else tuple(lexical_text(search_tokens(line_lexical_source(x))) for x in lines_of)
+        )
         return ChunkDraft(
             content=content,
             lexical=lexical_text(token for unit in units for token in unit.lexical),
@@ -397,6 +421,7 @@ class Chunker:
             author_ids=tuple(authors),
             started_at=min(times),
             ended_at=max(times),
+            unit_lexical=unit_lexical,
         )
 
 

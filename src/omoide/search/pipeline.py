@@ -1,22 +1,31 @@
-"""The retrieval pipeline: candidates per list → Reciprocal Rank Fusion → rerank → top k.
+"""The retrieval pipeline: candidates per list → fusion → units → rerank → top k.
 
-Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`:
+Seed 004's pipeline, with every size from :class:`~omoide.settings.Settings`, and a unit
+stage (issue 16) so a hit can be the one message that matched:
 
 1. **expand** (optional, ``search_query_expansion`` > 0): the chat model proposes
    alternative phrasings; every query is searched and all lists are fused. The call is
    budgeted (:func:`~omoide.context.calls.budgeted_complete`): a prompt that does not fit
    the model's window is not sent; the original query alone is searched, with a note.
 2. **embed**: each query is embedded with the configured embedder (vector and hybrid modes).
-3. **search**: per query, ``search_candidates`` (200) hits from the vector list
+3. **search**: per query, ``search_candidates`` (200) chunks from the vector list
    (cosine similarity over the embedder's vectors) and from the lexical list (omoide's own
-   tokens, BM25 / ``ts_rank_cd``), every filter applied inside the database query.
-4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list, keeping
-   ``search_fused`` (15) candidates (see :mod:`omoide.fusion`).
+   tokens, BM25), every filter applied inside the database query.
+4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list: the chunk order
+   that picks where to look (see :mod:`omoide.fusion`).
 5. **fetch**: the ranked lists carry chunk ids and scores only; one ``fetch_chunks`` query
-   reads the text, source and location of the fused candidates (it is timed for seed 004's
-   breakdown; a chunk deleted since it was ranked is left out).
-6. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the fused candidates.
-7. **cut**: the best ``k`` (``search_top_k``, 5) are returned.
+   reads the text, source and location of the best ``max(search_fused, search_unit_chunks)``
+   fused chunks (a chunk deleted since it was ranked is left out).
+6. **units** (``search_unit_chunks`` > 0, 30): one ``fetch_units`` query reads the units
+   (each message's tokens and vector) of the best ``search_unit_chunks`` chunks, and
+   :func:`~omoide.search.units.score_units` scores every message with the fitted weights
+   (the chunk lists' ranks, the message's own vector and BM25 scores, its neighbours', its
+   speaker named in the query). Hits become messages (``unit="turn"``) cited by their chunk;
+   a chunk without units (a document, or one written before units existed) stays a
+   ``chunk`` hit. Before any chunk has units, the fused chunk order is kept.
+7. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the first
+   ``search_fused`` (15) candidates.
+8. **cut**: the best ``k`` (``search_top_k``, 5) are returned.
 
 Failures never return an empty result silently: when the embedder or the vector query
 fails (no embedder installed, provider down, vectors of another size), the lexical list
@@ -28,11 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from omoide.context.calls import budgeted_complete
 from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderError
@@ -50,6 +63,7 @@ from omoide.search.results import (
     check_mode,
     check_query,
 )
+from omoide.search.units import ChunkCandidate, score_units, weights_for
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
@@ -71,6 +85,7 @@ class PipelineConfig:
     rrf_k: int = 60
     mode: SearchMode = "hybrid"
     expansions: int = 0
+    unit_chunks: int = 30
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PipelineConfig:
@@ -81,6 +96,7 @@ class PipelineConfig:
             rrf_k=settings.search_rrf_k,
             mode=settings.search_mode,
             expansions=settings.search_query_expansion,
+            unit_chunks=settings.search_unit_chunks,
         )
 
 
@@ -121,6 +137,9 @@ def parse_expansions(text: str, query: str, limit: int) -> list[str]:
 class _Lists:
     names: list[str] = field(default_factory=list)
     hits: list[list[RankedChunk]] = field(default_factory=list)
+    query_tokens: list[str] = field(default_factory=list)  # the query's lexical tokens (unit scoring)
+    query_vector: npt.NDArray[np.float32] | None = None  # the query's vector (unit scoring)
+    model: str | None = None  # the embedder whose vectors were searched
 
     def add(self, name: str, hits: list[RankedChunk]) -> None:
         self.names.append(name)
@@ -217,11 +236,13 @@ class SearchPipeline:
         phase_started = time.perf_counter()
         # hybrid: the lexical lists run while the query is embedded and the vectors searched
         lexical_task = (
-            asyncio.create_task(self._lexical_lists(queries, filters, per_list, notes)) if chosen == "hybrid" else None
+            asyncio.create_task(self._lexical_lists(queries, filters, per_list, notes, lists))
+            if chosen == "hybrid"
+            else None
         )
         try:
             if chosen != "lexical":
-                vector_lists = await self._vector_lists(queries, filters, per_list, timings, notes)
+                vector_lists = await self._vector_lists(queries, filters, per_list, timings, notes, lists)
                 if vector_lists is None:
                     fallback = True
                     lexical_needed = True
@@ -240,7 +261,7 @@ class SearchPipeline:
                     timings["search"] = max(0.0, _ms(phase_started) - timings.get("embed", 0.0))
                 else:
                     started = time.perf_counter()
-                    lexical_lists = await self._lexical_lists(queries, filters, per_list, notes)
+                    lexical_lists = await self._lexical_lists(queries, filters, per_list, notes, lists)
                     timings["search"] = timings.get("search", 0.0) + _ms(started)
                 for i, hits in enumerate(lexical_lists):
                     lists.add(_list_name("lexical", i), hits)
@@ -251,8 +272,17 @@ class SearchPipeline:
                     await lexical_task
 
         started = time.perf_counter()
-        candidates = await self._fuse(lists, fused_n, explain)
+        unit_chunks = min(MAX_K, self.config.unit_chunks)
+        candidates = await self._fuse(lists, max(fused_n, unit_chunks), explain)
         timings["fetch"] = _ms(started)
+        if unit_chunks and candidates:
+            started = time.perf_counter()
+            scoring_mode: SearchMode = "lexical" if fallback or lists.query_vector is None else chosen
+            candidates = await self._score_units(
+                text, scoring_mode, lists, candidates[:unit_chunks], max(fused_n, top), explain
+            )
+            timings["units"] = _ms(started)
+        candidates = candidates[: max(fused_n, top)]
 
         reranked = False
         if self.reranker is not None and candidates:
@@ -261,7 +291,8 @@ class SearchPipeline:
             timings["rerank"] = _ms(started)
 
         final = tuple(
-            SearchHit(h.chunk, i, h.score, h.scores, h.ranks) for i, h in enumerate(candidates[:top], start=1)
+            dataclasses.replace(h, rank=i, ranks=h.ranks if explain else None, features=h.features if explain else None)
+            for i, h in enumerate(candidates[:top], start=1)
         )
         return SearchResult(
             query=text,
@@ -318,6 +349,7 @@ class SearchPipeline:
         per_list: int,
         timings: dict[str, float],
         notes: list[str],
+        state: _Lists,
     ) -> list[list[RankedChunk]] | None:
         """One vector list per query, or ``None`` (with a note) when the vector side failed."""
         if self._embedder is None:
@@ -351,13 +383,16 @@ class SearchPipeline:
             notes.append(f"vector search failed ({exc.code}: {exc.message}); lexical results only")
             return None
         timings["search"] = _ms(started)
+        state.query_vector = np.asarray(vectors[0], dtype=np.float32)
+        state.model = embedder.model_id
         return lists
 
     async def _lexical_lists(
-        self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str]
+        self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str], state: _Lists
     ) -> list[list[RankedChunk]]:
         tokenizer = await self._query_tokenizer(notes)
         token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
+        state.query_tokens = token_lists[0]
         return list(
             await asyncio.gather(
                 *(self.store.lexical_ranking(tokens=t, filters=filters, k=per_list) for t in token_lists)
@@ -418,14 +453,67 @@ class SearchPipeline:
             if chunk is None:  # deleted since it was ranked
                 continue
             position = len(out) + 1
-            ranks: dict[str, int] | None = None
-            if explain:
-                ranks = {n: r for n, r in zip(lists.names, f.ranks, strict=True) if r is not None}
-                ranks["fused"] = position
+            # every list's rank (the unit scorer reads them; the result shows them with explain only)
+            ranks = {n: r for n, r in zip(lists.names, f.ranks, strict=True) if r is not None}
+            ranks["fused"] = position
             scores = StageScores(
                 vector=best("vector", f.key, f.ranks), lexical=best("lexical", f.key, f.ranks), fused=f.score
             )
             out.append(SearchHit(chunk, position, f.score, scores, ranks))
+        return out
+
+    async def _score_units(
+        self,
+        query: str,
+        mode: SearchMode,
+        lists: _Lists,
+        hits: list[SearchHit],
+        limit: int,
+        explain: bool,
+    ) -> list[SearchHit]:
+        """The units of the best fused chunks, scored one by one (:mod:`omoide.search.units`); the
+        chunk hits unchanged when none of them has units yet."""
+        units = await self.store.fetch_units([h.chunk.chunk_id for h in hits], model=lists.model)
+        if not any(u.lexical is not None for u in units.values()):
+            return hits
+        candidates = [
+            ChunkCandidate(h.chunk, i, _best_rank(h.ranks, "lexical"), _best_rank(h.ranks, "vector"))
+            for i, h in enumerate(hits)
+        ]
+        scored = score_units(query, lists.query_tokens, lists.query_vector, candidates, units, weights_for(query, mode))
+        out: list[SearchHit] = []
+        for position, unit in enumerate(scored[:limit], start=1):
+            hit = hits[unit.candidate.position]
+            ranks = {**(hit.ranks or {}), "unit": position}
+            scores = StageScores(vector=hit.scores.vector, lexical=hit.scores.lexical, fused=unit.score)
+            line = unit.line
+            if line is None:
+                out.append(
+                    dataclasses.replace(
+                        hit,
+                        rank=position,
+                        score=unit.score,
+                        scores=scores,
+                        ranks=ranks,
+                        features=unit.features,
+                        message_ids=tuple(hit.chunk.location.get("message_ids") or ()),
+                    )
+                )
+                continue
+            out.append(
+                SearchHit(
+                    hit.chunk,
+                    position,
+                    unit.score,
+                    scores,
+                    ranks,
+                    unit="turn",
+                    line=line.index,
+                    message_ids=() if line.message_id is None else (line.message_id,),
+                    quote=line.raw,
+                    features=unit.features,
+                )
+            )
         return out
 
     async def _rerank(
@@ -434,7 +522,7 @@ class SearchPipeline:
         reranker = self.reranker
         assert reranker is not None
         try:
-            results = await reranker.rerank(query, [h.content for h in candidates], top_k=top)
+            results = await reranker.rerank(query, [h.quote or h.content for h in candidates], top_k=top)
         except ProviderError as exc:
             logger.warning("rerank_failed", extra={"model": reranker.model_id, "code": exc.code})
             notes.append(f"reranking failed ({exc.code}): fused order kept")
@@ -446,10 +534,16 @@ class SearchPipeline:
                 continue
             seen.add(r.index)
             h = candidates[r.index]
-            ranks = {**h.ranks, "rerank": position} if explain and h.ranks is not None else h.ranks
+            ranks = {**h.ranks, "rerank": position} if h.ranks is not None else None
             scores = StageScores(h.scores.vector, h.scores.lexical, h.scores.fused, float(r.score))
-            out.append(SearchHit(h.chunk, position, float(r.score), scores, ranks))
+            out.append(dataclasses.replace(h, rank=position, score=float(r.score), scores=scores, ranks=ranks))
         return out, True
+
+
+def _best_rank(ranks: Mapping[str, int] | None, kind: str) -> int | None:
+    """The chunk's best rank among the lists of one kind (``lexical``, ``lexical#2``, …)."""
+    found = [r for name, r in (ranks or {}).items() if name.split("#", 1)[0] == kind]
+    return min(found) if found else None
 
 
 def _ms(started: float) -> float:

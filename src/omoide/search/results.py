@@ -33,18 +33,31 @@ class StageScores:
     rerank: float | None = None
 
 
+Unit = Literal["turn", "chunk"]
+"""What a hit is: one message of a chunk (``turn``) or a whole chunk (``chunk``: a chunk without
+line records, e.g. a document, or one written before units existed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One result: the chunk, its final rank and score, and the score of each stage.
+    """One result: the chunk (and, for a ``turn`` hit, the message in it that matched), its final
+    rank and score, and the score of each stage.
 
     Attributes:
-        chunk: the chunk with its text, source, location and time range.
+        chunk: the chunk with its text, source, location and time range: what an answer
+            cites and quotes.
         rank: 1-based final position.
-        score: the last stage's score (rerank if reranked, else the fused RRF score).
+        score: the last stage's score (rerank if reranked, else the fused score).
         scores: per-stage scores.
         ranks: with ``explain=True``, the 1-based rank in each list (``vector``,
-            ``lexical``, ``vector#2`` for the first expansion, …) and in the ``fused`` and
-            ``rerank`` orders; ``None`` otherwise.
+            ``lexical``, ``vector#2`` for the first expansion, …, ``unit`` for the unit
+            scoring) and in the ``fused`` and ``rerank`` orders; ``None`` otherwise.
+        unit: ``turn`` (one message of ``chunk``) or ``chunk``.
+        line: for a ``turn`` hit, the message's line in the chunk (0-based), else ``None``.
+        message_ids: the messages the hit stands for (a turn's one message; for a chunk hit,
+            the chunk's ``location["message_ids"]``).
+        quote: for a ``turn`` hit, the message's line as stored (``[time] **Name**: text``).
+        features: with ``explain=True``, the unit scorer's inputs for this hit (name → value).
     """
 
     chunk: ChunkHit
@@ -52,6 +65,11 @@ class SearchHit:
     score: float
     scores: StageScores
     ranks: Mapping[str, int] | None = None
+    unit: Unit = "chunk"
+    line: int | None = None
+    message_ids: tuple[Any, ...] = ()
+    quote: str | None = None
+    features: Mapping[str, float] | None = None
 
     @property
     def content(self) -> str:
@@ -79,6 +97,11 @@ class SearchHit:
                 "rerank": self.scores.rerank,
             },
             "ranks": dict(self.ranks) if self.ranks is not None else None,
+            "unit": self.unit,
+            "line": self.line,
+            "message_ids": list(self.message_ids),
+            "quote": self.quote,
+            "features": dict(self.features) if self.features is not None else None,
             "chunk_id": int(c.chunk_id),
             "source_id": int(c.source_id),
             "content": c.content,
@@ -227,6 +250,7 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "StageScores",
+    "Unit",
     "check_mode",
     "check_query",
     "search_filters",

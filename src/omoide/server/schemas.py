@@ -294,9 +294,15 @@ SEARCH_EXAMPLE: dict[str, Any] = {
             "score": 0.032,
             "scores": {"vector": 0.81, "lexical": 7.4, "fused": 0.032, "rerank": None},
             "ranks": None,
+            "unit": "turn",
+            "line": 0,
+            "message_ids": ["1311000000000000001"],
+            "quote": "[2025-11-15 13:30] **mika**: v0.4.0 は CI が不安定なので来週に延期します",
+            "features": None,
             "chunk_id": 12,
             "source_id": 1,
-            "content": "v0.4.0 は CI が不安定なので来週に延期します",
+            "content": "[2025-11-15 13:30] **mika**: v0.4.0 は CI が不安定なので来週に延期します\n"
+            "[2025-11-15 13:38] **ren**: 了解です",
             "channel_id": "42",
             "thread_id": None,
             "author_ids": ["7"],
@@ -305,7 +311,7 @@ SEARCH_EXAMPLE: dict[str, Any] = {
             "source_type": "discord_channel",
             "source_title": "#dev",
             "jump_url": "https://discord.com/channels/1290478288896131072/42/1311000000000000001",
-            "location": {"message_ids": ["1311000000000000001"]},
+            "location": {"message_ids": ["1311000000000000001", "1311000000000000002"]},
         }
     ],
     "timings_ms": {"embed": 3.1, "search": 4.2, "fetch": 0.7},
@@ -323,6 +329,13 @@ class StatusOut(BaseModel):
     sources: dict[str, int]
     chunks: int
     embedded: dict[str, int]
+    units_missing: int = Field(
+        description="Passages whose messages are not indexed on their own yet (run `omoide reindex --units`); "
+        "search reads them as whole passages meanwhile."
+    )
+    unit_vectors_missing: dict[str, int] = Field(
+        description="Per embedding model, embedded passages whose messages have no vectors yet (`omoide reindex --units`)."
+    )
 
 
 # ---------------------------------------------------------------- keys

@@ -38,6 +38,10 @@ class LexicalIndexStore(abc.ABC):
     async def rewrite_lexical(self, table: LexicalTable, rows: Sequence[tuple[int, str]]) -> None:
         """Set ``lexical`` of each ``(id, tokens)`` (space-separated tokens); unknown ids are skipped.
 
+        For ``knowledge_chunks`` the backend also rewrites each chunk's ``unit_lexical`` from its
+        content and line records (:func:`omoide.stores.units.unit_lexical_of`, the current
+        tokenizer) where the content is unchanged.
+
         Raises:
             ValueError: ``table`` is not a :class:`LexicalTable`.
         """

@@ -95,6 +95,7 @@ async def _rebuild_stale_lexical_index(mem: Memory) -> None:
 
 def _merge(catch_up: EmbedReport, report: EmbedReport) -> EmbedReport:
     report.chunks += catch_up.chunks
+    report.units += catch_up.units
     report.skipped += catch_up.skipped
     report.batches += catch_up.batches
     report.duration_s += catch_up.duration_s

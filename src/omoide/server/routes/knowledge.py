@@ -198,4 +198,6 @@ async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
         sources=dict(found.sources),
         chunks=found.chunks,
         embedded=dict(found.embedded),
+        units_missing=found.units_missing,
+        unit_vectors_missing=dict(found.unit_vectors_missing),
     )

@@ -23,6 +23,7 @@ import asyncpg
 
 from omoide.stores._erasure_common import ErasureState, check_generation, scrub_source, strip_user, user_hash
 from omoide.stores.memories import ForgetReport
+from omoide.stores.postgres._units import unit_lexical_json
 
 Scope = tuple[str | None, str | None]
 
@@ -143,6 +144,7 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
                         change.token_count,
                         json.dumps(change.location, ensure_ascii=False),
                         json.dumps(change.author_ids, ensure_ascii=False),
+                        unit_lexical_json(change.unit_lexical),
                     )
                 )
         if dropped:
@@ -151,7 +153,7 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
         if updates:
             await conn.executemany(
                 "UPDATE knowledge_chunks SET content = $2, lexical = $3, token_count = $4, location = $5::jsonb, "
-                "author_ids = $6::jsonb WHERE id = $1",
+                "author_ids = $6::jsonb, unit_lexical = $7::jsonb WHERE id = $1",
                 updates,
             )
             # their vectors embed erased text

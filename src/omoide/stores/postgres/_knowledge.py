@@ -31,6 +31,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +43,7 @@ from tenacity import AsyncRetrying, retry_if_result, wait_fixed
 
 from omoide.models import Session, SessionStatus, ensure_utc
 from omoide.stores._erasure_common import stale_rows
+from omoide.stores._knowledge_checks import CheckedVector
 from omoide.stores._knowledge_common import (
     check_archive_range,
     prune_through,
@@ -70,6 +72,7 @@ from omoide.stores.knowledge import (
 )
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres._search import record_tokenizer
+from omoide.stores.postgres._units import encode_unit_vectors, unit_lexical_json, units_status_sql
 from omoide.text import search_tokenizer_name
 
 SOURCE_COLUMNS = (
@@ -94,13 +97,15 @@ WITH s AS (
     RETURNING id, workspace_id, private, members
 )
 INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
-                              location, author_ids, token_count, started_at, ended_at, private, members)
+                              location, author_ids, token_count, started_at, ended_at, private, members,
+                              unit_lexical)
 SELECT s.id, s.workspace_id, u.channel_id, u.thread_id, (u.ord - 1)::integer, u.content, u.lexical,
-       u.location::jsonb, u.author_ids::jsonb, u.token_count, u.started_at, u.ended_at, s.private, s.members
+       u.location::jsonb, u.author_ids::jsonb, u.token_count, u.started_at, u.ended_at, s.private, s.members,
+       u.unit_lexical::jsonb
 FROM s, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::integer[],
-               $15::timestamptz[], $16::timestamptz[])
+               $15::timestamptz[], $16::timestamptz[], $17::text[])
         WITH ORDINALITY AS u(channel_id, thread_id, content, lexical, location, author_ids, token_count,
-                             started_at, ended_at, ord)
+                             started_at, ended_at, unit_lexical, ord)
 RETURNING source_id, chunk_index, id
 """
 _LOCK_SESSION = "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
@@ -132,7 +137,7 @@ WHERE id IN (
 RETURNING id
 """
 _MISSING = """
-SELECT c.id, c.source_id, c.workspace_id, c.content FROM knowledge_chunks c
+SELECT c.id, c.source_id, c.workspace_id, c.content, c.location FROM knowledge_chunks c
 WHERE c.id > $2 {sources}
   AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.model = $1)
 ORDER BY c.id
@@ -141,33 +146,32 @@ LIMIT $3
 _MISSING_ALL = _MISSING.format(sources="")
 _MISSING_OF_SOURCES = _MISSING.format(sources="AND c.source_id = ANY($4::bigint[])")
 _PUT_EMBEDDINGS = """
-INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash)
-SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash
-FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[]) AS u(chunk_id, embedding, content_hash)
+INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, unit_vectors)
+SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash, u.unit_vectors
+FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[], $6::bytea[]) AS u(chunk_id, embedding, content_hash, unit_vectors)
 JOIN knowledge_chunks c ON c.id = u.chunk_id
 ON CONFLICT (chunk_id, model) DO UPDATE
 SET dimensions = EXCLUDED.dimensions, embedding = EXCLUDED.embedding,
-    content_hash = EXCLUDED.content_hash, embedded_at = now()
+    content_hash = EXCLUDED.content_hash, unit_vectors = EXCLUDED.unit_vectors, embedded_at = now()
 """
 _FINISH_SOURCE = """
 UPDATE knowledge_sources SET status = $2, error = $3, claimed_at = NULL, updated_at = now() WHERE id = $1
 RETURNING id
 """
+_UNIT_KINDS = frozenset({"units_missing", "unit_vectors_missing"})
 STATUS_SQL = """
 SELECT 'session' AS kind, status AS key, count(*) AS n FROM sessions GROUP BY status
 UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
 UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources GROUP BY status
-UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
-"""
+UNION ALL """ + units_status_sql(None)
 
 WORKSPACE_STATUS_SQL = """
 SELECT 'session' AS kind, status AS key, count(*) AS n FROM sessions WHERE workspace_id = $1 GROUP BY status
 UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions WHERE workspace_id = $1
 UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources WHERE workspace_id = $1 GROUP BY status
-UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks WHERE workspace_id = $1
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings WHERE workspace_id = $1 GROUP BY model
-"""
+UNION ALL """ + units_status_sql("$1")
 
 
 def quote_ident(name: str) -> str:
@@ -256,6 +260,7 @@ async def insert_source(
         [c.token_count for c in chunks],
         [_ts(c.started_at) for c in chunks],
         [_ts(c.ended_at) for c in chunks],
+        [unit_lexical_json(c.unit_lexical) for c in chunks],
     )
     ordered = sorted(rows, key=lambda r: r["chunk_index"])
     return SourceId(int(ordered[0]["source_id"])), [ChunkId(int(r["id"])) for r in ordered]
@@ -361,7 +366,7 @@ async def put_embeddings(
     conn: asyncpg.Connection,
     model: str,
     dimensions: int,
-    rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
+    rows: Sequence[CheckedVector],
     schema: str | None,
 ) -> int:
     """Upsert ``halfvec`` vectors; rows whose chunk is gone, or now holds other text, are skipped.
@@ -371,7 +376,7 @@ async def put_embeddings(
     the vector with the text).
     """
     async with conn.transaction():
-        hashes = [(chunk_id, h) for chunk_id, _, h in rows if h is not None]
+        hashes = [(chunk_id, h) for chunk_id, _, h, _ in rows if h is not None]
         if hashes:
             found = await conn.fetch(
                 "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE",
@@ -385,9 +390,10 @@ async def put_embeddings(
             _PUT_EMBEDDINGS.format(halfvec=vector_type(schema)),
             model,
             dimensions,
-            [chunk_id for chunk_id, _, _ in rows],
-            [HalfVector(vector) for _, vector, _ in rows],
-            [content_hash for _, _, content_hash in rows],
+            [chunk_id for chunk_id, _, _, _ in rows],
+            [HalfVector(vector) for _, vector, _, _ in rows],
+            [content_hash for _, _, content_hash, _ in rows],
+            [encode_unit_vectors(units) for _, _, _, units in rows],
         )
     return int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
 
@@ -473,6 +479,7 @@ async def chunks_missing_embedding(
             source_id=SourceId(int(r["source_id"])),
             workspace_id=r["workspace_id"],
             content=r["content"],
+            location=json.loads(r["location"]),
         )
         for r in rows
     ]
@@ -520,7 +527,13 @@ async def get_embedding(conn: asyncpg.Connection, chunk_id: int, model: str) -> 
 
 async def knowledge_status(conn: asyncpg.Connection, workspace_id: str | None = None) -> KnowledgeStatus:
     rows = await (conn.fetch(STATUS_SQL) if workspace_id is None else conn.fetch(WORKSPACE_STATUS_SQL, workspace_id))
-    return status_from_rows([(r["kind"], r["key"], r["n"]) for r in rows])
+    status = status_from_rows([(r["kind"], r["key"], r["n"]) for r in rows])
+    units = {(r["kind"], r["key"]): int(r["n"]) for r in rows if r["kind"] in _UNIT_KINDS}
+    return replace(
+        status,
+        units_missing=units.get(("units_missing", ""), 0),
+        unit_vectors_missing={key: n for (kind, key), n in units.items() if kind == "unit_vectors_missing"},
+    )
 
 
 __all__ = [

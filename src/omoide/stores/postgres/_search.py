@@ -54,6 +54,7 @@ from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import sql_literal
 from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
+from omoide.stores.postgres._units import chunk_unit_lexical
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
 
 EXACT_LIMIT = 5000
@@ -344,7 +345,38 @@ async def lexical_batch(conn: asyncpg.Connection, table: str, after_id: int, lim
     return [(int(r["id"]), str(r["content"])) for r in rows]
 
 
+_LOCK_CHUNKS_FOR_LEXICAL = (
+    "SELECT id, content, location FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE"
+)
+_REWRITE_CHUNK_LEXICAL = """
+UPDATE knowledge_chunks t SET lexical = r.lexical, unit_lexical = coalesce(r.unit_lexical::jsonb, t.unit_lexical)
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, lexical, unit_lexical)
+WHERE t.id = r.id
+  AND (t.lexical <> r.lexical OR t.unit_lexical IS DISTINCT FROM coalesce(r.unit_lexical::jsonb, t.unit_lexical))
+"""
+
+
+async def rewrite_chunk_lexical(conn: asyncpg.Connection, rows: Sequence[tuple[int, str]]) -> None:
+    """Chunks' ``lexical`` and, recomputed from the content and line records they hold under
+    the row lock, their units' tokens (``unit_lexical``, :func:`~omoide.stores.units.unit_lexical_of`;
+    a chunk without line records keeps its ``unit_lexical``)."""
+    lexical = dict(rows)
+    async with conn.transaction():
+        found = await conn.fetch(_LOCK_CHUNKS_FOR_LEXICAL, list(lexical))
+        if not found:
+            return
+        await conn.execute(
+            _REWRITE_CHUNK_LEXICAL,
+            [r["id"] for r in found],
+            [lexical[r["id"]] for r in found],
+            [chunk_unit_lexical(r["content"], json.loads(r["location"])) for r in found],
+        )
+
+
 async def rewrite_lexical(conn: asyncpg.Connection, table: str, rows: Sequence[tuple[int, str]]) -> None:
+    if table == "knowledge_chunks":
+        await rewrite_chunk_lexical(conn, rows)
+        return
     await conn.execute(
         f"UPDATE {table} t SET lexical = r.lexical "
         "FROM unnest($1::bigint[], $2::text[]) AS r(id, lexical) WHERE t.id = r.id AND t.lexical <> r.lexical",
@@ -375,6 +407,7 @@ __all__ = [
     "lexical_row_count",
     "lexical_tokenizer",
     "record_tokenizer",
+    "rewrite_chunk_lexical",
     "rewrite_lexical",
     "set_hnsw_session",
     "set_lexical_tokenizer",

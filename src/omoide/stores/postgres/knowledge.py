@@ -24,9 +24,11 @@ from omoide.stores.knowledge import (
     SourceDraft,
     SourceId,
     SourceStatus,
+    UnitLexicalRow,
 )
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _knowledge as kops
+from omoide.stores.postgres import _units as uops
 from omoide.stores.postgres._db import PostgresDb
 
 
@@ -96,6 +98,24 @@ class PostgresKnowledge(KnowledgeStore):
                 ef_construction=self._db.settings.hnsw_ef_construction,
                 schema=self._db.vector_schema,
             )
+
+    async def _chunks_missing_units(self, after_id: int, limit: int) -> list[ChunkText]:
+        async with self._db.acquire() as conn:
+            return await uops.chunks_missing_units(conn, after_id, limit)
+
+    async def _put_unit_lexical(self, rows: list[UnitLexicalRow]) -> int:
+        """One ``UPDATE``, only where the chunk still holds the content read and has no units."""
+        async with self._db.acquire() as conn:
+            return await uops.put_unit_lexical(conn, rows)
+
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
+        async with self._db.acquire() as conn:
+            return await uops.embeddings_missing_units(conn, model, after_id, limit)
+
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+        """float16 ``bytea`` where the stored content hash is the row's."""
+        async with self._db.acquire() as conn:
+            return await uops.put_unit_vectors(conn, model, dimensions, rows)
 
     async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
         async with self._db.acquire() as conn:

@@ -32,6 +32,7 @@ from omoide.stores.postgres.schema import (
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 )
 from omoide.stores.postgres.vector import ensure_vector_extension
 
@@ -67,6 +68,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "visibility: private knowledge and sessions with their members (backfilled from DM ids)", MIGRATION_6),
     Migration(7, "session messages: stored token counts", MIGRATION_7),
     Migration(8, "erasure: per-workspace erasure generation and erased users (hashed)", MIGRATION_8),
+    Migration(9, "retrieval units: per-line tokens of chunks, unit vectors with their embeddings", MIGRATION_9),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

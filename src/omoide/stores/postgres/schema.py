@@ -248,6 +248,15 @@ workspace; a job that read the workspace earlier re-checks it (``FOR SHARE``) in
 ``erased_users`` holds a hash of workspace + user (never the id) and the time: imports skip their older
 messages."""
 
+MIGRATION_9 = """
+ALTER TABLE knowledge_chunks ADD COLUMN unit_lexical jsonb;
+ALTER TABLE chunk_embeddings ADD COLUMN unit_vectors bytea;
+"""
+"""Migration 9: retrieval units (:mod:`omoide.stores.units`). ``knowledge_chunks.unit_lexical``: a JSON array
+with the search tokens of each line record (space-joined), ``NULL`` until built; ``chunk_embeddings.unit_vectors``:
+one vector per line of the row's model, little-endian float16 (``lines × dimensions``, row-major), ``NULL`` until
+embedded. Columns only, nullable, no backfill (``omoide reindex --units`` builds them); nothing indexes them."""
+
 __all__ = [
     "MIGRATION_1",
     "MIGRATION_2",
@@ -257,4 +266,5 @@ __all__ = [
     "MIGRATION_6",
     "MIGRATION_7",
     "MIGRATION_8",
+    "MIGRATION_9",
 ]

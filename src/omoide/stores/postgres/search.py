@@ -7,10 +7,13 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.postgres import _search as sops
+from omoide.stores.postgres import _units as uops
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._db import PostgresDb
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
+from omoide.stores.units import ChunkUnits
 
 LEXEME_STATS_TTL = 300.0
 """Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
@@ -53,6 +56,11 @@ class PostgresSearch(SearchStore):
     async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
         async with self._db.acquire() as conn:
             return await sops.fetch_chunks(conn, ids)
+
+    async def _fetch_units(self, ids: list[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
+        """One query by primary keys; unit vectors decoded from float16."""
+        async with self._db.acquire() as conn:
+            return await uops.fetch_units(conn, ids, model)
 
     async def _lexical_tokenizer(self) -> str | None:
         """Reused for :data:`TOKENIZER_TTL` seconds (``db.tokenizer``); chunk writes and reindexes forget it."""

@@ -24,6 +24,7 @@ from omoide.stores._erasure_common import (
 )
 from omoide.stores.memories import ForgetReport
 from omoide.stores.sqlite._conn import format_ts, parse_ts
+from omoide.stores.sqlite._units import unit_lexical_json
 
 Scope = tuple[str | None, str | None]
 
@@ -173,14 +174,15 @@ def _erase(
             chunks_deleted += 1
             continue
         conn.execute(
-            "UPDATE knowledge_chunks SET content = ?, lexical = ?, token_count = ?, location = ?, author_ids = ? "
-            "WHERE id = ?",
+            "UPDATE knowledge_chunks SET content = ?, lexical = ?, token_count = ?, location = ?, author_ids = ?, "
+            "unit_lexical = ? WHERE id = ?",
             (
                 change.content,
                 change.lexical,
                 change.token_count,
                 json.dumps(change.location, ensure_ascii=False),
                 json.dumps(change.author_ids, ensure_ascii=False),
+                unit_lexical_json(change.unit_lexical),
                 chunk_id,
             ),
         )

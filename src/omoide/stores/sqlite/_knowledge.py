@@ -18,10 +18,15 @@ the newest ``keep_newest``) are deleted. A message appended after the commit get
 
 Vectors are float32 little-endian BLOBs (``4 * dimensions`` bytes); lexical search uses
 the FTS5 table ``knowledge_chunks_fts``, filled by the triggers of migration 1.
+
+Retrieval units (migration 10, :mod:`omoide.stores.units`): ``knowledge_chunks.unit_lexical``
+is a JSON array of token strings, one per line record; ``chunk_embeddings.unit_vectors`` the
+unit vectors of that row's model, float32 little-endian, row-major (``lines x dimensions``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -32,7 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.models import Session, SessionStatus
-from omoide.stores._erasure_common import stale_rows
+from omoide.stores._erasure_common import content_hash, stale_rows
+from omoide.stores._knowledge_checks import CheckedVector
 from omoide.stores._knowledge_common import (
     check_archive_range,
     prune_through,
@@ -56,12 +62,14 @@ from omoide.stores.knowledge import (
     SourceDraft,
     SourceId,
     SourceStatus,
+    UnitLexicalRow,
 )
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row
 from omoide.stores.sqlite._search import record_tokenizer
 from omoide.stores.sqlite._sessions import get_session_by_id
 from omoide.stores.sqlite._sessions import messages as session_messages
+from omoide.stores.sqlite._units import HAS_LINES, unit_lexical_json, units_blob
 from omoide.text import search_tokenizer_name
 
 VECTOR_DTYPE = np.dtype("<f4")
@@ -82,8 +90,9 @@ VALUES (?, ?, ?, ?, 'pending', ?, 0, ?, ?, ?, ?)
 """
 _INSERT_CHUNK = """
 INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, thread_id, chunk_index, content, lexical,
-                              location, author_ids, token_count, started_at, ended_at, created_at, private, members)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                              location, author_ids, token_count, started_at, ended_at, created_at, private, members,
+                              unit_lexical)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 SESSIONS_TO_ARCHIVE_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM sessions
@@ -105,19 +114,32 @@ WHERE id IN (
 RETURNING id
 """
 _PUT_EMBEDDING = """
-INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, embedded_at)
-SELECT id, workspace_id, ?, ?, ?, ?, ? FROM knowledge_chunks WHERE id = ?
+INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, embedded_at,
+                              unit_vectors)
+SELECT id, workspace_id, ?, ?, ?, ?, ?, ? FROM knowledge_chunks WHERE id = ?
 ON CONFLICT (chunk_id, model) DO UPDATE
 SET dimensions = excluded.dimensions, embedding = excluded.embedding,
-    content_hash = excluded.content_hash, embedded_at = excluded.embedded_at
+    content_hash = excluded.content_hash, embedded_at = excluded.embedded_at, unit_vectors = excluded.unit_vectors
 """
+_PUT_UNIT_LEXICAL = "UPDATE knowledge_chunks SET unit_lexical = ? WHERE id = ? AND content = ? AND unit_lexical IS NULL"
+_PUT_UNIT_VECTORS = """
+UPDATE chunk_embeddings SET unit_vectors = ?
+WHERE chunk_id = ? AND model = ? AND dimensions = ? AND (content_hash IS NULL OR content_hash = ?)
+"""
+# the unit counts walk the partial indexes of migration 10 (small once `reindex --units` ran),
+# never every chunk of the workspace
 STATUS_SQL = """
 SELECT 'session', status, count(*) FROM sessions GROUP BY status
 UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
 UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources GROUP BY status
 UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings GROUP BY model
-"""
+UNION ALL SELECT 'units_missing', '', count(*) FROM knowledge_chunks c INDEXED BY knowledge_chunks_units_missing_idx
+    WHERE c.unit_lexical IS NULL AND {has_lines}
+UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx
+    JOIN knowledge_chunks c ON c.id = e.chunk_id
+    WHERE e.unit_vectors IS NULL AND {has_lines} GROUP BY e.model
+""".format(has_lines=HAS_LINES.format(c="c"))
 
 WORKSPACE_STATUS_SQL = """
 SELECT 'session', status, count(*) FROM sessions WHERE workspace_id = :ws GROUP BY status
@@ -125,7 +147,12 @@ UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FRO
 UNION ALL SELECT 'source', status, count(*) FROM knowledge_sources WHERE workspace_id = :ws GROUP BY status
 UNION ALL SELECT 'chunks', '', count(*) FROM knowledge_chunks WHERE workspace_id = :ws
 UNION ALL SELECT 'embedded', model, count(*) FROM chunk_embeddings WHERE workspace_id = :ws GROUP BY model
-"""
+UNION ALL SELECT 'units_missing', '', count(*) FROM knowledge_chunks c INDEXED BY knowledge_chunks_units_missing_idx
+    WHERE c.unit_lexical IS NULL AND c.workspace_id = :ws AND {has_lines}
+UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx
+    JOIN knowledge_chunks c ON c.id = e.chunk_id
+    WHERE e.unit_vectors IS NULL AND e.workspace_id = :ws AND {has_lines} GROUP BY e.model
+""".format(has_lines=HAS_LINES.format(c="c"))
 
 
 # ---------------------------------------------------------------------------- rows
@@ -234,6 +261,7 @@ def insert_source(
                 stamp,
                 private,
                 members,
+                unit_lexical_json(chunk.unit_lexical),
             )
             for index, chunk in enumerate(chunks)
         ],
@@ -318,34 +346,59 @@ def claim_sources(conn: sqlite3.Connection, limit: int, lease_seconds: float, no
     return sorted(SourceId(r[0]) for r in rows)
 
 
+def _contents(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """The current content of the chunks of ``ids`` that still exist."""
+    return {
+        int(r[0]): r[1]
+        for r in conn.execute(
+            "SELECT id, content FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        )
+    }
+
+
 def put_embeddings(
-    conn: sqlite3.Connection,
-    model: str,
-    dimensions: int,
-    rows: Sequence[tuple[int, npt.NDArray[np.float32], str | None]],
-    now: datetime,
+    conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector], now: datetime
 ) -> int:
-    """Upsert vectors; rows whose chunk no longer exists, or now holds other text, are skipped. Returns rows written."""
+    """Upsert vectors (and their unit vectors, or NULL); rows whose chunk no longer exists, or
+    now holds other text, are skipped. Returns rows written."""
     stamp = format_ts(now)
-    hashes = [(chunk_id, h) for chunk_id, _, h in rows if h is not None]
+    hashes = [(chunk_id, h) for chunk_id, _, h, _ in rows if h is not None]
     if hashes:
-        current = {
-            int(r[0]): r[1]
-            for r in conn.execute(
-                "SELECT id, content FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps([c for c, _ in hashes]),),
-            )
-        }
-        stale = stale_rows(current, hashes)
+        stale = stale_rows(_contents(conn, [c for c, _ in hashes]), hashes)
         rows = [r for r in rows if r[0] not in stale]
     cursor = conn.executemany(
         _PUT_EMBEDDING,
         [
-            (model, dimensions, vector_blob(vector), content_hash, stamp, chunk_id)
-            for chunk_id, vector, content_hash in rows
+            (model, dimensions, vector_blob(vector), digest, stamp, units_blob(units), chunk_id)
+            for chunk_id, vector, digest, units in rows
         ],
     )
     return max(cursor.rowcount, 0)
+
+
+def put_unit_lexical(conn: sqlite3.Connection, rows: Sequence[UnitLexicalRow]) -> int:
+    """Set the unit tokens of chunks that have none and still hold the content they were made
+    from; returns rows written."""
+    cursor = conn.executemany(
+        _PUT_UNIT_LEXICAL, [(unit_lexical_json(r.unit_lexical), r.chunk_id, r.content) for r in rows]
+    )
+    return max(cursor.rowcount, 0)
+
+
+def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
+    """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
+    is the row's (a vector stored without a hash: when the chunk's content hashes to it);
+    returns rows written."""
+    current = _contents(conn, [r[0] for r in rows])
+    writes = [
+        (units_blob(units), chunk_id, model, dimensions, digest)
+        for chunk_id, _, digest, units in rows
+        if chunk_id in current and digest == content_hash(current[chunk_id])
+    ]
+    if not writes:
+        return 0
+    return max(conn.executemany(_PUT_UNIT_VECTORS, writes).rowcount, 0)
 
 
 def release_sources(conn: sqlite3.Connection, source_ids: Sequence[int], now: datetime) -> int:
@@ -384,6 +437,15 @@ def sessions_to_archive(
     return [session_from_row(r) for r in rows]
 
 
+_CHUNK_TEXT = "c.id, c.source_id, c.workspace_id, c.content, c.location"
+
+
+def _chunk_text(row: Sequence[Any]) -> ChunkText:
+    return ChunkText(
+        id=ChunkId(row[0]), source_id=SourceId(row[1]), workspace_id=row[2], content=row[3], location=json.loads(row[4])
+    )
+
+
 def chunks_missing_embedding(
     conn: sqlite3.Connection, model: str, source_ids: Sequence[int] | None, after_id: int, limit: int
 ) -> list[ChunkText]:
@@ -393,10 +455,31 @@ def chunks_missing_embedding(
         where += " AND c.source_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(source_ids)))
     rows = conn.execute(
-        f"SELECT c.id, c.source_id, c.workspace_id, c.content FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?",
-        (*params, limit),
+        f"SELECT {_CHUNK_TEXT} FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?", (*params, limit)
     ).fetchall()
-    return [ChunkText(id=ChunkId(r[0]), source_id=SourceId(r[1]), workspace_id=r[2], content=r[3]) for r in rows]
+    return [_chunk_text(r) for r in rows]
+
+
+def chunks_missing_units(conn: sqlite3.Connection, after_id: int, limit: int) -> list[ChunkText]:
+    """Chunks with line records and no unit tokens, by id (the partial index of migration 10)."""
+    rows = conn.execute(
+        f"SELECT {_CHUNK_TEXT} FROM knowledge_chunks c INDEXED BY knowledge_chunks_units_missing_idx "
+        f"WHERE c.unit_lexical IS NULL AND c.id > ? AND {HAS_LINES.format(c='c')} ORDER BY c.id LIMIT ?",
+        (after_id, limit),
+    ).fetchall()
+    return [_chunk_text(r) for r in rows]
+
+
+def embeddings_missing_units(conn: sqlite3.Connection, model: str, after_id: int, limit: int) -> list[ChunkText]:
+    """Chunks with line records whose ``model`` vector has no unit vectors, by id."""
+    rows = conn.execute(
+        f"SELECT {_CHUNK_TEXT} FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx "
+        "JOIN knowledge_chunks c ON c.id = e.chunk_id "
+        f"WHERE e.unit_vectors IS NULL AND e.model = ? AND e.chunk_id > ? AND {HAS_LINES.format(c='c')} "
+        "ORDER BY e.chunk_id LIMIT ?",
+        (model, after_id, limit),
+    ).fetchall()
+    return [_chunk_text(r) for r in rows]
 
 
 def get_source(conn: sqlite3.Connection, source_id: int) -> KnowledgeSource | None:
@@ -433,8 +516,13 @@ def get_embedding(conn: sqlite3.Connection, chunk_id: int, model: str) -> npt.ND
 
 def knowledge_status(conn: sqlite3.Connection, workspace_id: str | None = None) -> KnowledgeStatus:
     if workspace_id is None:
-        return status_from_rows(conn.execute(STATUS_SQL).fetchall())
-    return status_from_rows(conn.execute(WORKSPACE_STATUS_SQL, {"ws": workspace_id}).fetchall())
+        rows = conn.execute(STATUS_SQL).fetchall()
+    else:
+        rows = conn.execute(WORKSPACE_STATUS_SQL, {"ws": workspace_id}).fetchall()
+    status = status_from_rows(rows)
+    units_missing = sum(int(r[2]) for r in rows if r[0] == "units_missing")
+    vectors_missing = {r[1]: int(r[2]) for r in rows if r[0] == "unit_vectors_missing"}  # models with some missing
+    return dataclasses.replace(status, units_missing=units_missing, unit_vectors_missing=vectors_missing)
 
 
 __all__ = [
@@ -445,8 +533,10 @@ __all__ = [
     "STATUS_SQL",
     "archive_session",
     "chunks_missing_embedding",
+    "chunks_missing_units",
     "chunks_of_source",
     "claim_sources",
+    "embeddings_missing_units",
     "finish_source",
     "get_embedding",
     "get_source",
@@ -454,6 +544,8 @@ __all__ = [
     "knowledge_status",
     "list_sources",
     "put_embeddings",
+    "put_unit_lexical",
+    "put_unit_vectors",
     "release_sources",
     "sessions_to_archive",
 ]

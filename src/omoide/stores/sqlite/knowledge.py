@@ -25,6 +25,7 @@ from omoide.stores.knowledge import (
     SourceDraft,
     SourceId,
     SourceStatus,
+    UnitLexicalRow,
 )
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _knowledge as kops
@@ -78,6 +79,18 @@ class SqliteKnowledge(KnowledgeStore):
     async def _ensure_vector_index(self, model: str, dimensions: int) -> bool:
         """SQLite has no ANN index (vectors are scanned): always ``False``."""
         return False
+
+    async def _chunks_missing_units(self, after_id: int, limit: int) -> list[ChunkText]:
+        return await self._db.read("chunks_missing_units", kops.chunks_missing_units, after_id, limit)
+
+    async def _put_unit_lexical(self, rows: list[UnitLexicalRow]) -> int:
+        return await self._db.write("put_unit_lexical", kops.put_unit_lexical, rows)
+
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
+        return await self._db.read("embeddings_missing_units", kops.embeddings_missing_units, model, after_id, limit)
+
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+        return await self._db.write("put_unit_vectors", kops.put_unit_vectors, model, dimensions, rows)
 
     async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
         return await self._db.read("list_sources", kops.list_sources, workspace_id, limit, offset)

@@ -25,7 +25,7 @@ from datetime import datetime
 from omoide.errors import MigrationError
 from omoide.models import utcnow
 from omoide.stores.sqlite._conn import format_ts, in_write_transaction
-from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4, V5, V6, V7, V8, V9
+from omoide.stores.sqlite.schema import SCHEMA_MIGRATIONS_TABLE, V1, V2, V3, V4, V5, V6, V7, V8, V9, V10
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "visibility: private knowledge and sessions with their members (backfilled from DM ids)", V7),
     Migration(8, "session messages: stored token counts", V8),
     Migration(9, "erasure: per-workspace erasure generation and erased users (hashed)", V9),
+    Migration(10, "retrieval units: per-line search tokens on chunks, unit vectors with a chunk's vector", V10),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -260,8 +260,9 @@ V3: tuple[str, ...] = (
 
 def _generation_bump(event: str, row: str) -> str:
     # no INSERT OR IGNORE / upsert here: an outer upsert's conflict handling would override it
+    name = event.lower().split()[0]
     return f"""
-    CREATE TRIGGER chunk_embeddings_generation_{event.lower()} AFTER {event} ON chunk_embeddings BEGIN
+    CREATE TRIGGER chunk_embeddings_generation_{name} AFTER {event} ON chunk_embeddings BEGIN
         INSERT INTO search_generations (workspace_id, generation)
             SELECT {row}.workspace_id, 0
             WHERE NOT EXISTS (SELECT 1 FROM search_generations WHERE workspace_id = {row}.workspace_id);
@@ -461,6 +462,31 @@ V9: tuple[str, ...] = (
 )
 """Migration 9: user erasure bookkeeping (``erasure_state``, ``erased_users``)."""
 
+V10: tuple[str, ...] = (
+    # retrieval units (omoide.stores.units): each line record's search tokens, a JSON array of
+    # strings (NULL: written before units existed, or no line records), and the unit vectors
+    # stored with a chunk's vector (float32 little-endian, lines x dimensions; NULL: not yet).
+    # No backfill: `omoide reindex --units` fills both.
+    "ALTER TABLE knowledge_chunks ADD COLUMN unit_lexical TEXT CHECK (unit_lexical IS NULL OR json_type(unit_lexical) = 'array')",
+    """
+    ALTER TABLE chunk_embeddings ADD COLUMN unit_vectors BLOB
+        CHECK (unit_vectors IS NULL OR (length(unit_vectors) > 0 AND length(unit_vectors) % (4 * dimensions) = 0))
+    """,
+    # what `reindex --units` and `omoide status` look for, without reading every (wide) row:
+    # chat chunks without unit tokens (empty once the reindex ran), and vectors without unit
+    # vectors (once the reindex ran: only those of chunks without line records, e.g. documents)
+    """
+    CREATE INDEX knowledge_chunks_units_missing_idx ON knowledge_chunks (id)
+        WHERE unit_lexical IS NULL AND json_array_length(location, '$.lines') > 0
+    """,
+    "CREATE INDEX chunk_embeddings_units_missing_idx ON chunk_embeddings (model, chunk_id) WHERE unit_vectors IS NULL",
+    # adding unit vectors to a vector leaves the cached search matrices valid: only a change to
+    # the vector itself (or its row) bumps the workspace's generation
+    "DROP TRIGGER chunk_embeddings_generation_update",
+    _generation_bump("UPDATE OF chunk_id, workspace_id, model, dimensions, embedding", "new"),
+)
+"""Migration 10: retrieval units (``knowledge_chunks.unit_lexical``, ``chunk_embeddings.unit_vectors``)."""
+
 __all__ = [
     "FTS_TOKENIZE",
     "MEMORY_SCOPE_SQL",
@@ -475,5 +501,6 @@ __all__ = [
     "V7",
     "V8",
     "V9",
+    "V10",
     "memory_scope_token",
 ]

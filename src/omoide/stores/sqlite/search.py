@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
 from omoide.stores.sqlite import _search as sops
+from omoide.stores.sqlite import _units as uops
 from omoide.stores.sqlite._db import SqliteDb
+from omoide.stores.units import ChunkUnits
 
 
 class SqliteSearch(SearchStore):
@@ -28,6 +31,9 @@ class SqliteSearch(SearchStore):
 
     async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
         return await self._db.read("fetch_chunks", sops.fetch_chunks, ids)
+
+    async def _fetch_units(self, ids: list[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
+        return await self._db.read("fetch_units", uops.fetch_units, ids, model)
 
     async def _lexical_tokenizer(self) -> str | None:
         return await self._db.read("lexical_tokenizer", sops.lexical_tokenizer)

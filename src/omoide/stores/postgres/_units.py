@@ -1,0 +1,213 @@
+"""Retrieval units on PostgreSQL (:mod:`omoide.stores.units`): the SQL and the encodings.
+
+* ``knowledge_chunks.unit_lexical`` is ``jsonb``: ``NULL`` or an array of strings, the
+  search tokens of each line record (space-joined).
+* ``chunk_embeddings.unit_vectors`` is ``bytea``: ``NULL`` or the row's unit vectors as
+  little-endian float16, row-major, ``lines × dimensions`` (the row's ``dimensions``). The
+  contract already checked that every value fits float16 (±65504, as ``halfvec``); they
+  are read back as float32.
+
+A chunk "has line records" when ``location->'lines'`` is a non-empty JSON array
+(:data:`HAS_LINES`): only those get units; a chunk without (an imported document) keeps
+``NULL`` and is never counted as missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from omoide.stores._erasure_common import content_hash
+from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores.knowledge import ChunkId, ChunkText, SourceId, UnitLexicalRow
+from omoide.stores.units import ChunkUnits, unit_lexical_of
+
+UNIT_DTYPE = np.dtype("<f2")
+"""How unit vectors are stored: little-endian float16 (half of SQLite's float32)."""
+
+
+def has_lines(alias: str = "c") -> str:
+    """The condition "the chunk ``alias`` has line records" (never raises on odd JSON)."""
+    lines = f"{alias}.location->'lines'"
+    return f"(CASE WHEN jsonb_typeof({lines}) = 'array' THEN jsonb_array_length({lines}) > 0 ELSE false END)"
+
+
+HAS_LINES = has_lines()
+
+
+def encode_unit_vectors(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
+    """A checked ``(lines, dimensions)`` matrix as the ``bytea`` stored (``None`` stays ``None``)."""
+    return None if matrix is None else np.ascontiguousarray(matrix, dtype=UNIT_DTYPE).tobytes()
+
+
+def decode_unit_vectors(data: bytes | None, dimensions: int | None) -> npt.NDArray[np.float32] | None:
+    """The float32 ``(lines, dimensions)`` matrix of a stored ``bytea`` (``None`` when absent or
+    not a whole number of rows, which only a hand-edited row could be)."""
+    if data is None or not dimensions:
+        return None
+    width = int(dimensions) * UNIT_DTYPE.itemsize
+    if not data or len(data) % width:
+        return None
+    return np.frombuffer(data, dtype=UNIT_DTYPE).astype(np.float32).reshape(-1, int(dimensions))
+
+
+def unit_lexical_json(tokens: Sequence[str] | None) -> str | None:
+    """``unit_lexical`` as the JSON text bound to a ``::jsonb`` parameter."""
+    return None if tokens is None else json.dumps(list(tokens), ensure_ascii=False)
+
+
+def chunk_unit_lexical(content: str, location: Mapping[str, Any]) -> str | None:
+    """The ``unit_lexical`` JSON of a chunk as stored now (:func:`unit_lexical_of`)."""
+    return unit_lexical_json(unit_lexical_of(content, location))
+
+
+def _chunk_text(row: Mapping[str, Any]) -> ChunkText:
+    return ChunkText(
+        id=ChunkId(int(row["id"])),
+        source_id=SourceId(int(row["source_id"])),
+        workspace_id=row["workspace_id"],
+        content=row["content"],
+        location=json.loads(row["location"]),
+    )
+
+
+_MISSING_UNITS = f"""
+SELECT c.id, c.source_id, c.workspace_id, c.content, c.location FROM knowledge_chunks c
+WHERE c.id > $1 AND c.unit_lexical IS NULL AND {HAS_LINES}
+ORDER BY c.id
+LIMIT $2
+"""
+_PUT_UNIT_LEXICAL = """
+UPDATE knowledge_chunks c SET unit_lexical = u.unit_lexical::jsonb
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, content, unit_lexical)
+WHERE c.id = u.id AND c.content = u.content AND c.unit_lexical IS NULL
+"""
+_EMBEDDINGS_MISSING_UNITS = f"""
+SELECT c.id, c.source_id, c.workspace_id, c.content, c.location
+FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id
+WHERE e.model = $1 AND e.chunk_id > $2 AND e.unit_vectors IS NULL AND {HAS_LINES}
+ORDER BY e.chunk_id
+LIMIT $3
+"""
+_SHARE_CHUNKS = "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE"
+_PUT_UNIT_VECTORS = """
+UPDATE chunk_embeddings e SET unit_vectors = u.unit_vectors
+FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(chunk_id, content_hash, unit_vectors)
+WHERE e.model = $1 AND e.chunk_id = u.chunk_id AND e.dimensions = $5
+  AND (e.content_hash IS NULL OR e.content_hash = u.content_hash)
+"""
+_FETCH_UNITS = """
+SELECT c.id, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
+FROM knowledge_chunks c
+LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
+WHERE c.id = ANY($1::bigint[])
+"""
+_FETCH_UNIT_LEXICAL = """
+SELECT c.id, c.unit_lexical::text AS unit_lexical FROM knowledge_chunks c WHERE c.id = ANY($1::bigint[])
+"""
+
+
+def _count(status: str) -> int:
+    return int(status.rsplit(" ", 1)[-1])  # "UPDATE <count>"
+
+
+async def chunks_missing_units(conn: asyncpg.Connection, after_id: int, limit: int) -> list[ChunkText]:
+    return [_chunk_text(r) for r in await conn.fetch(_MISSING_UNITS, after_id, limit)]
+
+
+async def put_unit_lexical(conn: asyncpg.Connection, rows: Sequence[UnitLexicalRow]) -> int:
+    """One ``UPDATE``: only chunks still holding the content read and still without units."""
+    status = await conn.execute(
+        _PUT_UNIT_LEXICAL,
+        [int(r.chunk_id) for r in rows],
+        [r.content for r in rows],
+        [unit_lexical_json(r.unit_lexical) for r in rows],
+    )
+    return _count(status)
+
+
+async def embeddings_missing_units(conn: asyncpg.Connection, model: str, after_id: int, limit: int) -> list[ChunkText]:
+    return [_chunk_text(r) for r in await conn.fetch(_EMBEDDINGS_MISSING_UNITS, model, after_id, limit)]
+
+
+async def put_unit_vectors(conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
+    """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
+    is the row's (a vector stored without a hash: when the chunk's content hashes to it).
+
+    The chunks are read ``FOR SHARE`` in the writing transaction, as by ``put_embeddings``: an
+    erasure rewriting one commits first (its text no longer hashes to the row's, skipped) or
+    waits for this to commit (and then drops the vector with its unit vectors).
+    """
+    async with conn.transaction():
+        current = {r["id"]: r["content"] for r in await conn.fetch(_SHARE_CHUNKS, [r[0] for r in rows])}
+        writes = [row for row in rows if row[0] in current and row[2] == content_hash(current[row[0]])]
+        if not writes:
+            return 0
+        status = await conn.execute(
+            _PUT_UNIT_VECTORS,
+            model,
+            [chunk_id for chunk_id, _, _, _ in writes],
+            [digest for _, _, digest, _ in writes],
+            [encode_unit_vectors(units) for _, _, _, units in writes],
+            dimensions,
+        )
+    return _count(status)
+
+
+async def fetch_units(conn: asyncpg.Connection, ids: Sequence[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
+    """One query by primary keys (the chunks, and with ``model`` their ``model`` rows)."""
+    if model is None:
+        rows = await conn.fetch(_FETCH_UNIT_LEXICAL, list(ids))
+        return {ChunkId(r["id"]): ChunkUnits(_tokens(r["unit_lexical"]), None) for r in rows}
+    rows = await conn.fetch(_FETCH_UNITS, list(ids), model)
+    return {
+        ChunkId(r["id"]): ChunkUnits(
+            _tokens(r["unit_lexical"]), decode_unit_vectors(r["unit_vectors"], r["dimensions"])
+        )
+        for r in rows
+    }
+
+
+def _tokens(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    value = json.loads(text)
+    return tuple(value) if isinstance(value, list) else None
+
+
+def units_status_sql(workspace: str | None) -> str:
+    """The status rows of units: ``chunks`` and ``units_missing`` from one scan of the chunks,
+    ``unit_vectors_missing`` per model (``workspace``: a parameter reference, or ``None`` for all)."""
+    chunks_where = "" if workspace is None else f" WHERE c.workspace_id = {workspace}"
+    embeddings_where = "" if workspace is None else f" AND e.workspace_id = {workspace}"
+    return (
+        "SELECT k.kind, '' AS key, k.n FROM (SELECT count(*) AS total, "
+        f"count(*) FILTER (WHERE c.unit_lexical IS NULL AND {HAS_LINES}) AS missing "
+        f"FROM knowledge_chunks c{chunks_where}) x, "
+        "LATERAL (VALUES ('chunks', x.total), ('units_missing', x.missing)) AS k(kind, n) "
+        "UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) "
+        "FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id "
+        f"WHERE e.unit_vectors IS NULL AND {HAS_LINES}{embeddings_where} GROUP BY e.model"
+    )
+
+
+__all__ = [
+    "HAS_LINES",
+    "UNIT_DTYPE",
+    "chunk_unit_lexical",
+    "chunks_missing_units",
+    "decode_unit_vectors",
+    "embeddings_missing_units",
+    "encode_unit_vectors",
+    "fetch_units",
+    "has_lines",
+    "put_unit_lexical",
+    "put_unit_vectors",
+    "unit_lexical_json",
+    "units_status_sql",
+]

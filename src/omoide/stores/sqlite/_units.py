@@ -1,0 +1,98 @@
+"""Retrieval units on SQLite (migration 10; the contract is in :mod:`omoide.stores.units`).
+
+* ``knowledge_chunks.unit_lexical``: a JSON array of strings, one per line record (each
+  line's search tokens, space-joined), or ``NULL`` (written before units existed, or a chunk
+  without line records).
+* ``chunk_embeddings.unit_vectors``: the unit vectors of that row's model, float32
+  little-endian, row-major (``lines = length / 4 / dimensions``), or ``NULL``.
+
+:func:`fetch_units` is on search's hot path (30–60 chunk ids per search): one query by
+rowid, a JSON parse and a ``frombuffer`` per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.stores.knowledge import ChunkId
+from omoide.stores.units import ChunkUnits, unit_lexical_of
+
+UNITS_DTYPE = np.dtype("<f4")
+
+HAS_LINES = "json_array_length({c}.location, '$.lines') > 0"
+"""SQL: the chunk ``{c}`` has line records (``location->'lines'`` is a non-empty array; 0 otherwise)."""
+
+_DECODE = json.JSONDecoder().raw_decode  # stored JSON is compact: no surrounding whitespace
+
+_UNITS_WITH_MODEL = """
+SELECT c.id, c.unit_lexical, e.dimensions, e.unit_vectors
+FROM knowledge_chunks c LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = ?
+WHERE c.id IN (SELECT value FROM json_each(?))
+"""
+_UNITS = "SELECT id, unit_lexical FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))"
+
+
+def units_blob(vectors: npt.NDArray[np.float32] | None) -> bytes | None:
+    """The stored form of unit vectors: a float32 little-endian, row-major ``(lines, dimensions)`` BLOB."""
+    return None if vectors is None else np.ascontiguousarray(vectors, dtype=UNITS_DTYPE).tobytes()
+
+
+def units_from_blob(blob: bytes, dimensions: int) -> npt.NDArray[np.float32]:
+    """Unit vectors read back: a float32 ``(lines, dimensions)`` matrix (a writable copy)."""
+    return np.frombuffer(blob, dtype=UNITS_DTYPE).reshape(-1, dimensions).astype(np.float32)
+
+
+def unit_lexical_json(tokens: Sequence[str] | None) -> str | None:
+    """The stored form of a chunk's unit tokens: a compact JSON array of strings, or ``None`` (NULL)."""
+    return None if tokens is None else json.dumps(list(tokens), ensure_ascii=False, separators=(",", ":"))
+
+
+def _tokens(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(_DECODE(text)[0])
+
+
+def fetch_units(conn: sqlite3.Connection, ids: Sequence[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
+    """The units of the chunks of ``ids`` that exist (see :meth:`SearchStore.fetch_units`)."""
+    if model is None:
+        rows = conn.execute(_UNITS, (json.dumps(list(ids)),)).fetchall()
+        return {ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None) for r in rows}
+    rows = conn.execute(_UNITS_WITH_MODEL, (model, json.dumps(list(ids)))).fetchall()
+    return {
+        ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None if r[3] is None else units_from_blob(r[3], r[2])) for r in rows
+    }
+
+
+def unit_lexical_rewrites(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
+    """For a lexical reindex (on a reader, outside the write lock): ``(id, content, unit tokens
+    as JSON)`` of the chunks of ``ids`` whose stored unit tokens differ from what the current
+    tokenizer makes of their line records (chunks without line records are left out)."""
+    out: list[tuple[int, str, str]] = []
+    for chunk_id, content, location, stored in conn.execute(
+        "SELECT id, content, location, unit_lexical FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    ):
+        made = unit_lexical_json(unit_lexical_of(content, json.loads(location)))
+        if made is not None and made != stored:
+            out.append((int(chunk_id), content, made))
+    return out
+
+
+def write_unit_lexical_rewrites(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Write :func:`unit_lexical_rewrites` where the chunk still holds the content they were made from."""
+    conn.executemany("UPDATE knowledge_chunks SET unit_lexical = ?3 WHERE id = ?1 AND content = ?2", rows)
+
+
+__all__ = [
+    "HAS_LINES",
+    "fetch_units",
+    "unit_lexical_json",
+    "unit_lexical_rewrites",
+    "units_blob",
+    "units_from_blob",
+    "write_unit_lexical_rewrites",
+]
