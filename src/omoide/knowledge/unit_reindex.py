@@ -87,8 +87,10 @@ def _lexical_rows(chunks: Sequence[ChunkText]) -> tuple[list[UnitLexicalRow], in
     for chunk in chunks:
         tokens = unit_lexical_of(chunk.content, chunk.location)
         if tokens is None:
+            # line records that do not fit the text: no units can be cut; an empty list marks
+            # the chunk done (it is searched as a whole chunk) so reruns and status move on
             unusable += 1
-            continue
+            tokens = ()
         rows.append(UnitLexicalRow(chunk_id=chunk.id, content=chunk.content, unit_lexical=tokens))
     return rows, unusable
 

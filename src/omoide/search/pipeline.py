@@ -43,6 +43,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import numpy as np
 import numpy.typing as npt
@@ -67,10 +68,12 @@ from omoide.search.units import ChunkCandidate, score_units, weights_for
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
+from omoide.stores.units import ChunkLine
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
+_MINUTE = timedelta(minutes=1)
 
 MIXED_TOKENIZERS = "mixed"
 
@@ -279,7 +282,7 @@ class SearchPipeline:
             started = time.perf_counter()
             scoring_mode: SearchMode = "lexical" if fallback or lists.query_vector is None else chosen
             candidates = await self._score_units(
-                text, scoring_mode, lists, candidates[:unit_chunks], max(fused_n, top), explain
+                text, scoring_mode, lists, candidates[:unit_chunks], max(fused_n, top), filters
             )
             timings["units"] = _ms(started)
         candidates = candidates[: max(fused_n, top)]
@@ -459,7 +462,8 @@ class SearchPipeline:
             scores = StageScores(
                 vector=best("vector", f.key, f.ranks), lexical=best("lexical", f.key, f.ranks), fused=f.score
             )
-            out.append(SearchHit(chunk, position, f.score, scores, ranks))
+            message_ids = tuple(chunk.location.get("message_ids") or ())
+            out.append(SearchHit(chunk, position, f.score, scores, ranks, message_ids=message_ids))
         return out
 
     async def _score_units(
@@ -469,7 +473,7 @@ class SearchPipeline:
         lists: _Lists,
         hits: list[SearchHit],
         limit: int,
-        explain: bool,
+        filters: SearchFilters,
     ) -> list[SearchHit]:
         """The units of the best fused chunks, scored one by one (:mod:`omoide.search.units`); the
         chunk hits unchanged when none of them has units yet."""
@@ -480,7 +484,12 @@ class SearchPipeline:
             ChunkCandidate(h.chunk, i, _best_rank(h.ranks, "lexical"), _best_rank(h.ranks, "vector"))
             for i, h in enumerate(hits)
         ]
-        scored = score_units(query, lists.query_tokens, lists.query_vector, candidates, units, weights_for(query, mode))
+        weights = weights_for(query, mode)
+        scored = [
+            u
+            for u in score_units(query, lists.query_tokens, lists.query_vector, candidates, units, weights)
+            if u.line is None or _line_passes(u.line, filters)
+        ]
         out: list[SearchHit] = []
         for position, unit in enumerate(scored[:limit], start=1):
             hit = hits[unit.candidate.position]
@@ -538,6 +547,20 @@ class SearchPipeline:
             scores = StageScores(h.scores.vector, h.scores.lexical, h.scores.fused, float(r.score))
             out.append(dataclasses.replace(h, rank=position, score=float(r.score), scores=scores, ranks=ranks))
         return out, True
+
+
+def _line_passes(line: ChunkLine, filters: SearchFilters) -> bool:
+    """Whether one message of a chunk that passed the filters passes them itself: a chunk
+    matches an author or time filter when *any* of its messages does, a turn hit only when
+    its own message does (its header time has minute precision: the minute counts)."""
+    if filters.author_ids and line.author_id not in filters.author_ids:
+        return False
+    if line.at is not None:
+        if filters.since is not None and line.at + _MINUTE <= filters.since:
+            return False
+        if filters.until is not None and line.at > filters.until:
+            return False
+    return True
 
 
 def _best_rank(ranks: Mapping[str, int] | None, kind: str) -> int | None:

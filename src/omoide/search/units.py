@@ -16,7 +16,12 @@ vector), and scores every unit with a small linear model over these features:
   neighbours' tokens, against the query's, with the document frequencies of the candidate
   units, divided by the best candidate's;
 * ``speaker``: 1 when the line's speaker is named in the query ("What did Caroline …",
-  「EYさんは…」).
+  「EYさんは…」);
+* ``wide_vector`` / ``wide_lexical``: the same over two lines on each side (the exchange
+  the line belongs to: evidence that spans several messages lifts all of them);
+* ``time_cue``: 1 when the query asks when ("When did…", 「いつ」) and the line names a
+  time ("yesterday", "last week", "2022", 「先週」, 「去年」);
+* ``length``: ``log(1 + tokens)`` of the line (a one-word reply is rarely the evidence).
 
 The weights are fitted on the dev sets with cross-validation across conversations by
 ``benchmarks/fit_units.py`` and shipped as data (``unit_weights.json``), one set per
@@ -57,10 +62,28 @@ FEATURES: tuple[str, ...] = (
     "unit_lexical",
     "context_lexical",
     "speaker",
+    "wide_vector",
+    "wide_lexical",
+    "time_cue",
+    "length",
 )
 """The scorer's inputs, in the order of a weight vector."""
 
 RRF_K = 60.0
+WIDE = 2  # lines on each side for the wide features
+
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:when|how long ago|what (?:year|month|date|day|time))\b|\bwhen (?:did|does|was|were|is|will)\b"
+    r"|いつ|何年|何月|何日|何曜|何時頃|どのくらい前",
+    re.IGNORECASE,
+)
+_NAMES_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|last|next|ago|weekend|week|month|year|years|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
+    r"september|october|november|december|recently|since|\d{4})\b"
+    r"|昨日|今日|明日|一昨日|先週|来週|今週|先月|来月|今月|去年|昨年|来年|今年|最近|この前|[0-9０-９一二三四五六七八九十]+(?:年|月|日|週間|か月|ヶ月)",
+    re.IGNORECASE,
+)
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -229,8 +252,33 @@ def score_units(
                     is_japanese(key) and key.casefold() in folded
                 )
             x[r, 7] = 1.0 if patterns[key] else 0.0
+    if query_vector is not None and any(v is not None for v in vectors):
+        for start, end in groups:
+            part = x[start:end, 3]
+            for i in range(end - start):
+                window = part[max(0, i - WIDE) : i + WIDE + 1]
+                window = window[~np.isnan(window)]
+                x[start + i, 8] = float(window.mean()) if window.size else np.nan
+    else:
+        x[:, 8] = np.nan
+    if query_tokens:
+        wide: list[list[str]] = [[] for _ in range(n)]
+        for start, end in groups:
+            for i in range(end - start):
+                lo, hi = max(start, start + i - WIDE), min(end, start + i + WIDE + 1)
+                wide[start + i] = [tok for part in tokens[lo:hi] for tok in part]
+        wide_bm25 = _bm25(wide, query_tokens)
+        x[:, 9] = wide_bm25 / (float(wide_bm25.max()) or 1.0)
+        x[~is_unit, 9] = np.nan
+    asks_when = bool(_ASKS_WHEN.search(query))
+    for r, (_, line) in enumerate(rows):
+        if line is None:
+            x[r, 10] = x[r, 11] = np.nan
+            continue
+        x[r, 10] = 1.0 if asks_when and _NAMES_TIME.search(line.text) else 0.0
+        x[r, 11] = math.log1p(len(tokens[r]))
     # a whole chunk (no units) and a unit without a vector take the median unit's value
-    for col in (3, 4, 5, 6):
+    for col in (3, 4, 5, 6, 8, 9, 10, 11):
         column = x[:, col]
         missing = np.isnan(column)
         if missing.any():
