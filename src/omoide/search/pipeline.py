@@ -282,7 +282,7 @@ class SearchPipeline:
             started = time.perf_counter()
             scoring_mode: SearchMode = "lexical" if fallback or lists.query_vector is None else chosen
             candidates = await self._score_units(
-                text, scoring_mode, lists, candidates[:unit_chunks], max(fused_n, top), filters
+                text, scoring_mode, lists, candidates[:unit_chunks], max(fused_n, top), filters, explain
             )
             timings["units"] = _ms(started)
         candidates = candidates[: max(fused_n, top)]
@@ -474,6 +474,7 @@ class SearchPipeline:
         hits: list[SearchHit],
         limit: int,
         filters: SearchFilters,
+        explain: bool,
     ) -> list[SearchHit]:
         """The units of the best fused chunks, scored one by one (:mod:`omoide.search.units`); the
         chunk hits unchanged when none of them has units yet."""
@@ -487,7 +488,9 @@ class SearchPipeline:
         weights = weights_for(query, mode)
         scored = [
             u
-            for u in score_units(query, lists.query_tokens, lists.query_vector, candidates, units, weights)
+            for u in score_units(
+                query, lists.query_tokens, lists.query_vector, candidates, units, weights, with_features=explain
+            )
             if u.line is None or _line_passes(u.line, filters)
         ]
         out: list[SearchHit] = []
@@ -504,7 +507,7 @@ class SearchPipeline:
                         score=unit.score,
                         scores=scores,
                         ranks=ranks,
-                        features=unit.features,
+                        features=unit.features or None,
                         message_ids=tuple(hit.chunk.location.get("message_ids") or ()),
                     )
                 )
@@ -520,7 +523,7 @@ class SearchPipeline:
                     line=line.index,
                     message_ids=() if line.message_id is None else (line.message_id,),
                     quote=line.raw,
-                    features=unit.features,
+                    features=unit.features or None,
                 )
             )
         return out

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -49,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.search.results import SearchMode
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit
 from omoide.stores.units import ChunkLine, ChunkUnits, chunk_lines
 from omoide.text import is_japanese
@@ -144,24 +144,58 @@ class ScoredUnit:
         return None if self.line is None else self.line.message_id
 
 
-def _bm25(docs: Sequence[Sequence[str]], query: Sequence[str]) -> npt.NDArray[np.float64]:
-    """BM25 of each doc against the query terms, document frequencies from ``docs``."""
-    scores = np.zeros(len(docs))
-    terms = set(query)
-    if not docs or not terms:
-        return scores
-    lengths = np.array([len(d) for d in docs], dtype=np.float64)
+def _bm25(tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """BM25 of each row of ``tf`` (query-term counts per document; document frequencies from
+    the rows themselves) with the documents' lengths in tokens."""
+    n = tf.shape[0]
+    if n == 0 or tf.shape[1] == 0:
+        return np.zeros(n)
     average = max(float(lengths.mean()), 1.0)
-    counts = [Counter(t for t in d if t in terms) for d in docs]
-    df: Counter[str] = Counter()
-    for c in counts:
-        df.update(c.keys())
-    n = len(docs)
-    idf = {t: math.log((n - f + 0.5) / (f + 0.5) + 1.0) for t, f in df.items()}
-    for i, c in enumerate(counts):
-        norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * lengths[i] / average)
-        scores[i] = sum(idf[t] * f * (_BM25_K1 + 1.0) / (f + norm) for t, f in c.items())
-    return scores
+    df = (tf > 0).sum(axis=0)
+    idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
+    norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * lengths / average)
+    part = tf * (_BM25_K1 + 1.0) / (tf + norm[:, None])
+    return np.asarray(part @ idf, dtype=np.float64)
+
+
+def _bounds(n: int, groups: Sequence[tuple[int, int]]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The first row and the end of each row's group (a row outside every group: itself, itself)."""
+    first = np.arange(n)
+    last = np.arange(n)
+    for start, end in groups:
+        first[start:end] = start
+        last[start:end] = end
+    return first, last
+
+
+def _window_sums(
+    values: npt.NDArray[np.float64], bounds: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]], radius: int
+) -> npt.NDArray[np.float64]:
+    """Per row, the sum of the rows within ``radius`` in the same group (rows outside every
+    group: 0). ``values`` is 1-D or 2-D (summed row-wise)."""
+    first, last = bounds
+    idx = np.arange(values.shape[0])
+    lo = np.maximum(idx - radius, first)
+    hi = np.minimum(idx + radius + 1, last)
+    hi = np.maximum(hi, lo)  # rows outside every group: an empty window
+    cs = np.concatenate([np.zeros((1, *values.shape[1:])), np.cumsum(values, axis=0)])
+    out: npt.NDArray[np.float64] = cs[hi] - cs[lo]
+    return out
+
+
+def _window_means(
+    values: npt.NDArray[np.float64], bounds: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]], radius: int
+) -> npt.NDArray[np.float64]:
+    """Per row, the mean of the non-NaN values within ``radius`` in the same group (NaN when
+    there are none; rows outside every group: 0)."""
+    present = ~np.isnan(values)
+    sums = _window_sums(np.where(present, values, 0.0), bounds, radius)
+    counts = _window_sums(present.astype(np.float64), bounds, radius)
+    first, last = bounds
+    grouped = last > first
+    means = np.where(counts > 0, sums / np.maximum(counts, 1.0), np.nan)
+    out: npt.NDArray[np.float64] = np.where(grouped, means, 0.0)
+    return out
 
 
 def _speaker_pattern(speaker: str) -> re.Pattern[str]:
@@ -174,107 +208,89 @@ def score_units(
     query_tokens: Sequence[str],
     query_vector: npt.NDArray[np.float32] | None,
     candidates: Sequence[ChunkCandidate],
-    units: Mapping[int, ChunkUnits],
+    units: Mapping[ChunkId, ChunkUnits],
     weights: UnitWeights,
+    *,
+    with_features: bool = True,
 ) -> list[ScoredUnit]:
     """Score the units of ``candidates`` (see the module docstring), best first; a message that
-    two overlapping chunks both hold is kept once, with its better score (ties: the earlier chunk)."""
+    two overlapping chunks both hold is kept once, with its better score (ties: the earlier chunk).
+
+    ``with_features=False`` leaves :attr:`ScoredUnit.features` empty (a search without explain)."""
     rows: list[tuple[ChunkCandidate, ChunkLine | None]] = []
     tokens: list[list[str]] = []
-    context: list[list[str]] = []
-    vectors: list[npt.NDArray[np.float32] | None] = []
+    blocks: list[tuple[int, npt.NDArray[np.float32]]] = []  # (first row, unit vectors of a chunk)
     groups: list[tuple[int, int]] = []  # (start, end) rows of each chunk with units
     for cand in candidates:
-        found = units.get(int(cand.chunk.chunk_id))
+        found = units.get(cand.chunk.chunk_id)
         lines = chunk_lines(cand.chunk.content, cand.chunk.location) if found is not None else None
         lexical = found.lexical if found is not None else None
-        if lines is None or lexical is None or len(lexical) != len(lines):
+        if found is None or lines is None or lexical is None or len(lexical) != len(lines):
             rows.append((cand, None))
             tokens.append([])
-            context.append([])
-            vectors.append(None)
             continue
-        split = [t.split() for t in lexical]
         start = len(rows)
-        for i, line in enumerate(lines):
-            rows.append((cand, line))
-            tokens.append(split[i])
-            context.append([tok for part in split[max(0, i - 1) : i + 2] for tok in part])
+        rows.extend((cand, line) for line in lines)
+        tokens.extend(t.split() for t in lexical)
         groups.append((start, len(rows)))
-        unit_vectors = found.vectors if found is not None else None
-        if unit_vectors is not None and unit_vectors.shape[0] == len(lines):
-            vectors.extend(unit_vectors[i] for i in range(len(lines)))
-        else:
-            vectors.extend(None for _ in lines)
+        if found.vectors is not None and found.vectors.shape[0] == len(lines):
+            blocks.append((start, found.vectors))
     n = len(rows)
     if n == 0:
         return []
     x = np.zeros((n, len(FEATURES)))
-    is_unit = np.array([line is not None for _, line in rows])
+    bounds = _bounds(n, groups)
+    is_unit = np.fromiter((line is not None for _, line in rows), dtype=bool, count=n)
     for r, (cand, _) in enumerate(rows):
         x[r, 0] = RRF_K / (RRF_K + cand.lexical_rank) if cand.lexical_rank else 0.0
         x[r, 1] = RRF_K / (RRF_K + cand.vector_rank) if cand.vector_rank else 0.0
         x[r, 2] = 1.0 / (1.0 + cand.position)
 
-    if query_vector is not None and any(v is not None for v in vectors):
+    if query_vector is not None and blocks:
         q = np.asarray(query_vector, dtype=np.float32)
         q = q / (float(np.linalg.norm(q)) or 1.0)
         cos = np.full(n, np.nan)
-        for r, v in enumerate(vectors):
-            if v is not None:
-                cos[r] = float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
-        have = ~np.isnan(cos)
-        best = float(np.max(cos[have]))
-        neighbour = np.full(n, np.nan)
-        for start, end in groups:
-            part = cos[start:end]
-            for i in range(end - start):
-                window = part[max(0, i - 1) : i + 2]
-                window = window[~np.isnan(window)]
-                if window.size:
-                    neighbour[start + i] = float(window.mean())
-        x[:, 3] = np.where(have, cos - best, np.nan)
-        x[:, 4] = np.where(~np.isnan(neighbour), neighbour - best, np.nan)
+        for start, matrix in blocks:
+            norms = np.linalg.norm(matrix, axis=1)
+            norms[norms == 0.0] = 1.0
+            cos[start : start + matrix.shape[0]] = (matrix @ q) / norms
+        best = float(np.nanmax(cos))
+        x[:, 3] = cos - best
+        neighbour = _window_means(cos, bounds, 1)
+        x[:, 4] = np.where(is_unit, neighbour - best, np.nan)
+        x[:, 8] = _window_means(x[:, 3], bounds, WIDE)
+    else:
+        x[:, 8] = np.nan
     if query_tokens:
-        unit_bm25 = _bm25(tokens, query_tokens)
-        context_bm25 = _bm25(context, query_tokens)
-        x[:, 5] = unit_bm25 / (float(unit_bm25.max()) or 1.0)
-        x[:, 6] = context_bm25 / (float(context_bm25.max()) or 1.0)
-        x[~is_unit, 5] = np.nan
-        x[~is_unit, 6] = np.nan
+        terms = {t: j for j, t in enumerate(dict.fromkeys(query_tokens))}
+        tf = np.zeros((n, len(terms)))
+        lengths = np.zeros(n)
+        for r, toks in enumerate(tokens):
+            lengths[r] = len(toks)
+            for tok in toks:
+                j = terms.get(tok)
+                if j is not None:
+                    tf[r, j] += 1.0
+        for col, radius in ((5, 0), (6, 1), (9, WIDE)):
+            if radius:
+                bm = _bm25(_window_sums(tf, bounds, radius), _window_sums(lengths, bounds, radius))
+            else:
+                bm = _bm25(tf, lengths)
+            x[:, col] = np.where(is_unit, bm / (float(bm.max()) or 1.0), np.nan)
     folded = query.casefold()
+    asks_when = bool(_ASKS_WHEN.search(query))
     patterns: dict[str, bool] = {}
     for r, (_, line) in enumerate(rows):
-        if line is not None and line.speaker:
+        if line is None:
+            x[r, 10] = x[r, 11] = np.nan
+            continue
+        if line.speaker:
             key = line.speaker
             if key not in patterns:
                 patterns[key] = bool(_speaker_pattern(key).search(folded)) or (
                     is_japanese(key) and key.casefold() in folded
                 )
             x[r, 7] = 1.0 if patterns[key] else 0.0
-    if query_vector is not None and any(v is not None for v in vectors):
-        for start, end in groups:
-            part = x[start:end, 3]
-            for i in range(end - start):
-                window = part[max(0, i - WIDE) : i + WIDE + 1]
-                window = window[~np.isnan(window)]
-                x[start + i, 8] = float(window.mean()) if window.size else np.nan
-    else:
-        x[:, 8] = np.nan
-    if query_tokens:
-        wide: list[list[str]] = [[] for _ in range(n)]
-        for start, end in groups:
-            for i in range(end - start):
-                lo, hi = max(start, start + i - WIDE), min(end, start + i + WIDE + 1)
-                wide[start + i] = [tok for part in tokens[lo:hi] for tok in part]
-        wide_bm25 = _bm25(wide, query_tokens)
-        x[:, 9] = wide_bm25 / (float(wide_bm25.max()) or 1.0)
-        x[~is_unit, 9] = np.nan
-    asks_when = bool(_ASKS_WHEN.search(query))
-    for r, (_, line) in enumerate(rows):
-        if line is None:
-            x[r, 10] = x[r, 11] = np.nan
-            continue
         x[r, 10] = 1.0 if asks_when and _NAMES_TIME.search(line.text) else 0.0
         x[r, 11] = math.log1p(len(tokens[r]))
     # a whole chunk (no units) and a unit without a vector take the median unit's value
@@ -291,11 +307,12 @@ def score_units(
     for r in order:
         cand, line = rows[int(r)]
         if line is not None and line.message_id is not None:
-            key = (int(cand.chunk.source_id), line.message_id)
-            if key in seen:
+            held = (int(cand.chunk.source_id), line.message_id)
+            if held in seen:
                 continue
-            seen.add(key)
-        out.append(ScoredUnit(cand, line, float(scores[r]), {name: float(x[r, i]) for i, name in enumerate(FEATURES)}))
+            seen.add(held)
+        features = dict(zip(FEATURES, x[r].tolist(), strict=True)) if with_features else {}
+        out.append(ScoredUnit(cand, line, float(scores[r]), features))
     return out
 
 
