@@ -483,7 +483,7 @@ class Memory:
         )
         sources = ContextSources(
             recall=lambda workspace, owner, text: self.memories.recall(workspace, owner, text),
-            search=lambda text, filters: self.search_pipeline().search(text, filters),
+            search=lambda text, filters: self.search_pipeline().search_evidence(text, filters),
             latest_summary=self.summaries.latest,
         )
         return await assemble_context(

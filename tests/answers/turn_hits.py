@@ -88,5 +88,10 @@ class FakePipeline:
     ) -> SearchResult:
         return SearchResult(query, "hybrid", tuple(self.hits), (query,), {"search": 1.0})
 
+    async def search_evidence(
+        self, query: str, filters: SearchFilters, *, chunks: int | None = None, mode: Any = None
+    ) -> SearchResult:
+        return await self.search(query, filters, mode=mode)
+
 
 FILTERS = SearchFilters(workspace_id="g1")

@@ -34,7 +34,7 @@ from omoide.search.units import (
 )
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkDraft, ChunkId, SourceId
-from omoide.stores.search import ChunkHit
+from omoide.stores.search import ChunkHit, SearchFilters
 from omoide.stores.units import ChunkUnits, chunk_lines, unit_embedding_texts
 from omoide.text import get_search_tokenizer
 from omoide.text.stopwords import drop_stopwords
@@ -490,3 +490,14 @@ async def test_chunks_with_and_without_units_rank_together(tmp_path: Path) -> No
         assert int(whole.chunk.chunk_id) == chunk and whole.message_ids == tuple(m.id for m in old)
         assert whole.features is not None and set(whole.features) == set(FEATURES)
         assert {i for h in result.hits if h.unit == "turn" for i in h.message_ids} == {m.id for m in new}
+
+
+async def test_search_evidence_keeps_the_hits_of_the_first_chunks(mem: Memory) -> None:
+    await archive_chat(mem, CHAT * 3)  # 18 messages: several overlapping chunks
+    filters = SearchFilters("g1")
+    one = await mem.search_pipeline().search_evidence("pottery class support group", filters, chunks=1)
+    assert one.hits and len({h.chunk.chunk_id for h in one.hits}) == 1
+    many = await mem.search_pipeline().search_evidence("pottery class support group", filters, chunks=2)
+    chunks = [h.chunk.chunk_id for h in many.hits]
+    assert len(set(chunks)) == 2 and chunks[0] == one.hits[0].chunk.chunk_id
+    assert [h.rank for h in many.hits] == sorted(h.rank for h in many.hits)

@@ -212,7 +212,7 @@ class Answerer:
         text = check_query(question)
         model = self._model()
         lang = check_language(self._language(text, model) if language is None else language)
-        found = await self.pipeline.search(text, filters, k=k, mode=mode)
+        found = await self.pipeline.search_evidence(text, filters, chunks=k, mode=mode)  # k chunks of evidence
         timings = dict(found.timings)
         if not found.hits:
             message = NO_MATCH[lang] if filters.narrows else NO_DATA[lang]

@@ -33,6 +33,15 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
+def _exit_if_cancelled(summary: dict[str, object], signals: list[int], what_now: str) -> None:
+    """A job stopped at once by a second signal: say what state it left, exit 128 + the first signal."""
+    if summary.get("cancelled"):
+        err_console.print(
+            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; {what_now}[/]", highlight=False
+        )
+        raise typer.Exit(128 + signals[0])
+
+
 def parse_duration(text: str) -> timedelta:
     """``90`` (seconds), ``30s``, ``15m``, ``2h``, ``1d``, ``1h30m`` → a ``timedelta``.
 
@@ -155,13 +164,7 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
         return report.as_log()
 
     summary = run(main, json_errors=json_)
-    if summary.get("cancelled"):
-        err_console.print(
-            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; the unfinished sources "
-            "are pending again. Run `omoide embed` to continue.[/]",
-            highlight=False,
-        )
-        raise typer.Exit(128 + signals[0])
+    _exit_if_cancelled(summary, signals, "the unfinished sources are pending again. Run `omoide embed` to continue.")
     if json_:
         print_json(summary)
     else:
@@ -333,13 +336,7 @@ def _reindex_units(db: str | None, json_: bool, model: str | None) -> None:
         return report.as_log()
 
     summary = run(main, json_errors=json_)
-    if summary.get("cancelled"):
-        err_console.print(
-            f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; what was built is kept. "
-            "Run `omoide reindex --units` again to finish.[/]",
-            highlight=False,
-        )
-        raise typer.Exit(128 + signals[0])
+    _exit_if_cancelled(summary, signals, "what was built is kept. Run `omoide reindex --units` again to finish.")
     if json_:
         print_json(summary)
     else:

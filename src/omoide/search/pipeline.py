@@ -73,6 +73,8 @@ from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
+EVIDENCE_HITS_PER_CHUNK = 4
+"""Message hits asked for per chunk of evidence wanted (:meth:`SearchPipeline.search_evidence`)."""
 _MINUTE = timedelta(minutes=1)
 
 MIXED_TOKENIZERS = "mixed"
@@ -308,6 +310,36 @@ class SearchPipeline:
             reranked=reranked,
         )
 
+    async def search_evidence(
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        chunks: int | None = None,
+        mode: SearchMode | None = None,
+    ) -> SearchResult:
+        """Search for evidence to quote: the hits of the best ``chunks`` distinct chunks
+        (default ``config.top_k``), however many of their messages matched.
+
+        Answers and ``build_context`` quote whole chunks; ranking messages finds the right
+        chunks, but five message hits may come from two chunks. So this asks for
+        ``EVIDENCE_HITS_PER_CHUNK`` times as many hits and keeps those of the first ``chunks``
+        chunks, in order (``SearchResult.hits`` stays ranked; group them with
+        :func:`omoide.answers.prompt.by_chunk`).
+        """
+        want = check_k(self.config.top_k if chunks is None else chunks)
+        found = await self.search(query, filters, k=min(MAX_K, want * EVIDENCE_HITS_PER_CHUNK), mode=mode)
+        kept: list[SearchHit] = []
+        seen: set[int] = set()
+        for hit in found.hits:
+            key = int(hit.chunk.chunk_id)
+            if key not in seen:
+                if len(seen) >= want:
+                    continue
+                seen.add(key)
+            kept.append(hit)
+        return dataclasses.replace(found, hits=tuple(kept))
+
     # ------------------------------------------------------------------ stages
 
     async def _expand(self, query: str, notes: list[str]) -> list[str]:
@@ -486,10 +518,18 @@ class SearchPipeline:
             for i, h in enumerate(hits)
         ]
         weights = weights_for(query, mode)
+        per_line = bool(filters.author_ids) or filters.since is not None or filters.until is not None
         scored = [
             u
             for u in score_units(
-                query, lists.query_tokens, lists.query_vector, candidates, units, weights, with_features=explain
+                query,
+                lists.query_tokens,
+                lists.query_vector,
+                candidates,
+                units,
+                weights,
+                with_features=explain,
+                limit=None if per_line else limit,  # a per-message filter may drop some: score them all
             )
             if u.line is None or _line_passes(u.line, filters)
         ]

@@ -36,8 +36,8 @@ the median candidate unit.
 from __future__ import annotations
 
 import json
-import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -203,6 +203,49 @@ def _speaker_pattern(speaker: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![0-9a-z]){name}(?![0-9a-z])")
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What scoring needs of one chunk's units that does not depend on the query."""
+
+    lines: tuple[ChunkLine, ...]
+    counts: tuple[dict[str, int], ...]  # each line's token counts
+    lengths: npt.NDArray[np.float64]  # each line's token count
+    names_time: npt.NDArray[np.float64]  # 1 where the line names a time
+
+
+_PREPARED: OrderedDict[tuple[int, int, int], _Prepared | None] = OrderedDict()
+_PREPARED_MAX = 8192  # chunks remembered (a few KB each): a bot's busy chunks are parsed once
+
+
+def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
+    """The chunk's lines and per-line token counts (``None``: they do not line up), remembered
+    per (chunk, content, tokens): an erasure or a lexical reindex changes the key."""
+    key = (int(chunk.chunk_id), hash(chunk.content), hash(lexical))
+    if key in _PREPARED:
+        _PREPARED.move_to_end(key)
+        return _PREPARED[key]
+    lines = chunk_lines(chunk.content, chunk.location)
+    prepared: _Prepared | None = None
+    if lines is not None and len(lines) == len(lexical):
+        split = [t.split() for t in lexical]
+        counts = []
+        for toks in split:
+            c: dict[str, int] = {}
+            for tok in toks:
+                c[tok] = c.get(tok, 0) + 1
+            counts.append(c)
+        prepared = _Prepared(
+            tuple(lines),
+            tuple(counts),
+            np.array([len(t) for t in split], dtype=np.float64),
+            np.array([1.0 if _NAMES_TIME.search(x.text) else 0.0 for x in lines]),
+        )
+    _PREPARED[key] = prepared
+    while len(_PREPARED) > _PREPARED_MAX:
+        _PREPARED.popitem(last=False)
+    return prepared
+
+
 def score_units(
     query: str,
     query_tokens: Sequence[str],
@@ -212,48 +255,62 @@ def score_units(
     weights: UnitWeights,
     *,
     with_features: bool = True,
+    limit: int | None = None,
 ) -> list[ScoredUnit]:
     """Score the units of ``candidates`` (see the module docstring), best first; a message that
     two overlapping chunks both hold is kept once, with its better score (ties: the earlier chunk).
 
-    ``with_features=False`` leaves :attr:`ScoredUnit.features` empty (a search without explain)."""
+    ``with_features=False`` leaves :attr:`ScoredUnit.features` empty (a search without explain);
+    ``limit`` stops after that many units (all by default)."""
     rows: list[tuple[ChunkCandidate, ChunkLine | None]] = []
-    tokens: list[list[str]] = []
+    parts: list[tuple[int, _Prepared]] = []  # (first row, the chunk's prepared units)
     blocks: list[tuple[int, npt.NDArray[np.float32]]] = []  # (first row, unit vectors of a chunk)
     groups: list[tuple[int, int]] = []  # (start, end) rows of each chunk with units
+    chunk_rows: list[tuple[int, int, ChunkCandidate]] = []
     for cand in candidates:
         found = units.get(cand.chunk.chunk_id)
-        lines = chunk_lines(cand.chunk.content, cand.chunk.location) if found is not None else None
-        lexical = found.lexical if found is not None else None
-        if found is None or lines is None or lexical is None or len(lexical) != len(lines):
-            rows.append((cand, None))
-            tokens.append([])
-            continue
+        prepared = _prepare(cand.chunk, found.lexical) if found is not None and found.lexical is not None else None
         start = len(rows)
-        rows.extend((cand, line) for line in lines)
-        tokens.extend(t.split() for t in lexical)
+        if found is None or prepared is None:
+            rows.append((cand, None))
+            chunk_rows.append((start, start + 1, cand))
+            continue
+        rows.extend((cand, line) for line in prepared.lines)
+        parts.append((start, prepared))
         groups.append((start, len(rows)))
-        if found.vectors is not None and found.vectors.shape[0] == len(lines):
-            blocks.append((start, found.vectors))
+        chunk_rows.append((start, len(rows), cand))
+        vectors = found.vectors
+        if (
+            vectors is not None
+            and vectors.shape[0] == len(prepared.lines)
+            and (query_vector is None or vectors.shape[1] == np.shape(query_vector)[0])
+        ):
+            blocks.append((start, vectors))
     n = len(rows)
     if n == 0:
         return []
     x = np.zeros((n, len(FEATURES)))
     bounds = _bounds(n, groups)
-    is_unit = np.fromiter((line is not None for _, line in rows), dtype=bool, count=n)
-    for r, (cand, _) in enumerate(rows):
-        x[r, 0] = RRF_K / (RRF_K + cand.lexical_rank) if cand.lexical_rank else 0.0
-        x[r, 1] = RRF_K / (RRF_K + cand.vector_rank) if cand.vector_rank else 0.0
-        x[r, 2] = 1.0 / (1.0 + cand.position)
+    is_unit = np.zeros(n, dtype=bool)
+    for start, end in groups:
+        is_unit[start:end] = True
+    for start, end, cand in chunk_rows:
+        x[start:end, 0] = RRF_K / (RRF_K + cand.lexical_rank) if cand.lexical_rank else 0.0
+        x[start:end, 1] = RRF_K / (RRF_K + cand.vector_rank) if cand.vector_rank else 0.0
+        x[start:end, 2] = 1.0 / (1.0 + cand.position)
 
     if query_vector is not None and blocks:
         q = np.asarray(query_vector, dtype=np.float32)
         q = q / (float(np.linalg.norm(q)) or 1.0)
         cos = np.full(n, np.nan)
-        for start, matrix in blocks:
-            norms = np.linalg.norm(matrix, axis=1)
-            norms[norms == 0.0] = 1.0
-            cos[start : start + matrix.shape[0]] = (matrix @ q) / norms
+        matrix = np.concatenate([m for _, m in blocks])  # one product for every unit
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0.0] = 1.0
+        sims = (matrix @ q) / norms
+        at = 0
+        for start, block in blocks:
+            cos[start : start + block.shape[0]] = sims[at : at + block.shape[0]]
+            at += block.shape[0]
         best = float(np.nanmax(cos))
         x[:, 3] = cos - best
         neighbour = _window_means(cos, bounds, 1)
@@ -261,16 +318,18 @@ def score_units(
         x[:, 8] = _window_means(x[:, 3], bounds, WIDE)
     else:
         x[:, 8] = np.nan
+    lengths = np.zeros(n)
+    for start, prepared in parts:
+        lengths[start : start + len(prepared.lines)] = prepared.lengths
     if query_tokens:
-        terms = {t: j for j, t in enumerate(dict.fromkeys(query_tokens))}
+        terms = list(dict.fromkeys(query_tokens))
         tf = np.zeros((n, len(terms)))
-        lengths = np.zeros(n)
-        for r, toks in enumerate(tokens):
-            lengths[r] = len(toks)
-            for tok in toks:
-                j = terms.get(tok)
-                if j is not None:
-                    tf[r, j] += 1.0
+        for start, prepared in parts:
+            for i, counts in enumerate(prepared.counts):
+                for j, term in enumerate(terms):
+                    found_count = counts.get(term)
+                    if found_count:
+                        tf[start + i, j] = found_count
         for col, radius in ((5, 0), (6, 1), (9, WIDE)):
             if radius:
                 bm = _bm25(_window_sums(tf, bounds, radius), _window_sums(lengths, bounds, radius))
@@ -280,19 +339,19 @@ def score_units(
     folded = query.casefold()
     asks_when = bool(_ASKS_WHEN.search(query))
     patterns: dict[str, bool] = {}
-    for r, (_, line) in enumerate(rows):
-        if line is None:
-            x[r, 10] = x[r, 11] = np.nan
-            continue
-        if line.speaker:
-            key = line.speaker
-            if key not in patterns:
-                patterns[key] = bool(_speaker_pattern(key).search(folded)) or (
-                    is_japanese(key) and key.casefold() in folded
-                )
-            x[r, 7] = 1.0 if patterns[key] else 0.0
-        x[r, 10] = 1.0 if asks_when and _NAMES_TIME.search(line.text) else 0.0
-        x[r, 11] = math.log1p(len(tokens[r]))
+    x[:, 10] = np.nan
+    x[:, 11] = np.where(is_unit, np.log1p(lengths), np.nan)
+    for start, prepared in parts:
+        x[start : start + len(prepared.lines), 10] = prepared.names_time if asks_when else 0.0
+        for i, line in enumerate(prepared.lines):
+            if line.speaker:
+                key = line.speaker
+                if key not in patterns:
+                    patterns[key] = bool(_speaker_pattern(key).search(folded)) or (
+                        is_japanese(key) and key.casefold() in folded
+                    )
+                if patterns[key]:
+                    x[start + i, 7] = 1.0
     # a whole chunk (no units) and a unit without a vector take the median unit's value
     for col in (3, 4, 5, 6, 8, 9, 10, 11):
         column = x[:, col]
@@ -305,14 +364,16 @@ def score_units(
     out: list[ScoredUnit] = []
     seen: set[tuple[int, Any]] = set()
     for r in order:
-        cand, line = rows[int(r)]
-        if line is not None and line.message_id is not None:
-            held = (int(cand.chunk.source_id), line.message_id)
+        cand, found_line = rows[int(r)]
+        if found_line is not None and found_line.message_id is not None:
+            held = (int(cand.chunk.source_id), found_line.message_id)
             if held in seen:
                 continue
             seen.add(held)
         features = dict(zip(FEATURES, x[r].tolist(), strict=True)) if with_features else {}
-        out.append(ScoredUnit(cand, line, float(scores[r]), features))
+        out.append(ScoredUnit(cand, found_line, float(scores[r]), features))
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 
