@@ -42,8 +42,10 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
   stage (``unit_chunks`` 0: the pipeline before units, fetching the fused 15);
 * with units: ``units-stage``, that stage's own time (``SearchResult.timings["units"]`` of
   the ``pipeline-hybrid`` searches); ``fetch-units``, the store call alone for 30 chunk ids
-  (the query's 30 nearest); ``pipeline-hybrid-chunks``, the same pipeline on the same data
-  with the unit stage off (``unit_chunks`` 0), for comparison;
+  (the query's 30 nearest); ``pipeline-hybrid-cold`` / ``units-stage-cold``, the same with
+  the scorer's cache of parsed chunks emptied before each search (every chunk parsed
+  again); ``pipeline-hybrid-chunks``, the same pipeline on the same data with the unit
+  stage off (``unit_chunks`` 0), for comparison;
 * PostgreSQL only: recall@10 of the HNSW search against an exact scan of the same (half
   precision) vectors — of a k=10 search (``hnsw.ef_search`` = ``OMOIDE_HNSW_EF_SEARCH``) and
   of the 10 nearest among the pipeline's k candidates (ef_search raised to k) — and **seed
@@ -79,6 +81,7 @@ import numpy as np
 from _machine import machine, percentiles
 from pgvector import HalfVector
 
+from omoide.search import units as unit_scorer
 from omoide.search.pipeline import PipelineConfig, SearchPipeline
 from omoide.settings import Settings
 from omoide.stores import open_store
@@ -471,6 +474,15 @@ async def bench(
         async def pipeline_hybrid_channel(i: int) -> Any:
             return await pipeline.search(texts[i], chan)
 
+        prepared = getattr(unit_scorer, "_PREPARED", None)  # the scorer's cache of parsed chunks
+
+        async def pipeline_cold(i: int) -> Any:
+            if prepared is not None:
+                prepared.clear()
+            result = await pipeline.search(texts[i], ws)
+            stage_ms.setdefault("units-cold", []).append(result.timings.get("units", 0.0))
+            return result
+
         async def pipeline_chunks(i: int) -> Any:
             return await chunks_only.search(texts[i], ws)
 
@@ -494,6 +506,11 @@ async def bench(
             }
             out["turn_hits_mean"] = round(float(np.mean(stage_ms["turn_hits"])), 2)
             out["fetch-units"] = await _timed(fetch_units, queries)
+            if prepared is not None:
+                out["pipeline-hybrid-cold"] = await _timed(pipeline_cold, queries)
+                out["units-stage-cold"] = {
+                    k: round(v, 3) for k, v in percentiles([ms / 1000 for ms in stage_ms["units-cold"]]).items()
+                }
             await pipeline_chunks(0)
             out["pipeline-hybrid-chunks"] = await _timed(pipeline_chunks, queries)
 
@@ -673,6 +690,8 @@ def _print(r: dict[str, Any]) -> None:
         "pipeline-hybrid+channel",
         "units-stage",
         "fetch-units",
+        "pipeline-hybrid-cold",
+        "units-stage-cold",
         "pipeline-hybrid-chunks",
     ):
         if name in r:

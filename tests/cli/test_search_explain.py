@@ -49,7 +49,7 @@ class FakeMemory:
     async def ask(self, question: str, *, workspace: str, **_: Any) -> Any:
         from omoide.stores.search import SearchFilters
 
-        pipeline = type("P", (), {"search": lambda _s, q, f, **k: self.search(q)})()
+        pipeline = type("P", (), {"search_evidence": lambda _s, q, f, **k: self.search(q)})()
         answerer = Answerer(pipeline, ExtractiveChatModel, GenerationConfig())
         return await answerer.ask(question, SearchFilters(workspace_id=workspace))
 

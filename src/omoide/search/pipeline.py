@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,8 +53,8 @@ from omoide.fusion import reciprocal_rank_fusion
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.tokens import get_token_counter
+from omoide.search.expansion import _EXPAND_SYSTEM, EXPANSION_MAX_TOKENS, parse_expansions
 from omoide.search.results import (
-    MAX_QUERY_CHARS,
     MODES,
     SearchHit,
     SearchMode,
@@ -103,36 +102,6 @@ class PipelineConfig:
             expansions=settings.search_query_expansion,
             unit_chunks=settings.search_unit_chunks,
         )
-
-
-# ----------------------------------------------------------------------------- query expansion
-
-_EXPAND_SYSTEM = (
-    "You rewrite search queries for a search over chat history. Reply with alternative queries only, "
-    "one per line, in the language of the query, without numbering or explanations."
-)
-EXPANSION_MAX_TOKENS = 256
-"""The answer room reserved for the proposed queries."""
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•・]|\d+[.)．）]|\(\d+\))\s*")
-
-
-def parse_expansions(text: str, query: str, limit: int) -> list[str]:
-    """Alternative queries from a model's reply: one per line, list markers and quotes
-    stripped, the original query and duplicates dropped, at most ``limit``."""
-    out: list[str] = []
-    seen = {query.strip().casefold()}
-    for line in text.splitlines():
-        candidate = _LIST_MARKER.sub("", line).strip().strip("\"'「」“”").strip()
-        if not candidate or len(candidate) > MAX_QUERY_CHARS or candidate.endswith((":", "：")):
-            continue
-        key = candidate.casefold()
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(candidate)
-        if len(out) >= limit:
-            break
-    return out
 
 
 # ----------------------------------------------------------------------------- the pipeline
@@ -560,7 +529,7 @@ class SearchPipeline:
                     scores,
                     ranks,
                     unit="turn",
-                    line=line.index,
+                    line=line.position,
                     message_ids=() if line.message_id is None else (line.message_id,),
                     quote=line.raw,
                     features=unit.features or None,

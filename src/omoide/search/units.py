@@ -71,21 +71,65 @@ FEATURES: tuple[str, ...] = (
 
 RRF_K = 60.0
 WIDE = 2  # lines on each side for the wide features
+_BM25_K1 = 1.2
+_BM25_B = 0.75
 
 _ASKS_WHEN = re.compile(
     r"^\s*(?:when|how long ago|what (?:year|month|date|day|time))\b|\bwhen (?:did|does|was|were|is|will)\b"
     r"|いつ|何年|何月|何日|何曜|何時頃|どのくらい前",
     re.IGNORECASE,
 )
-_NAMES_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|last|next|ago|weekend|week|month|year|years|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
-    r"september|october|november|december|recently|since|\d{4})\b"
-    r"|昨日|今日|明日|一昨日|先週|来週|今週|先月|来月|今月|去年|昨年|来年|今年|最近|この前|[0-9０-９一二三四五六七八九十]+(?:年|月|日|週間|か月|ヶ月)",
-    re.IGNORECASE,
+_TIME_WORDS = frozenset(
+    [
+        "yesterday",
+        "today",
+        "tonight",
+        "tomorrow",
+        "last",
+        "next",
+        "ago",
+        "weekend",
+        "week",
+        "month",
+        "year",
+        "years",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "recently",
+        "since",
+    ]
 )
-_BM25_K1 = 1.2
-_BM25_B = 0.75
+_WORDS = re.compile(r"\w+")
+_JA_TIME = re.compile(
+    r"昨日|今日|明日|一昨日|先週|来週|今週|先月|来月|今月|去年|昨年|来年|今年|最近|この前"
+    r"|[0-9０-９一二三四五六七八九十]+(?:年|月|日|週間|か月|ヶ月)"
+)
+
+
+def _names_time(text: str) -> bool:
+    """Whether a line names a time: an English time word or a four-digit year as a whole word
+    ("yesterday", "last week", "2022"), or a Japanese one (「先週」, 「去年」, 「3月」)."""
+    for word in _WORDS.findall(text.casefold()):
+        if word in _TIME_WORDS or (len(word) == 4 and word.isdigit()):
+            return True
+    return not text.isascii() and _JA_TIME.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +247,22 @@ def _speaker_pattern(speaker: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![0-9a-z]){name}(?![0-9a-z])")
 
 
-@dataclass(frozen=True, slots=True)
 class _Prepared:
     """What scoring needs of one chunk's units that does not depend on the query."""
 
-    lines: tuple[ChunkLine, ...]
-    counts: tuple[dict[str, int], ...]  # each line's token counts
-    lengths: npt.NDArray[np.float64]  # each line's token count
-    names_time: npt.NDArray[np.float64]  # 1 where the line names a time
+    __slots__ = ("_names_time", "lengths", "lines", "tokens")
+
+    def __init__(self, lines: tuple[ChunkLine, ...], tokens: tuple[list[str], ...]) -> None:
+        self.lines = lines
+        self.tokens = tokens  # each line's search tokens
+        self.lengths = np.array([len(t) for t in tokens], dtype=np.float64)
+        self._names_time: npt.NDArray[np.float64] | None = None
+
+    def names_time(self) -> npt.NDArray[np.float64]:
+        """1 where the line names a time (computed when a *when* question first needs it)."""
+        if self._names_time is None:
+            self._names_time = np.array([1.0 if _names_time(x.text) else 0.0 for x in self.lines])
+        return self._names_time
 
 
 _PREPARED: OrderedDict[tuple[int, int, int], _Prepared | None] = OrderedDict()
@@ -218,8 +270,8 @@ _PREPARED_MAX = 8192  # chunks remembered (a few KB each): a bot's busy chunks a
 
 
 def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
-    """The chunk's lines and per-line token counts (``None``: they do not line up), remembered
-    per (chunk, content, tokens): an erasure or a lexical reindex changes the key."""
+    """The chunk's lines and per-line tokens (``None``: they do not line up), remembered per
+    (chunk, content, tokens): an erasure or a lexical reindex changes the key."""
     key = (int(chunk.chunk_id), hash(chunk.content), hash(lexical))
     if key in _PREPARED:
         _PREPARED.move_to_end(key)
@@ -227,19 +279,7 @@ def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
     lines = chunk_lines(chunk.content, chunk.location)
     prepared: _Prepared | None = None
     if lines is not None and len(lines) == len(lexical):
-        split = [t.split() for t in lexical]
-        counts = []
-        for toks in split:
-            c: dict[str, int] = {}
-            for tok in toks:
-                c[tok] = c.get(tok, 0) + 1
-            counts.append(c)
-        prepared = _Prepared(
-            tuple(lines),
-            tuple(counts),
-            np.array([len(t) for t in split], dtype=np.float64),
-            np.array([1.0 if _NAMES_TIME.search(x.text) else 0.0 for x in lines]),
-        )
+        prepared = _Prepared(tuple(lines), tuple(t.split() for t in lexical))
     _PREPARED[key] = prepared
     while len(_PREPARED) > _PREPARED_MAX:
         _PREPARED.popitem(last=False)
@@ -325,11 +365,10 @@ def score_units(
         terms = list(dict.fromkeys(query_tokens))
         tf = np.zeros((n, len(terms)))
         for start, prepared in parts:
-            for i, counts in enumerate(prepared.counts):
+            for i, toks in enumerate(prepared.tokens):
                 for j, term in enumerate(terms):
-                    found_count = counts.get(term)
-                    if found_count:
-                        tf[start + i, j] = found_count
+                    if term in toks:
+                        tf[start + i, j] = toks.count(term)
         for col, radius in ((5, 0), (6, 1), (9, WIDE)):
             if radius:
                 bm = _bm25(_window_sums(tf, bounds, radius), _window_sums(lengths, bounds, radius))
@@ -342,7 +381,7 @@ def score_units(
     x[:, 10] = np.nan
     x[:, 11] = np.where(is_unit, np.log1p(lengths), np.nan)
     for start, prepared in parts:
-        x[start : start + len(prepared.lines), 10] = prepared.names_time if asks_when else 0.0
+        x[start : start + len(prepared.lines), 10] = prepared.names_time() if asks_when else 0.0
         for i, line in enumerate(prepared.lines):
             if line.speaker:
                 key = line.speaker

@@ -37,6 +37,7 @@ from omoide.stores._knowledge_checks import (
     check_vectors,
     checked_planner,
 )
+from omoide.stores.units import UnitLexicalRow
 
 SourceId = NewType("SourceId", int)
 ChunkId = NewType("ChunkId", int)
@@ -207,16 +208,6 @@ class EmbeddingRow:
     vector: npt.NDArray[np.float32]
     content_hash: str | None = None
     unit_vectors: npt.NDArray[np.float32] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UnitLexicalRow:
-    """Units built for a chunk written before they existed (``omoide reindex --units``):
-    written only while the chunk's content is still ``content``."""
-
-    chunk_id: ChunkId
-    content: str
-    unit_lexical: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -42,28 +42,34 @@ UNIT_CONTEXT = 1
 _STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]")
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkLine:
-    """One line (message, or part of one) of a stored chunk.
+class ChunkLine(NamedTuple):
+    """One line (message, or part of one) of a stored chunk (a named tuple: search builds
+    ~300 per query).
 
     Attributes:
-        index: its position among the chunk's lines (0-based).
+        position: its place among the chunk's lines (0-based).
         message_id: the stored message it came from (a session message id, or the
             platform id of an imported message), when known.
         author_id: its author's id, when known.
         speaker: the author's display name from the line's header (``None``: a bare role).
         text: what was said, without the header.
-        at: the time in the line's header (minute precision, UTC), when it has one.
+        stamp: the time in the line's header, ``YYYY-MM-DD HH:MM`` (UTC), when it has one
+            (:attr:`at` parses it).
         raw: the line as stored in the chunk (header included).
     """
 
-    index: int
+    position: int
     message_id: Any
     author_id: str | None
     speaker: str | None
     text: str
-    at: datetime | None
+    stamp: str | None
     raw: str
+
+    @property
+    def at(self) -> datetime | None:
+        """The header's time as an aware UTC datetime (minute precision), or ``None``."""
+        return _parse_stamp(self.stamp)
 
 
 def chunk_lines(content: str, location: Mapping[str, Any]) -> list[ChunkLine] | None:
@@ -80,18 +86,27 @@ def chunk_lines(content: str, location: Mapping[str, Any]) -> list[ChunkLine] | 
     for i, span in enumerate(spans):
         raw = content[span.start : span.end]
         head = HEADER.match(raw)
-        speaker = speaker_of(head.group("label")) if head else None
-        text = raw[head.end() :].strip() if head else raw.strip()
-        at: datetime | None = None
-        stamp = _STAMP.match(raw)
-        if stamp:
-            t = stamp.group(1)  # YYYY-MM-DD HH:MM (faster than strptime: every search reads ~300 lines)
-            try:
-                at = datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]), int(t[14:16]), tzinfo=UTC)
-            except ValueError:
-                at = None
-        out.append(ChunkLine(i, span.message_id, span.author_id, speaker, text, at, raw))
+        if head:
+            speaker = speaker_of(head.group("label"))
+            text = raw[head.end() :].strip()
+            stamp: str | None = raw[1:17]  # the header starts with [YYYY-MM-DD HH:MM]
+        else:
+            speaker = None
+            text = raw.strip()
+            found = _STAMP.match(raw)
+            stamp = found.group(1) if found else None
+        out.append(ChunkLine(i, span.message_id, span.author_id, speaker, text, stamp, raw))
     return out
+
+
+def _parse_stamp(t: str | None) -> datetime | None:
+    """``YYYY-MM-DD HH:MM`` as UTC (sliced, not strptime: every search reads ~300 lines)."""
+    if t is None:
+        return None
+    try:
+        return datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]), int(t[14:16]), tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def line_lexical_source(line: ChunkLine) -> str:
@@ -157,10 +172,21 @@ class ChunkUnits:
     vectors: npt.NDArray[np.float32] | None
 
 
+@dataclass(frozen=True, slots=True)
+class UnitLexicalRow:
+    """Units built for a chunk written before they existed (``omoide reindex --units``):
+    written only while the chunk's content is still ``content``."""
+
+    chunk_id: int  # a ChunkId
+    content: str
+    unit_lexical: tuple[str, ...]
+
+
 __all__ = [
     "UNIT_CONTEXT",
     "ChunkLine",
     "ChunkUnits",
+    "UnitLexicalRow",
     "check_unit_lexical",
     "chunk_lines",
     "line_embedding_source",

@@ -16,13 +16,18 @@ HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] \*\*(?P<label>.*?)\*\*(
 
 _ROLE_SUFFIX = re.compile(r"\s*\((?:User|Assistant)\)$")
 _BARE_ROLES = {"User", "Assistant"}
+_ROLE_SUFFIXES = ("(User)", "(Assistant)")
 
 
 def speaker_of(label: str) -> str | None:
     """The author's name in a header label (``Alice (User)`` → ``Alice``), ``None`` for a bare role."""
     if label in _BARE_ROLES:
         return None
-    return _ROLE_SUFFIX.sub("", label).strip() or None
+    for suffix in _ROLE_SUFFIXES:  # as _ROLE_SUFFIX, without a regex: every search reads ~300 labels
+        if label.endswith(suffix):
+            label = label[: -len(suffix)]
+            break
+    return label.strip() or None
 
 
 def split_chat_lines(text: str) -> list[tuple[str | None, str]]:
