@@ -1,7 +1,7 @@
 """Fit the unit scorer's weights (``src/omoide/search/unit_weights.json``) on the dev sets.
 
 Usage:
-    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--l2 0.01] [--rows DIR]
+    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--l2 0.001] [--rows DIR]
         [--limit-conversations N] [--cache FILE | --no-cache]
 
 What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese questions of
@@ -262,7 +262,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", default="locomo,ja", help="comma-separated: locomo, ja")
     parser.add_argument("--write", action="store_true", help="write the weights into unit_weights.json")
-    parser.add_argument("--l2", type=float, default=0.001, help="L2 regularisation (default 0.001, chosen by the cross-validated figures)")
+    parser.add_argument(
+        "--l2",
+        type=float,
+        default=0.001,
+        help="L2 regularisation (default 0.001, chosen by the cross-validated figures)",
+    )
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache (SQLite file)")
     parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")

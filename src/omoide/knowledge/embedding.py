@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -464,17 +464,40 @@ class EmbeddingProcessor:
         """
         started = time.perf_counter()
         report = EmbedReport(model=self.model)
+        size = self.settings.embed_batch_size
+
+        async def missing(after: int) -> list[ChunkText]:
+            return await self.store.chunks_missing_embedding(
+                model=self.model, source_ids=None, after_id=after, limit=size
+            )
+
+        await self._page_through(missing, self._put, report, units_only=False, stop=stop, on_chunks=on_chunks)
+        if create_index and not report.stopped:
+            report.index_created = await self.ensure_index()
+        report.duration_s = time.perf_counter() - started
+        return report
+
+    async def _page_through(
+        self,
+        missing: Callable[[int], Awaitable[list[ChunkText]]],
+        put: Callable[[Sequence[ChunkText], Sequence[_Embedded]], Awaitable[tuple[int, int]]],
+        report: EmbedReport,
+        *,
+        units_only: bool,
+        stop: asyncio.Event | None,
+        on_chunks: OnChunks | None,
+    ) -> None:
+        """Page through ``missing(after_id)`` by chunk id, embed each page and ``put`` it; the
+        counts go into ``report`` (``stopped`` when ``stop`` was set)."""
         cursor = 0
         while not (stop is not None and stop.is_set()):
-            chunks = await self.store.chunks_missing_embedding(
-                model=self.model, source_ids=None, after_id=cursor, limit=self.settings.embed_batch_size
-            )
+            chunks = await missing(cursor)
             if not chunks:
                 break
             cursor = chunks[-1].id
-            embedded = await self._embed_retrying(chunks, report)
+            embedded = await self._embed_retrying(chunks, report, units_only=units_only)
             kept = [(c, e) for c, e in zip(chunks, embedded, strict=True) if e is not None]
-            written, units = await self._put([c for c, _ in kept], [e for _, e in kept])
+            written, units = await put([c for c, _ in kept], [e for _, e in kept])
             report.chunks += written
             report.units += units
             report.batches += 1
@@ -482,10 +505,6 @@ class EmbeddingProcessor:
                 on_chunks(len(chunks))
         if stop is not None and stop.is_set():
             report.stopped = True
-        elif create_index:
-            report.index_created = await self.ensure_index()
-        report.duration_s = time.perf_counter() - started
-        return report
 
     async def _embed_retrying(
         self, chunks: Sequence[ChunkText], report: EmbedReport, *, units_only: bool = False
@@ -557,22 +576,11 @@ class EmbeddingProcessor:
         started = time.perf_counter()
         report = EmbedReport(model=self.model)
         size = batch_size or self.settings.embed_batch_size
-        cursor = 0
-        while not (stop is not None and stop.is_set()):
-            chunks = await self.store.embeddings_missing_units(model=self.model, after_id=cursor, limit=size)
-            if not chunks:
-                break
-            cursor = chunks[-1].id
-            embedded = await self._embed_retrying(chunks, report, units_only=True)
-            kept = [(c, e) for c, e in zip(chunks, embedded, strict=True) if e is not None]
-            written, units = await self._put_units([c for c, _ in kept], [e for _, e in kept])
-            report.chunks += written
-            report.units += units
-            report.batches += 1
-            if on_chunks is not None:
-                on_chunks(len(chunks))
-        if stop is not None and stop.is_set():
-            report.stopped = True
+
+        async def missing(after: int) -> list[ChunkText]:
+            return await self.store.embeddings_missing_units(model=self.model, after_id=after, limit=size)
+
+        await self._page_through(missing, self._put_units, report, units_only=True, stop=stop, on_chunks=on_chunks)
         report.duration_s = time.perf_counter() - started
         return report
 
