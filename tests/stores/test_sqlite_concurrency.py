@@ -85,8 +85,9 @@ _APPEND_SCRIPT = textwrap.dedent(
     from omoide.settings import Settings
     from omoide.stores.sqlite import SqliteStore
 
-    url, go, ready, prefix, writers, per_writer = sys.argv[1:7]
-    writers, per_writer = int(writers), int(per_writer)
+    url, go, ready, prefix, writers, per_writer, processes = sys.argv[1:8]
+    writers, per_writer, processes = int(writers), int(per_writer), int(processes)
+    here = pathlib.Path(go).parent
     key = session_key(platform="discord", workspace="g1", channel="c1", user="crowd")
 
     async def main() -> None:
@@ -102,6 +103,12 @@ _APPEND_SCRIPT = textwrap.dedent(
             async def writer(name: str) -> None:
                 for i in range(per_writer):
                     await store.sessions.append_message(session.id, Message.user(f"{name}:{i}", author_id=name))
+                    if i == 0:
+                        # rendezvous: every writer of every process has written once before any goes
+                        # on, so the rest is written by both processes at once even if one started late
+                        (here / f"started-{name}").touch()
+                        while len(list(here.glob("started-*"))) < processes * writers:
+                            await asyncio.sleep(0.005)
 
             await asyncio.gather(*(writer(f"{prefix}w{w}") for w in range(writers)))
             print(json.dumps({"session_id": session.id, "version": session.version}))
@@ -117,7 +124,7 @@ async def test_two_processes_appending_to_one_session_lose_nothing(tmp_path: Pat
     url = f"sqlite:///{db}"
     go = tmp_path / "go"
     processes, writers, per_writer = 2, 4, 100
-    args = [str(writers), str(per_writer)]
+    args = [str(writers), str(per_writer), str(processes)]
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _APPEND_SCRIPT, url, str(go), str(tmp_path / f"ready{p}"), f"p{p}", *args],
