@@ -16,8 +16,8 @@ stage (issue 16) so a hit can be the one message that matched:
 5. **fetch**: the ranked lists carry chunk ids and scores only; one ``fetch_chunks`` query
    reads the text, source and location of the best ``max(search_fused, search_unit_chunks)``
    fused chunks (a chunk deleted since it was ranked is left out).
-6. **units** (``search_unit_chunks`` > 0, 30): one ``fetch_units`` query reads the units
-   (each message's tokens and vector) of the best ``search_unit_chunks`` chunks, and
+6. **units** (``search_unit_chunks`` > 0, 30): one ``fetch_units`` query, run beside the
+   fetch, reads the units (each message's tokens and vector) of those chunks, and
    :func:`~omoide.search.units.score_units` scores every message with the fitted weights
    (the chunk lists' ranks, the message's own vector and BM25 scores, its neighbours', its
    speaker named in the query). Hits become messages (``unit="turn"``) cited by their chunk;
@@ -42,7 +42,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
 import numpy.typing as npt
@@ -63,18 +62,17 @@ from omoide.search.results import (
     check_mode,
     check_query,
 )
-from omoide.search.units import ChunkCandidate, score_units, weights_for
+from omoide.search.units import ChunkCandidate, line_passes, score_units, weights_for
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
-from omoide.stores.units import ChunkLine
+from omoide.stores.units import ChunkUnits
 from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
 EVIDENCE_HITS_PER_CHUNK = 4
 """Message hits asked for per chunk of evidence wanted (:meth:`SearchPipeline.search_evidence`)."""
-_MINUTE = timedelta(minutes=1)
 
 MIXED_TOKENIZERS = "mixed"
 
@@ -114,6 +112,7 @@ class _Lists:
     query_tokens: list[str] = field(default_factory=list)  # the query's lexical tokens (unit scoring)
     query_vector: npt.NDArray[np.float32] | None = None  # the query's vector (unit scoring)
     model: str | None = None  # the embedder whose vectors were searched
+    units: dict[ChunkId, ChunkUnits] | None = None  # the fused chunks' units, read with the chunks
 
     def add(self, name: str, hits: list[RankedChunk]) -> None:
         self.names.append(name)
@@ -247,7 +246,7 @@ class SearchPipeline:
 
         started = time.perf_counter()
         unit_chunks = min(MAX_K, self.config.unit_chunks)
-        candidates = await self._fuse(lists, max(fused_n, unit_chunks), explain)
+        candidates = await self._fuse(lists, max(fused_n, unit_chunks), units=unit_chunks > 0)
         timings["fetch"] = _ms(started)
         if unit_chunks and candidates:
             started = time.perf_counter()
@@ -429,7 +428,7 @@ class SearchPipeline:
             )
         return current
 
-    async def _fuse(self, lists: _Lists, limit: int, explain: bool) -> list[SearchHit]:
+    async def _fuse(self, lists: _Lists, limit: int, *, units: bool) -> list[SearchHit]:
         """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only."""
         fused = reciprocal_rank_fusion(
             [[r.chunk_id for r in ranking] for ranking in lists.hits], k=self.config.rrf_k, limit=limit
@@ -450,7 +449,14 @@ class SearchPipeline:
                     scores.append(max(r.score for r in ranking if r.chunk_id == key))
             return max(scores) if scores else None
 
-        chunks = {int(c.chunk_id): c for c in await self.store.fetch_chunks([ChunkId(f.key) for f in fused])}
+        ids = [ChunkId(f.key) for f in fused]
+        if units:  # the units stage reads them: one round trip for both reads
+            rows, lists.units = await asyncio.gather(
+                self.store.fetch_chunks(ids), self.store.fetch_units(ids, model=lists.model)
+            )
+        else:
+            rows = await self.store.fetch_chunks(ids)
+        chunks = {int(c.chunk_id): c for c in rows}
         out: list[SearchHit] = []
         for f in fused:
             chunk = chunks.get(f.key)
@@ -479,7 +485,7 @@ class SearchPipeline:
     ) -> list[SearchHit]:
         """The units of the best fused chunks, scored one by one (:mod:`omoide.search.units`); the
         chunk hits unchanged when none of them has units yet."""
-        units = await self.store.fetch_units([h.chunk.chunk_id for h in hits], model=lists.model)
+        units = lists.units or {}
         if not any(u.lexical is not None for u in units.values()):
             return hits
         candidates = [
@@ -500,7 +506,7 @@ class SearchPipeline:
                 with_features=explain,
                 limit=None if per_line else limit,  # a per-message filter may drop some: score them all
             )
-            if u.line is None or _line_passes(u.line, filters)
+            if u.line is None or line_passes(u.line, filters)
         ]
         out: list[SearchHit] = []
         for position, unit in enumerate(scored[:limit], start=1):
@@ -559,20 +565,6 @@ class SearchPipeline:
             scores = StageScores(h.scores.vector, h.scores.lexical, h.scores.fused, float(r.score))
             out.append(dataclasses.replace(h, rank=position, score=float(r.score), scores=scores, ranks=ranks))
         return out, True
-
-
-def _line_passes(line: ChunkLine, filters: SearchFilters) -> bool:
-    """Whether one message of a chunk that passed the filters passes them itself: a chunk
-    matches an author or time filter when *any* of its messages does, a turn hit only when
-    its own message does (its header time has minute precision: the minute counts)."""
-    if filters.author_ids and line.author_id not in filters.author_ids:
-        return False
-    if line.at is not None:
-        if filters.since is not None and line.at + _MINUTE <= filters.since:
-            return False
-        if filters.until is not None and line.at > filters.until:
-            return False
-    return True
 
 
 def _best_rank(ranks: Mapping[str, int] | None, kind: str) -> int | None:

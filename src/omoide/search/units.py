@@ -40,6 +40,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -49,7 +50,7 @@ import numpy.typing as npt
 
 from omoide.search.results import SearchMode
 from omoide.stores.knowledge import ChunkId
-from omoide.stores.search import ChunkHit
+from omoide.stores.search import ChunkHit, SearchFilters
 from omoide.stores.units import ChunkLine, ChunkUnits, chunk_lines
 from omoide.text import is_japanese
 
@@ -416,11 +417,29 @@ def score_units(
     return out
 
 
+_MINUTE = timedelta(minutes=1)
+
+
+def line_passes(line: ChunkLine, filters: SearchFilters) -> bool:
+    """Whether one message of a chunk that passed the filters passes them itself: a chunk
+    matches an author or time filter when *any* of its messages does, a turn hit only when
+    its own message does (its header time has minute precision: the minute counts)."""
+    if filters.author_ids and line.author_id not in filters.author_ids:
+        return False
+    if line.at is not None:
+        if filters.since is not None and line.at + _MINUTE <= filters.since:
+            return False
+        if filters.until is not None and line.at > filters.until:
+            return False
+    return True
+
+
 __all__ = [
     "FEATURES",
     "ChunkCandidate",
     "ScoredUnit",
     "UnitWeights",
+    "line_passes",
     "query_language",
     "score_units",
     "shipped_weights",
