@@ -165,6 +165,33 @@ async def test_unit_vectors_are_returned_as_a_writable_float32_matrix(store: Any
     np.testing.assert_array_equal(again, units)  # …without touching what the store returns next
 
 
+async def test_fetch_chunks_with_units_reads_both_in_one_call(store: Any) -> None:
+    a, b, doc = await _add(store, _draft(CHAT_A), _draft(CHAT_B), _document())
+    await store.knowledge.put_embeddings(
+        model=MODEL,
+        dimensions=DIMS,
+        rows=[EmbeddingRow(a, _vector(1), unit_vectors=_matrix(3, seed=4)), EmbeddingRow(doc, _vector(2))],
+    )
+    ids = [doc, 999_999, a, b, a]  # a missing id is left out, a repeated one read once
+    for model in (MODEL, "another-model", None):
+        hits, units = await store.search.fetch_chunks_with_units(ids, model=model)
+        assert hits == await store.search.fetch_chunks(ids)  # the same chunks, in the order asked
+        alone = await store.search.fetch_units(ids, model=model)
+        assert set(units) == set(alone) == {a, b, doc}
+        for chunk_id, got in units.items():
+            assert got.lexical == alone[chunk_id].lexical
+            if alone[chunk_id].vectors is None:
+                assert got.vectors is None
+            else:
+                np.testing.assert_array_equal(got.vectors, alone[chunk_id].vectors)
+    assert (await store.search.fetch_chunks_with_units(ids, model=MODEL))[1][a].vectors is not None
+    assert await store.search.fetch_chunks_with_units([], model=MODEL) == ([], {})
+    with pytest.raises(InvalidInput):
+        await store.search.fetch_chunks_with_units(["x"], model=None)
+    with pytest.raises(InvalidInput):
+        await store.search.fetch_chunks_with_units([a], model="")
+
+
 # ----------------------------------------------------------------- reindex --units: tokens
 
 

@@ -149,6 +149,14 @@ class Settings(BaseSettings):
         100, ge=1, le=1000, description="PostgreSQL HNSW search: candidate list size per query (hnsw.ef_search)."
     )
 
+    sqlite_vector_prefilter_rows: int = Field(
+        20_000,
+        ge=0,
+        description="SQLite vector search: a workspace with at least this many vectors (of one model) is "
+        "searched through a 64-dimension projection first, and the best 20 x k of it (at least 1/16 of the "
+        "rows) are scored exactly: ~4x less memory read per query; 0 = always scan every vector exactly.",
+    )
+
     # ---- retrieval and answers (seed 004: 200 candidates → 15 → rerank → 5)
     search_mode: Literal["hybrid", "vector", "lexical"] = Field(
         "hybrid", description="Default search mode: hybrid (vector + lexical fused with RRF), vector or lexical."

@@ -450,10 +450,8 @@ class SearchPipeline:
             return max(scores) if scores else None
 
         ids = [ChunkId(f.key) for f in fused]
-        if units:  # the units stage reads them: one round trip for both reads
-            rows, lists.units = await asyncio.gather(
-                self.store.fetch_chunks(ids), self.store.fetch_units(ids, model=lists.model)
-            )
+        if units:  # the units stage reads them: one query for both
+            rows, lists.units = await self.store.fetch_chunks_with_units(ids, model=lists.model)
         else:
             rows = await self.store.fetch_chunks(ids)
         chunks = {int(c.chunk_id): c for c in rows}

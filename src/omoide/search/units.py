@@ -49,9 +49,10 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.search.results import SearchMode
+from omoide.stores._erasure_common import LineSpan, line_spans
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit, SearchFilters
-from omoide.stores.units import ChunkLine, ChunkUnits, chunk_lines
+from omoide.stores.units import ChunkLine, ChunkUnits, chunk_line, line_speaker
 from omoide.text import is_japanese
 
 FEATURES: tuple[str, ...] = (
@@ -177,16 +178,26 @@ class ChunkCandidate:
 
 @dataclass(frozen=True, slots=True)
 class ScoredUnit:
-    """A unit (or a whole chunk without units) with its score and features."""
+    """A unit (or a whole chunk without units) with its score and features.
+
+    ``source`` / ``index``: the chunk's parsed units and the line's place among them
+    (``None``: a whole chunk); :attr:`line` builds the line when asked (a search reads
+    ~300 lines and returns a few)."""
 
     candidate: ChunkCandidate
-    line: ChunkLine | None  # None: the whole chunk
     score: float
     features: Mapping[str, float]
+    source: _Prepared | None = None
+    index: int = -1
+
+    @property
+    def line(self) -> ChunkLine | None:
+        """The message line (``None``: the whole chunk)."""
+        return None if self.source is None else self.source.line(self.index)
 
     @property
     def message_id(self) -> Any:
-        return None if self.line is None else self.line.message_id
+        return None if self.source is None else self.source.spans[self.index].message_id
 
 
 def _bm25(tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -201,16 +212,6 @@ def _bm25(tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64]) -> npt.
     norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * lengths / average)
     part = tf * (_BM25_K1 + 1.0) / (tf + norm[:, None])
     return np.asarray(part @ idf, dtype=np.float64)
-
-
-def _bounds(n: int, groups: Sequence[tuple[int, int]]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """The first row and the end of each row's group (a row outside every group: itself, itself)."""
-    first = np.arange(n)
-    last = np.arange(n)
-    for start, end in groups:
-        first[start:end] = start
-        last[start:end] = end
-    return first, last
 
 
 def _window_sums(
@@ -249,20 +250,37 @@ def _speaker_pattern(speaker: str) -> re.Pattern[str]:
 
 
 class _Prepared:
-    """What scoring needs of one chunk's units that does not depend on the query."""
+    """What scoring needs of one chunk's units that does not depend on the query: each line's
+    record, speaker and search tokens (the lines themselves are built only for the hits)."""
 
-    __slots__ = ("_names_time", "lengths", "lines", "tokens")
+    __slots__ = ("_names_time", "content", "lengths", "spans", "speaker_lines", "starts", "tokens", "vocabulary")
 
-    def __init__(self, lines: tuple[ChunkLine, ...], tokens: tuple[list[str], ...]) -> None:
-        self.lines = lines
+    def __init__(self, content: str, spans: Sequence[LineSpan], tokens: tuple[list[str], ...]) -> None:
+        self.content = content
+        self.spans = spans
+        heads = [line_speaker(content, span) for span in spans]
+        self.starts = [start for _, start in heads]  # where each line's text starts
+        self.speaker_lines: dict[str, list[int]] = {}  # each named speaker's lines
+        for i, (speaker, _) in enumerate(heads):
+            if speaker:
+                self.speaker_lines.setdefault(speaker, []).append(i)
         self.tokens = tokens  # each line's search tokens
+        self.vocabulary = frozenset(token for line in tokens for token in line)
         self.lengths = np.array([len(t) for t in tokens], dtype=np.float64)
         self._names_time: npt.NDArray[np.float64] | None = None
+
+    def line(self, index: int) -> ChunkLine:
+        return chunk_line(self.content, index, self.spans[index])
 
     def names_time(self) -> npt.NDArray[np.float64]:
         """1 where the line names a time (computed when a *when* question first needs it)."""
         if self._names_time is None:
-            self._names_time = np.array([1.0 if _names_time(x.text) else 0.0 for x in self.lines])
+            self._names_time = np.array(
+                [
+                    1.0 if _names_time(self.content[start : span.end]) else 0.0
+                    for start, span in zip(self.starts, self.spans, strict=True)
+                ]
+            )
         return self._names_time
 
 
@@ -271,16 +289,16 @@ _PREPARED_MAX = 8192  # chunks remembered (a few KB each): a bot's busy chunks a
 
 
 def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
-    """The chunk's lines and per-line tokens (``None``: they do not line up), remembered per
-    (chunk, content, tokens): an erasure or a lexical reindex changes the key."""
+    """The chunk's line records, speakers and per-line tokens (``None``: they do not line up),
+    remembered per (chunk, content, tokens): an erasure or a lexical reindex changes the key."""
     key = (int(chunk.chunk_id), hash(chunk.content), hash(lexical))
     if key in _PREPARED:
         _PREPARED.move_to_end(key)
         return _PREPARED[key]
-    lines = chunk_lines(chunk.content, chunk.location)
+    spans = line_spans(chunk.location, chunk.content)
     prepared: _Prepared | None = None
-    if lines is not None and len(lines) == len(lexical):
-        prepared = _Prepared(tuple(lines), tuple(t.split() for t in lexical))
+    if spans is not None and len(spans) == len(lexical):
+        prepared = _Prepared(chunk.content, spans, tuple(t.split() for t in lexical))
     _PREPARED[key] = prepared
     while len(_PREPARED) > _PREPARED_MAX:
         _PREPARED.popitem(last=False)
@@ -302,43 +320,43 @@ def score_units(
     two overlapping chunks both hold is kept once, with its better score (ties: the earlier chunk).
 
     ``with_features=False`` leaves :attr:`ScoredUnit.features` empty (a search without explain);
-    ``limit`` stops after that many units (all by default)."""
-    rows: list[tuple[ChunkCandidate, ChunkLine | None]] = []
-    parts: list[tuple[int, _Prepared]] = []  # (first row, the chunk's prepared units)
+    ``limit`` stops after that many units (all by default).
+
+    Rows are the candidates' units in order (a chunk without units: one row); the work is per
+    chunk and per column, not per row (a search scores ~300 units)."""
+    if not candidates:
+        return []
+    preps: list[_Prepared | None] = []
     blocks: list[tuple[int, npt.NDArray[np.float32]]] = []  # (first row, unit vectors of a chunk)
-    groups: list[tuple[int, int]] = []  # (start, end) rows of each chunk with units
-    chunk_rows: list[tuple[int, int, ChunkCandidate]] = []
+    sizes: list[int] = []
+    n = 0
     for cand in candidates:
         found = units.get(cand.chunk.chunk_id)
         prepared = _prepare(cand.chunk, found.lexical) if found is not None and found.lexical is not None else None
-        start = len(rows)
-        if found is None or prepared is None:
-            rows.append((cand, None))
-            chunk_rows.append((start, start + 1, cand))
-            continue
-        rows.extend((cand, line) for line in prepared.lines)
-        parts.append((start, prepared))
-        groups.append((start, len(rows)))
-        chunk_rows.append((start, len(rows), cand))
-        vectors = found.vectors
-        if (
-            vectors is not None
-            and vectors.shape[0] == len(prepared.lines)
-            and (query_vector is None or vectors.shape[1] == np.shape(query_vector)[0])
-        ):
-            blocks.append((start, vectors))
-    n = len(rows)
-    if n == 0:
-        return []
+        preps.append(prepared)
+        size = 1 if prepared is None else len(prepared.spans)
+        if prepared is not None and found is not None:
+            vectors = found.vectors
+            if (
+                vectors is not None
+                and vectors.shape[0] == size
+                and (query_vector is None or vectors.shape[1] == np.shape(query_vector)[0])
+            ):
+                blocks.append((n, vectors))
+        sizes.append(size)
+        n += size
+    counts = np.array(sizes)
+    owner = np.repeat(np.arange(len(candidates)), counts)  # each row's candidate
+    firsts = np.cumsum(counts) - counts
+    grouped = np.array([p is not None for p in preps])
+    is_unit = grouped[owner]
+    rows_at = np.arange(n)
+    bounds = (np.where(is_unit, firsts[owner], rows_at), np.where(is_unit, (firsts + counts)[owner], rows_at))
     x = np.zeros((n, len(FEATURES)))
-    bounds = _bounds(n, groups)
-    is_unit = np.zeros(n, dtype=bool)
-    for start, end in groups:
-        is_unit[start:end] = True
-    for start, end, cand in chunk_rows:
-        x[start:end, 0] = RRF_K / (RRF_K + cand.lexical_rank) if cand.lexical_rank else 0.0
-        x[start:end, 1] = RRF_K / (RRF_K + cand.vector_rank) if cand.vector_rank else 0.0
-        x[start:end, 2] = 1.0 / (1.0 + cand.position)
+    x[:, 0] = np.array([RRF_K / (RRF_K + c.lexical_rank) if c.lexical_rank else 0.0 for c in candidates])[owner]
+    x[:, 1] = np.array([RRF_K / (RRF_K + c.vector_rank) if c.vector_rank else 0.0 for c in candidates])[owner]
+    x[:, 2] = np.array([1.0 / (1.0 + c.position) for c in candidates])[owner]
+    parts = [(int(firsts[i]), p) for i, p in enumerate(preps) if p is not None]
 
     if query_vector is not None and blocks:
         q = np.asarray(query_vector, dtype=np.float32)
@@ -359,17 +377,16 @@ def score_units(
         x[:, 8] = _window_means(x[:, 3], bounds, WIDE)
     else:
         x[:, 8] = np.nan
-    lengths = np.zeros(n)
-    for start, prepared in parts:
-        lengths[start : start + len(prepared.lines)] = prepared.lengths
+    lengths = np.concatenate([np.zeros(1) if p is None else p.lengths for p in preps])
     if query_tokens:
         terms = list(dict.fromkeys(query_tokens))
         tf = np.zeros((n, len(terms)))
         for start, prepared in parts:
-            for i, toks in enumerate(prepared.tokens):
-                for j, term in enumerate(terms):
-                    if term in toks:
-                        tf[start + i, j] = toks.count(term)
+            for j, term in enumerate(terms):
+                if term in prepared.vocabulary:
+                    for i, toks in enumerate(prepared.tokens):
+                        if term in toks:
+                            tf[start + i, j] = toks.count(term)
         for col, radius in ((5, 0), (6, 1), (9, WIDE)):
             if radius:
                 bm = _bm25(_window_sums(tf, bounds, radius), _window_sums(lengths, bounds, radius))
@@ -378,20 +395,18 @@ def score_units(
             x[:, col] = np.where(is_unit, bm / (float(bm.max()) or 1.0), np.nan)
     folded = query.casefold()
     asks_when = bool(_ASKS_WHEN.search(query))
-    patterns: dict[str, bool] = {}
+    named: dict[str, bool] = {}
     x[:, 10] = np.nan
     x[:, 11] = np.where(is_unit, np.log1p(lengths), np.nan)
     for start, prepared in parts:
-        x[start : start + len(prepared.lines), 10] = prepared.names_time() if asks_when else 0.0
-        for i, line in enumerate(prepared.lines):
-            if line.speaker:
-                key = line.speaker
-                if key not in patterns:
-                    patterns[key] = bool(_speaker_pattern(key).search(folded)) or (
-                        is_japanese(key) and key.casefold() in folded
-                    )
-                if patterns[key]:
-                    x[start + i, 7] = 1.0
+        x[start : start + len(prepared.spans), 10] = prepared.names_time() if asks_when else 0.0
+        for speaker, lines in prepared.speaker_lines.items():
+            if speaker not in named:
+                named[speaker] = bool(_speaker_pattern(speaker).search(folded)) or (
+                    is_japanese(speaker) and speaker.casefold() in folded
+                )
+            if named[speaker]:
+                x[[start + i for i in lines], 7] = 1.0
     # a whole chunk (no units) and a unit without a vector take the median unit's value
     for col in (3, 4, 5, 6, 8, 9, 10, 11):
         column = x[:, col]
@@ -400,18 +415,21 @@ def score_units(
             present = column[~missing]
             column[missing] = float(np.median(present)) if present.size else 0.0
     scores = x @ weights.vector() + weights.bias
-    order = np.lexsort((np.arange(n), -scores))
+    order = np.lexsort((rows_at, -scores))
     out: list[ScoredUnit] = []
     seen: set[tuple[int, Any]] = set()
-    for r in order:
-        cand, found_line = rows[int(r)]
-        if found_line is not None and found_line.message_id is not None:
-            held = (int(cand.chunk.source_id), found_line.message_id)
+    for r in order.tolist():
+        cand = candidates[int(owner[r])]
+        source = preps[int(owner[r])]
+        index = r - int(firsts[owner[r]]) if source is not None else -1
+        message_id = None if source is None else source.spans[index].message_id
+        if message_id is not None:
+            held = (int(cand.chunk.source_id), message_id)
             if held in seen:
                 continue
             seen.add(held)
         features = dict(zip(FEATURES, x[r].tolist(), strict=True)) if with_features else {}
-        out.append(ScoredUnit(cand, found_line, float(scores[r]), features))
+        out.append(ScoredUnit(cand, float(scores[r]), features, source, index))
         if limit is not None and len(out) >= limit:
             break
     return out

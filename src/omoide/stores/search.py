@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,8 @@ from omoide.models import ensure_utc
 from omoide.stores._checks import check_int, check_model
 from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.units import ChunkUnits
+
+R = TypeVar("R")
 
 MAX_K = 1000
 """The most rows one store search returns (pgvector's ``hnsw.ef_search`` is at most 1000)."""
@@ -263,6 +265,23 @@ class RankedChunk(NamedTuple):
 # ---- the contract
 
 
+def _unit_ids(chunk_ids: Sequence[ChunkId], model: str | None) -> list[int]:
+    """Checked, distinct chunk ids of a units read, after checking its model name."""
+    ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
+    if model is not None:
+        check_model(model)
+    return ids
+
+
+def chunks_with_units(
+    ids: Sequence[int], rows: Mapping[int, R], hit: Callable[[R], ChunkHit], units: Callable[[R], ChunkUnits]
+) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+    """A backend's rows of :meth:`SearchStore.fetch_chunks_with_units` (by chunk id) as its
+    result: the chunks in the order of ``ids`` (missing ones skipped) and their units."""
+    found = [rows[i] for i in ids if i in rows]
+    return [hit(row) for row in found], {ChunkId(i): units(rows[i]) for i in ids if i in rows}
+
+
 class SearchStore(abc.ABC):
     """Retrieval over knowledge chunks: ranked ids per list (vector, lexical), then the chunks by id.
 
@@ -288,7 +307,8 @@ class SearchStore(abc.ABC):
         """The ``k`` chunks whose ``model`` vectors are most cosine-similar to ``query``: their ids
         and similarities, best first.
 
-        SQLite scans exactly (a cached, normalised matrix per workspace and model);
+        SQLite scans a cached, normalised matrix per workspace and model (a large workspace
+        through a projection first, the best rows of it scored exactly: ``_prefilter``);
         PostgreSQL orders by ``(embedding::halfvec(D)) <=> $q`` with the model as a literal,
         so the model's partial HNSW index (``ensure_vector_index``) is used.
 
@@ -339,12 +359,20 @@ class SearchStore(abc.ABC):
         Raises:
             InvalidInput: an id is not an integer, or a bad model name.
         """
-        ids = list(dict.fromkeys(check_int("chunk_ids[]", i) for i in chunk_ids))
-        if model is not None:
-            check_model(model)
-        if not ids:
-            return {}
-        return await self._fetch_units(ids, model)
+        ids = _unit_ids(chunk_ids, model)
+        return await self._fetch_units(ids, model) if ids else {}
+
+    async def fetch_chunks_with_units(
+        self, chunk_ids: Sequence[ChunkId], *, model: str | None
+    ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+        """:meth:`fetch_chunks` and :meth:`fetch_units` of the same ids in one query: the
+        search pipeline reads the fused chunks and their units together (one round trip).
+
+        Raises:
+            InvalidInput: an id is not an integer, or a bad model name.
+        """
+        ids = _unit_ids(chunk_ids, model)
+        return await self._fetch_chunks_with_units(ids, model) if ids else ([], {})
 
     async def lexical_tokenizer(self) -> str | None:
         """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
@@ -376,6 +404,12 @@ class SearchStore(abc.ABC):
         """Read the units of checked, distinct, non-empty ``ids`` (backend)."""
 
     @abc.abstractmethod
+    async def _fetch_chunks_with_units(
+        self, ids: list[int], model: str | None
+    ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+        """Read checked, distinct, non-empty ``ids`` in that order, and their units (backend)."""
+
+    @abc.abstractmethod
     async def _lexical_tokenizer(self) -> str | None:
         """Read the recorded tokenizer name (backend)."""
 
@@ -391,5 +425,6 @@ __all__ = [
     "check_k",
     "check_members",
     "check_query_vector",
+    "chunks_with_units",
     "clean_tokens",
 ]

@@ -54,8 +54,9 @@ from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import sql_literal
 from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
-from omoide.stores.postgres._units import chunk_unit_lexical
-from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters
+from omoide.stores.postgres._units import chunk_unit_lexical, decode_unit_vectors, unit_tokens
+from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, chunks_with_units
+from omoide.stores.units import ChunkUnits
 
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
@@ -66,12 +67,20 @@ HIT_COLUMNS = (
     "c.id, c.source_id, c.content, c.location, c.channel_id, c.thread_id, c.author_ids, c.started_at, c.ended_at, "
     "s.type AS source_type, s.title AS source_title, s.uri AS source_uri"
 )
-_FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+
+
+_FETCH_CHUNKS_WITH_UNITS = f"""
+SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
+FROM {FROM_CHUNKS}
+LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
+WHERE c.id = ANY($1::bigint[])
+"""
 
 
 def _from_chunks(filters: SearchFilters) -> str:
     """The chunks, joined to their sources only when a source type is filtered."""
-    return _FROM_CHUNKS if filters.source_types else "knowledge_chunks c"
+    return FROM_CHUNKS if filters.source_types else "knowledge_chunks c"
 
 
 _RECORD_TOKENIZER = f"""
@@ -312,7 +321,7 @@ async def lexical_ranking(
 
 
 async def _rows_by_id(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[int, asyncpg.Record]:
-    rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {_FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
+    rows = await conn.fetch(f"SELECT {HIT_COLUMNS} FROM {FROM_CHUNKS} WHERE c.id = ANY($1::bigint[])", list(ids))
     return {int(r["id"]): r for r in rows}
 
 
@@ -320,6 +329,19 @@ async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[Chu
     """Chunks by id in the order given (missing ids skipped), with ``score=0.0, rank=0``."""
     by_id = await _rows_by_id(conn, ids)
     return [hit_from_row(by_id[i], score=0.0, rank=0) for i in ids if i in by_id]
+
+
+async def fetch_chunks_with_units(
+    conn: asyncpg.Connection, ids: Sequence[int], model: str | None
+) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+    """The chunks of ``ids`` in that order and their units, in one query by primary keys
+    (``model`` ``None``: the join matches no vector row)."""
+    rows = {int(r["id"]): r for r in await conn.fetch(_FETCH_CHUNKS_WITH_UNITS, list(ids), model)}
+    return chunks_with_units(ids, rows, lambda r: hit_from_row(r, score=0.0, rank=0), _row_units)
+
+
+def _row_units(row: Mapping[str, Any]) -> ChunkUnits:
+    return ChunkUnits(unit_tokens(row["unit_lexical"]), decode_unit_vectors(row["unit_vectors"], row["dimensions"]))
 
 
 async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:
@@ -399,6 +421,7 @@ __all__ = [
     "TOKENIZER_KEY",
     "exact_vector_sql",
     "fetch_chunks",
+    "fetch_chunks_with_units",
     "filter_sql",
     "hnsw_ef_search",
     "lexical_batch",

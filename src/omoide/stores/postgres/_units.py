@@ -163,17 +163,17 @@ async def fetch_units(conn: asyncpg.Connection, ids: Sequence[int], model: str |
     """One query by primary keys (the chunks, and with ``model`` their ``model`` rows)."""
     if model is None:
         rows = await conn.fetch(_FETCH_UNIT_LEXICAL, list(ids))
-        return {ChunkId(r["id"]): ChunkUnits(_tokens(r["unit_lexical"]), None) for r in rows}
+        return {ChunkId(r["id"]): ChunkUnits(unit_tokens(r["unit_lexical"]), None) for r in rows}
     rows = await conn.fetch(_FETCH_UNITS, list(ids), model)
     return {
         ChunkId(r["id"]): ChunkUnits(
-            _tokens(r["unit_lexical"]), decode_unit_vectors(r["unit_vectors"], r["dimensions"])
+            unit_tokens(r["unit_lexical"]), decode_unit_vectors(r["unit_vectors"], r["dimensions"])
         )
         for r in rows
     }
 
 
-def _tokens(text: str | None) -> tuple[str, ...] | None:
+def unit_tokens(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
     value = json.loads(text)
@@ -209,5 +209,6 @@ __all__ = [
     "put_unit_lexical",
     "put_unit_vectors",
     "unit_lexical_json",
+    "unit_tokens",
     "units_status_sql",
 ]

@@ -62,6 +62,13 @@ class PostgresSearch(SearchStore):
         async with self._db.acquire() as conn:
             return await uops.fetch_units(conn, ids, model)
 
+    async def _fetch_chunks_with_units(
+        self, ids: list[int], model: str | None
+    ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+        """One query by primary keys: the chunks with their sources, units and unit vectors."""
+        async with self._db.acquire() as conn:
+            return await sops.fetch_chunks_with_units(conn, ids, model)
+
     async def _lexical_tokenizer(self) -> str | None:
         """Reused for :data:`TOKENIZER_TTL` seconds (``db.tokenizer``); chunk writes and reindexes forget it."""
         if not self._db.tokenizer.fresh(TOKENIZER_TTL):

@@ -81,7 +81,7 @@ class SqliteDb:
         self._reader_count = readers
         self._conns: _Connections | None = None
         self._lifecycle_lock = asyncio.Lock()
-        self.vector_cache = VectorCache()
+        self.vector_cache = VectorCache(prefilter_rows=settings.sqlite_vector_prefilter_rows)
         """Normalised vector matrices per workspace and model (see ``_search.VectorCache``)."""
         self.memory_cache = MemoryRecallCache()
         """Memory vectors per user, kept in step with every memory write (see ``_memory_cache``)."""

@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from omoide.stores.knowledge import ChunkId
+from omoide.stores.search import ChunkHit, chunks_with_units
+from omoide.stores.sqlite._search import FROM_CHUNKS, HIT_COLUMNS, hit_from_row
 from omoide.stores.units import ChunkUnits, unit_lexical_of
 
 UNITS_DTYPE = np.dtype("<f4")
@@ -35,6 +38,12 @@ FROM knowledge_chunks c LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.
 WHERE c.id IN (SELECT value FROM json_each(?))
 """
 _UNITS = "SELECT id, unit_lexical FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))"
+_HIT_WIDTH = HIT_COLUMNS.count(",") + 1  # the chunk's columns, then its units'
+_CHUNKS_WITH_UNITS = f"""
+SELECT {HIT_COLUMNS}, c.unit_lexical, e.dimensions, e.unit_vectors
+FROM {FROM_CHUNKS} LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = ?
+WHERE c.id IN (SELECT value FROM json_each(?))
+"""
 
 
 def units_blob(vectors: npt.NDArray[np.float32] | None) -> bytes | None:
@@ -65,6 +74,20 @@ def fetch_units(conn: sqlite3.Connection, ids: Sequence[int], model: str | None)
     return {
         ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None if r[3] is None else units_from_blob(r[3], r[2])) for r in rows
     }
+
+
+def fetch_chunks_with_units(
+    conn: sqlite3.Connection, ids: Sequence[int], model: str | None
+) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+    """The chunks of ``ids`` in that order and their units, in one query (``model`` ``None``:
+    the join matches no vector row)."""
+    rows = {int(r[0]): r for r in conn.execute(_CHUNKS_WITH_UNITS, (model, json.dumps(list(ids)))).fetchall()}
+    return chunks_with_units(ids, rows, lambda r: hit_from_row(r, score=0.0, rank=0), _row_units)
+
+
+def _row_units(row: Sequence[Any]) -> ChunkUnits:
+    lexical, dimensions, blob = row[_HIT_WIDTH:]
+    return ChunkUnits(_tokens(lexical), None if blob is None else units_from_blob(blob, dimensions))
 
 
 def unit_lexical_rewrites(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:

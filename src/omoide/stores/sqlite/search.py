@@ -14,7 +14,7 @@ from omoide.stores.units import ChunkUnits
 
 
 class SqliteSearch(SearchStore):
-    """Exact vector scans over the store's cached matrices (``db.vector_cache``) and FTS5 BM25."""
+    """Vector scans over the store's cached matrices (``db.vector_cache``) and FTS5 BM25."""
 
     def __init__(self, db: SqliteDb) -> None:
         self._db = db
@@ -34,6 +34,11 @@ class SqliteSearch(SearchStore):
 
     async def _fetch_units(self, ids: list[int], model: str | None) -> dict[ChunkId, ChunkUnits]:
         return await self._db.read("fetch_units", uops.fetch_units, ids, model)
+
+    async def _fetch_chunks_with_units(
+        self, ids: list[int], model: str | None
+    ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
+        return await self._db.read("fetch_chunks_with_units", uops.fetch_chunks_with_units, ids, model)
 
     async def _lexical_tokenizer(self) -> str | None:
         return await self._db.read("lexical_tokenizer", sops.lexical_tokenizer)
