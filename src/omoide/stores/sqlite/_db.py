@@ -112,7 +112,10 @@ class SqliteDb:
 
     def _open_sync(self, executor: ThreadPoolExecutor) -> _Connections:
         busy = self.settings.db_busy_timeout_ms
-        writer = connect(self.path, busy_timeout_ms=busy)
+        # a process migrating the same new file holds its lock for the whole migration (seconds
+        # on a loaded machine): opening to migrate waits as long as migrating does
+        opening = max(busy, MIGRATE_BUSY_TIMEOUT_MS) if self._migrate_on_open else busy
+        writer = connect(self.path, busy_timeout_ms=opening)
         readers: list[sqlite3.Connection] = []
         try:
             with map_sqlite_errors("open", self.path):
