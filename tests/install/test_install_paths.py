@@ -1,7 +1,7 @@
 """Every documented install path works: the package is built into one wheel, installed into fresh
-venvs (only the base dependencies; ``[server]``; ``[mcp]``; ``[postgres]``) with real resolution
-from the package registry (pip's cache makes repeats fast), and each venv runs a short smoke
-through the real ``omoide`` entry point.
+venvs (only the base dependencies — Sudachi included since issue 20; ``[server]``; ``[mcp]``;
+``[postgres]``) with real resolution from the package registry (pip's cache makes repeats fast),
+and each venv runs a short smoke through the real ``omoide`` entry point.
 
 The dev install has every extra and their transitive packages, so it hides an import that no
 declared dependency provides (``orjson`` made every error of ``pip install 'omoide[server]'``
@@ -171,6 +171,12 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "もくもく会" in demo.stdout and re.search(r"\[#\d+\]", demo.stdout), demo.stdout  # a cited answer
+    # Sudachi is a base dependency: the default install searches Japanese by morphemes, no fallback
+    assert "japanese_tokenizer_fallback" not in demo.stderr, demo.stderr
+    listed = base.omoide("providers", "--json")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    (ja,) = [row for row in json.loads(listed.stdout) if row["role"] == "ja_tokenizer"]
+    assert ja["spec"] == "sudachi-core:v2" and ja["backend"] == "sudachi", ja
     _hint(base.omoide("serve"), "server")
     _hint(base.omoide("mcp", "--workspace", GUILD), "mcp")
     _hint(base.omoide("discord"), "discord")
@@ -189,6 +195,25 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
         "cohere",
     )
     assert "omoide[anthropic]" in base.omoide("providers", OMOIDE_LLM="anthropic:claude-sonnet-4-5").stdout
+
+
+def test_ja_extra_is_still_accepted_and_adds_nothing_to_the_base_install(venvs):
+    """``pip install 'omoide[ja]'`` (the documented command before Sudachi moved to base) still
+    resolves, to nothing new where the base install already has Sudachi. Resolution only
+    (``--dry-run``), in the base venv: no new venv for CI to build."""
+    base = venvs["base"].result()
+    (wheel,) = (base.root.parent / "dist").glob("omoide-*.whl")
+    done = subprocess.run(
+        [base.bin("python"), "-m", "pip", "install", "--dry-run", f"{wheel}[ja]"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Would install" not in done.stdout, done.stdout
+    assert "does not provide the extra" not in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 # ----------------------------------------------------------------------------- [server]

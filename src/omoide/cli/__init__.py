@@ -87,26 +87,45 @@ def migrate(db: DbOption = None, json_: JsonOption = False) -> None:
 
 @app.command(epilog="Example: OMOIDE_LLM=anthropic:claude-sonnet-4-5 omoide providers --json")
 def providers(json_: JsonOption = False) -> None:
-    """List the chat model, embedder and reranker in use, and whether each is usable here (no network calls).
+    """List the chat model, embedder and reranker in use, and whether each is usable here (no network calls),
+    and which Japanese search tokenizer is active (Sudachi, or the character-bigram fallback and why).
 
-    Exits 1 when one of them is not usable, saying what to set or install.
+    Exits 1 when a model is not usable, saying what to set or install (the bigram fallback works: exit 0).
     """
     from rich.table import Table
 
     from omoide.providers.registry import ProviderStatus, describe_providers
     from omoide.settings import load_settings
+    from omoide.text import japanese_tokenizer
 
-    async def collect() -> list[ProviderStatus]:
-        return describe_providers(load_settings())
+    async def collect() -> tuple[list[ProviderStatus], dict[str, object]]:
+        ja = japanese_tokenizer()
+        # same keys as the model rows, so --json stays one list of rows; spec: the tokenizer's index name
+        row: dict[str, object] = {
+            "role": "ja_tokenizer",
+            "spec": ja.name,
+            "usable": True,
+            "reason": ja.detail,
+            "is_default": True,
+            "backend": ja.backend,
+        }
+        return describe_providers(load_settings()), row
 
-    rows = run(collect, json_errors=json_)
+    rows, tokenizer = run(collect, json_errors=json_)
     if json_:
-        print_json(rows)
+        print_json([*rows, tokenizer])
     else:
         table = Table("role", "spec", "usable", "notes")
         for row in rows:  # the spec cell holds exactly what OMOIDE_<ROLE> or `omoide reindex --model` accepts
             notes = f"default; {row.reason}" if row.is_default else row.reason
             table.add_row(row.role, escape(row.spec), "[green]yes[/]" if row.usable else "[red]no[/]", escape(notes))
+        fallback = tokenizer["backend"] != "sudachi"
+        table.add_row(
+            "ja tokenizer",
+            escape(str(tokenizer["spec"])),
+            "[yellow]fallback[/]" if fallback else "[green]yes[/]",
+            escape(str(tokenizer["reason"])),
+        )
         console.print(table)
     if not all(row.usable for row in rows):
         raise typer.Exit(1)
