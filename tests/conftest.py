@@ -83,6 +83,7 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
             monkeypatch.delenv(name)
     monkeypatch.setenv("OMOIDE_CONFIG", str(tmp_path / "no-such-omoide.toml"))
     monkeypatch.delenv("OMOIDE_CONFIG")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # job progress files (PostgreSQL stores)
     monkeypatch.chdir(tmp_path)
 
 

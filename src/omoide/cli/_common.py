@@ -25,7 +25,18 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from omoide.engine import Memory
 from omoide.errors import ConfigError, OmoideError
@@ -123,14 +134,31 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
 
 
+class RateColumn(ProgressColumn):
+    """Items per second (``1,234 msg/s``), from rich's recent samples; the unit is the task's ``unit`` field."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        unit = str(task.fields.get("unit", "items"))
+        if speed is None:
+            return Text(f"– {unit}/s", style="progress.data.speed")
+        shown = f"{speed:,.0f}" if speed >= 100 else f"{speed:,.1f}"
+        return Text(f"{shown} {unit}/s", style="progress.data.speed")
+
+
 def progress_bars(enabled: bool = True) -> Progress:
-    """The progress display of long jobs (on stderr, gone when done; ``enabled=False`` for ``--json``)."""
+    """The progress display of long jobs, advancing per item: count, rate (the task's ``unit``
+    field), time elapsed and time left (on stderr, gone when done; ``enabled=False`` for ``--json``)."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeElapsedColumn(),
+        TextColumn("•"),
+        TimeRemainingColumn(),
+        TextColumn("left"),
         console=err_console,
         transient=True,
         disable=not enabled,
@@ -140,6 +168,7 @@ def progress_bars(enabled: bool = True) -> Progress:
 __all__ = [
     "DbOption",
     "JsonOption",
+    "RateColumn",
     "console",
     "err_console",
     "fail",

@@ -1,4 +1,9 @@
-"""``omoide import PATH…``: chat exports into long-term memory, then embedded (with progress bars)."""
+"""``omoide import PATH…``: chat exports into long-term memory, then embedded (with progress bars).
+
+The bars advance per item — messages while importing, chunks while embedding (per provider
+request) — and show the rate and the time left (:func:`omoide.cli._common.progress_bars`). The history is
+searchable by words as soon as the import bar is done; the vectors follow.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
+from rich.progress import (
+    Progress,
+)
 
 from omoide.cli._common import (
     DbOption,
@@ -37,18 +44,29 @@ async def import_and_embed(
     include_system: bool = False,
     embed: bool = True,
 ) -> dict[str, Any]:
-    """Import exports, then embed the new chunks, each with its progress bar; the summary as a dict."""
-    task = progress.add_task("Importing conversations", total=None)
+    """Import exports, then embed the new chunks, each with its progress bar; the summary as a dict.
+
+    The import bar counts messages; the embedding bar counts chunks (per provider request).
+    ``data["chunks_waiting"]`` is what is left without a vector (all of it with ``embed=False``).
+    """
+    reading = progress.add_task("Reading the export", total=None, unit="msg")
+    task: list[Any] = []
+
+    def read() -> None:
+        progress.update(reading, visible=False)
 
     def advance(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+        if not task:
+            task.append(progress.add_task("Importing messages", total=total, unit="msg"))
+        progress.update(task[0], completed=done, total=total)
 
     summary: ImportSummary = await mem.knowledge.import_export(
-        paths, workspace=workspace, strict=strict, include_system=include_system, on_source=advance
+        paths, workspace=workspace, strict=strict, include_system=include_system, on_messages=advance, on_read=read
     )
     data = summary.as_dict()
+    data["chunks_waiting"] = summary.chunks
     if embed and summary.chunks:
-        etask = progress.add_task(f"Embedding chunks ({mem.embedder.model_id})", total=summary.chunks)
+        etask = progress.add_task(f"Embedding chunks ({mem.embedder.model_id})", total=summary.chunks, unit="chunks")
 
         def embedded(n: int) -> None:
             progress.advance(etask, n)
@@ -60,6 +78,7 @@ async def import_and_embed(
             failed += report.failed
             if report.claimed == 0 or report.transient_error or report.stopped:
                 break
+        data["chunks_waiting"] = max(0, summary.chunks - vectors)
         data["embedded_with"] = report.model
         data["embedded_chunks"] = vectors
         data["failed_sources"] = failed
@@ -135,6 +154,13 @@ def import_(
     if "embedded_with" in data:
         console.print(
             f"Embedded {data['embedded_chunks']} chunk(s) with {data['embedded_with']}.", highlight=False, markup=False
+        )
+    if data["chunks"] and data["chunks_waiting"]:
+        console.print(
+            f"Searchable by words now; {data['chunks_waiting']} chunk(s) wait for vectors: run `omoide worker` "
+            "(or `omoide embed`) to add them — `omoide status` shows the progress.",
+            highlight=False,
+            markup=False,
         )
     for problem in data["problems"]:
         err_console.print(f"[yellow]Skipped:[/] {escape(str(problem))}", highlight=False)

@@ -24,6 +24,8 @@ from omoide.cli._common import DbOption, JsonOption, console, err_console, open_
 from omoide.cli._db import open_existing_memory
 from omoide.search.lexical_index import LexicalRebuildReport
 from omoide.stores.lexical_index import LexicalTable
+from omoide.text.tokenize import japanese_tokenizer
+from omoide.workers.progress import JobProgress, ProgressRecorder, read_progress
 
 if TYPE_CHECKING:
     from omoide.knowledge.archiver import SessionOutcome
@@ -148,15 +150,22 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
         with _stop_on_signals(stop, signals):
             try:
                 async with open_memory(db) as mem:
-                    if json_:
-                        report = await mem.knowledge.embed(stop=stop)
-                    else:
-                        status = await mem.knowledge.status()
-                        model = mem.embedder.model_id
-                        todo = max(0, status.chunks - status.embedded.get(model, 0))
-                        with progress_bars() as progress:
-                            task = progress.add_task(f"Embedding with {model}", total=todo or None)
-                            report = await mem.knowledge.embed(on_chunks=lambda n: progress.advance(task, n), stop=stop)
+                    status = await mem.knowledge.status()
+                    model = mem.embedder.model_id
+                    todo = max(0, status.chunks - status.embedded.get(model, 0))
+                    recorder = ProgressRecorder(mem.settings.database_url, job="embed", model=model)
+                    recorder.set_total(todo)
+                    with progress_bars(not json_) as progress:
+                        task = progress.add_task(f"Embedding with {model}", total=todo or None, unit="chunks")
+
+                        def advance(n: int) -> None:
+                            progress.advance(task, n)
+                            recorder.advance(n)
+
+                        try:
+                            report = await mem.knowledge.embed(on_chunks=advance, stop=stop)
+                        finally:
+                            recorder.finish()
             except asyncio.CancelledError:
                 if not signals:
                     raise
@@ -291,7 +300,7 @@ def reindex(
                 status = await mem.knowledge.status()
                 todo = max(0, status.chunks - status.embedded.get(embedder.model_id, 0))
                 with progress_bars() as progress:
-                    task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None)
+                    task = progress.add_task(f"Embedding with {embedder.model_id}", total=todo or None, unit="chunks")
                     report = await mem.knowledge.reindex(embedder, on_chunks=lambda n: progress.advance(task, n))
         return report.as_log()
 
@@ -429,12 +438,16 @@ def worker(
 
 def status(db: DbOption = None, json_: JsonOption = False) -> None:
     """Show long-term memory at a glance: sessions, unarchived messages, sources, vectors per model,
-    and the chunks still missing their retrieval units (`omoide reindex --units` builds them)."""
+    what still waits for vectors and the running embedding job's progress (rate, time left), the
+    search tokenizer, and the chunks still missing their retrieval units (`omoide reindex --units`)."""
 
     async def main() -> dict[str, Any]:
         async with open_existing_memory(db) as mem:
             counts = await mem.knowledge.status()
             model = mem.embedder.model_id
+            indexed = await mem.store.search.lexical_tokenizer()
+            job = read_progress(mem.settings.database_url)
+        japanese = japanese_tokenizer()  # the same answer as `omoide providers`
         return {
             "sessions": dict(counts.sessions),
             "unarchived_messages": counts.unarchived_messages,
@@ -445,6 +458,10 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
             "chunks_to_embed": max(0, counts.chunks - counts.embedded.get(model, 0)),
             "units_missing": counts.units_missing,
             "unit_vectors_missing": dict(counts.unit_vectors_missing),
+            "search_tokenizer": japanese.name,
+            "search_tokenizer_detail": japanese.detail,
+            "lexical_index_tokenizer": indexed,
+            "embedding_job": None if job is None else job.as_dict(),
         }
 
     data = run(main, json_errors=json_)
@@ -467,12 +484,34 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
     for name in sorted({*missing, data["embedder"]}):
         marker = " (in use)" if name == data["embedder"] else ""
         table.add_row(f"vectors without units, {name}{marker}", str(missing.get(name, 0)))
+    tokenizer = data["search_tokenizer"]
+    if not tokenizer.startswith("sudachi"):
+        tokenizer += f" ({data['search_tokenizer_detail']})"
+    if data["lexical_index_tokenizer"] not in (None, tokenizer):
+        tokenizer += f" (index written by {data['lexical_index_tokenizer']}: run `omoide reindex --lexical`)"
+    table.add_row("search tokenizer (Japanese)", tokenizer)
     console.print(table)
+    _print_waiting(data)
     if data["units_missing"] or missing.get(data["embedder"], 0):
         console.print(
             "Older chunks have no retrieval units yet: search ranks them as whole chunks, not message by "
             "message. Run `omoide reindex --units` to build them.",
             highlight=False,
+        )
+
+
+def _print_waiting(data: dict[str, Any]) -> None:
+    """The embedding job's progress, or what waits for vectors and how to start it."""
+    job = data["embedding_job"]
+    if job is not None:
+        console.print(JobProgress(**job).describe().capitalize() + ".", highlight=False, markup=False)
+    waiting = data["chunks_to_embed"]
+    if waiting and (job is None or not job["running"]):
+        console.print(
+            f"{waiting} chunk(s) are searchable by words but wait for vectors: run `omoide worker` "
+            "(or `omoide embed`) to add them.",
+            highlight=False,
+            markup=False,
         )
 
 

@@ -227,6 +227,42 @@ async def workspace_hint(mem: Memory, workspace: str) -> str | None:
     return note + f". Workspaces with knowledge: {shown} — e.g. --guild {others[0]}"
 
 
+async def vectors_waiting(mem: Memory, workspace: str) -> dict[str, Any] | None:
+    """What of ``workspace`` still waits for vectors of the configured embedder (``--explain``):
+    ``chunks`` without a vector, of ``chunks`` in all, and ``units`` (embedded chunks whose
+    messages have no vectors yet); ``None`` when the embedder cannot be built.
+
+    An import is searchable by words at once; until the worker (or ``omoide embed``) has
+    embedded it, vector search and the per-message vector features see only what is embedded.
+    """
+    try:
+        model = mem.embedder.model_id
+        status = await mem.knowledge.status(workspace=workspace)
+    except Exception:  # best effort: the note must never fail a search (no embedder here, a stand-in memory)
+        return None
+    return {
+        "model": model,
+        "chunks": status.chunks,
+        "chunks_waiting": max(0, status.chunks - status.embedded.get(model, 0)),
+        "units_waiting": status.unit_vectors_missing.get(model, 0),
+    }
+
+
+def waiting_note(waiting: dict[str, Any] | None) -> str | None:
+    """The ``--explain`` note when vectors are still missing, else ``None``."""
+    if not waiting or not (waiting["chunks_waiting"] or waiting["units_waiting"]):
+        return None
+    parts = []
+    if waiting["chunks_waiting"]:
+        parts.append(f"{waiting['chunks_waiting']} of {waiting['chunks']} chunk(s) wait for vectors")
+    if waiting["units_waiting"]:
+        parts.append(f"{waiting['units_waiting']} embedded chunk(s) wait for per-message vectors")
+    return (
+        f"{' and '.join(parts)} ({waiting['model']}): they are found by words only until "
+        "`omoide worker` (or `omoide embed`) embeds them; `omoide status` shows the progress"
+    )
+
+
 _SCAN_SOURCES = 1000  # newest sources read to suggest workspaces (an error path: bounded, not exhaustive)
 _SUGGESTIONS = 5
 
@@ -255,7 +291,7 @@ def search(
     """Search long-term memory: vector + lexical results, fused and ranked (--explain shows the raw ranks and scores)."""
     filters = _filters(guild, channel, author, since, until)
 
-    async def main() -> tuple[SearchResult, str | None]:
+    async def main() -> tuple[SearchResult, str | None, dict[str, Any] | None]:
         from omoide.search.pipeline import check_mode
 
         async with open_existing_memory(db) as mem:
@@ -272,13 +308,20 @@ def search(
                 viewer=viewer,
             )
             hint = None if found.hits else await workspace_hint(mem, filters["workspace"])
-            return found, hint
+            waiting = await vectors_waiting(mem, filters["workspace"]) if explain else None
+            return found, hint, waiting
 
-    result, hint = run(main, json_errors=json_)
+    result, hint, waiting = run(main, json_errors=json_)
     if json_:
-        print_json(result.as_dict())
+        data = result.as_dict()
+        if explain:
+            data["vectors_waiting"] = waiting
+        print_json(data)
     else:
         render_hits(result)
+    note = waiting_note(waiting)
+    if note and not json_:
+        err_console.print(f"[yellow]Note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     if hint:
         err_console.print(f"[yellow]Note:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
@@ -354,5 +397,7 @@ __all__ = [
     "render_answer",
     "render_hits",
     "search",
+    "vectors_waiting",
+    "waiting_note",
     "workspace_hint",
 ]

@@ -12,29 +12,28 @@ The archiver writes chunks with no embedding and their source ``pending``. A run
    ``embed_batch_size`` across sources (few provider calls), stores the vectors, and marks
    the sources ``ready``; repeats until nothing is left to claim.
 
-Failures:
-
-* a *transient* provider error (:attr:`ProviderError.retryable <omoide.errors.ProviderError>`:
-  rate limits, 5xx, timeouts) puts the claimed sources back to ``pending`` with the error,
-  ends the run and tells the caller to back off (``report.transient_error``); a source that
-  has been claimed ``embed_max_attempts`` times is marked ``failed`` instead;
-* a *permanent* one (a 4xx such as a text the model refuses) is narrowed down to its
-  source, which is marked ``failed`` with the error, while the others carry on;
-* a bad API key (:class:`~omoide.errors.AuthenticationFailed`) fails no source: they go back
-  to ``pending`` and the error propagates, since every call would fail alike;
-* a source claimed more than ``embed_max_attempts`` times without ever finishing (its
-  worker keeps dying on it) is marked ``failed`` rather than crash the next worker too.
+Failures: a *transient* provider error (:attr:`ProviderError.retryable
+<omoide.errors.ProviderError>`: rate limits, 5xx, timeouts) puts the claimed sources back to
+``pending`` with the error, ends the run and tells the caller to back off
+(``report.transient_error``); a source claimed ``embed_max_attempts`` times is marked
+``failed`` instead. A *permanent* one (a 4xx such as a text the model refuses) is narrowed
+down to its source, which is marked ``failed``, while the others carry on. A bad API key
+(:class:`~omoide.errors.AuthenticationFailed`) fails no source: they go back to ``pending``
+and the error propagates. A source claimed more than ``embed_max_attempts`` times without
+ever finishing (its worker keeps dying on it) is marked ``failed``.
 
 Vectors are stored per ``(chunk, model)``, so :meth:`EmbeddingProcessor.backfill` can
 embed every chunk for a new model beside the old one (``omoide reindex``) while search keeps
 using the old model until the setting is switched.
 
-Units: a chunk with line records (one per message, :mod:`omoide.stores.units`) also gets one
-vector per line, computed from the line with its neighbours
-(:func:`~omoide.stores.units.unit_embedding_texts`). Its unit texts go to the provider in the
-same call as the chunk texts of the batch, and the unit vectors are stored in the chunk's
-row (``EmbeddingRow.unit_vectors``). Chunks embedded before units existed get theirs from
+Units: a chunk with line records (:mod:`omoide.stores.units`) also gets one vector per line,
+computed from the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`),
+sent with the chunk texts of the batch and stored in the chunk's row
+(``EmbeddingRow.unit_vectors``); older chunks get theirs from
 :meth:`EmbeddingProcessor.backfill_units` (``omoide reindex --units``).
+
+Progress (``on_chunks``): a batch is then sent and stored in slices of about one provider
+request, each reported once stored (:class:`~omoide.knowledge.embed_report.ChunkProgress`).
 """
 
 from __future__ import annotations
@@ -51,23 +50,28 @@ import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
-from omoide.knowledge.embed_report import EmbedReport
+from omoide.knowledge.embed_report import (
+    ERROR_CHARS,
+    PROGRESS_TEXTS,
+    ChunkProgress,
+    EmbedReport,
+    OnChunks,
+    Transient,
+    short_error,
+    units_written,
+)
 from omoide.providers.base import Embedder, Vector
 from omoide.settings import Settings
-from omoide.stores._erasure_common import content_hash
+from omoide.stores._erasure_common import LINES_KEY, content_hash
 from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
 from omoide.stores.units import chunk_lines, unit_embedding_texts
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
 
-OnChunks = Callable[[int], None]
-"""Progress callback: called with the number of chunks just embedded."""
 
 UnitVectors = npt.NDArray[np.float32]
 """The unit vectors of one chunk: float32, ``(lines, dimensions)``."""
-
-_ERROR_CHARS = 500
 
 
 def chunk_text(content: str) -> str:
@@ -81,9 +85,7 @@ def unit_texts(chunk: ChunkText) -> list[str] | None:
     when the chunk has no (usable) line records (an imported document, an old chunk).
 
     Each text is the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`);
-    a blank one (a line with nothing said, between blank neighbours) is the raw line instead,
-    since providers refuse empty inputs.
-    """
+    a blank one is the raw line instead, since providers refuse empty inputs."""
     lines = chunk_lines(chunk.content, chunk.location)
     if not lines:
         return None
@@ -98,19 +100,6 @@ class _Embedded:
 
     vector: Vector | None
     units: UnitVectors | None
-
-
-def _short(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:_ERROR_CHARS]
-
-
-class _Transient(Exception):
-    """Internal: a retryable provider error ended the round."""
-
-    def __init__(self, cause: ProviderError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 class EmbeddingProcessor:
@@ -157,11 +146,7 @@ class EmbeddingProcessor:
         return vectors
 
     async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[_Embedded]:
-        """The vectors of ``chunks`` and of their units, from one provider call.
-
-        ``units_only``: the chunks already have their own vector; only their units are embedded
-        (a chunk without line records then gets nothing).
-        """
+        """The vectors of ``chunks`` and of their units (``units_only``: the units only), from one provider call."""
         texts: list[str] = []
         plan: list[tuple[int, int, int]] = []  # per chunk: its text's index (-1: none), first unit, units
         for chunk in chunks:
@@ -181,6 +166,22 @@ class EmbeddingProcessor:
             for at, first, n in plan
         ]
 
+    def _slices(self, chunks: Sequence[ChunkText], progress: ChunkProgress) -> list[Sequence[ChunkText]]:
+        """The batch as it is sent and stored: whole, or — when progress is reported — in slices of
+        whole chunks of about one provider request (:data:`PROGRESS_TEXTS`, or ``max_batch``
+        texts: a chunk's text and one per line record), each stored before the next is sent."""
+        if progress.on_chunks is None:
+            return [chunks]
+        step = max(PROGRESS_TEXTS, int(getattr(self.embedder, "max_batch", 0) or 0))
+        out: list[Sequence[ChunkText]] = []
+        start = size = 0
+        for end, chunk in enumerate(chunks, start=1):
+            size += 1 + len(chunk.location.get(LINES_KEY) or ())
+            if size >= step or end == len(chunks):
+                out.append(chunks[start:end])
+                start, size = end, 0
+        return out
+
     async def _put(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
         """Store chunk vectors with their unit vectors; ``(chunks written, unit vectors written)``."""
         rows: list[EmbeddingRow] = []
@@ -197,7 +198,7 @@ class EmbeddingProcessor:
         if not rows:
             return 0, 0
         written = await self.store.put_embeddings(model=self.model, dimensions=self.embedder.dimensions, rows=rows)
-        return written, _units_written(rows, written)
+        return written, units_written(rows, written)
 
     async def _put_units(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
         """Add unit vectors to stored chunk vectors; ``(chunks given units, unit vectors written)``."""
@@ -213,7 +214,7 @@ class EmbeddingProcessor:
         if not rows:
             return 0, 0
         written = await self.store.put_unit_vectors(model=self.model, dimensions=dims, rows=rows)
-        return written, _units_written(rows, written)
+        return written, units_written(rows, written)
 
     async def ensure_index(self) -> bool:
         """Create the ANN index for this model if the backend has one; ``True`` if created now."""
@@ -258,8 +259,8 @@ class EmbeddingProcessor:
                 # claimed before going, so nothing waits embed_lease_seconds for the lease to run out
                 await self._release_on_cancel(claimed)
                 raise
-            except _Transient as exc:
-                report.transient_error = _short(exc.cause)
+            except Transient as exc:
+                report.transient_error = short_error(exc.cause)
                 log.warning("embed_transient_error", model=self.model, error=report.transient_error)
                 break
         if stop is not None and stop.is_set():
@@ -280,7 +281,7 @@ class EmbeddingProcessor:
                 error = f"gave up after {source.attempts - 1} claims that never finished (a worker died each time)"
                 if source.error:
                     error += f"; last error: {source.error}"
-                await self.store.finish_source(source_id, status=SourceStatus.FAILED, error=error[:_ERROR_CHARS])
+                await self.store.finish_source(source_id, status=SourceStatus.FAILED, error=error[:ERROR_CHARS])
                 report.failed += 1
                 log.error("embed_source_failed", source_id=source_id, error=error, attempts=source.attempts)
                 continue
@@ -300,10 +301,10 @@ class EmbeddingProcessor:
                 cursor = chunks[-1].id
                 await self._batch(chunks, pending, report, on_chunks)
         except AuthenticationFailed as exc:
-            await self._release(pending, report, error=_short(exc))
+            await self._release(pending, report, error=short_error(exc))
             raise
-        except _Transient as exc:
-            await self._back_off(pending, report, error=_short(exc.cause))
+        except Transient as exc:
+            await self._back_off(pending, report, error=short_error(exc.cause))
             raise
         # a chunk rewritten meanwhile (a user's erasure) lost its vector, or its new one was refused
         # as stale: its source goes back to pending, and the next claim embeds it
@@ -328,29 +329,30 @@ class EmbeddingProcessor:
         report: EmbedReport,
         on_chunks: OnChunks | None,
     ) -> None:
-        try:
-            embedded = await self._embed(chunks)
-        except AuthenticationFailed:
-            raise
-        except ProviderError as exc:
-            if exc.retryable:
-                raise _Transient(exc) from exc
-            await self._isolate(chunks, pending, report, on_chunks, exc)
-            return
-        written, units = await self._put(chunks, embedded)
-        report.chunks += written
-        report.units += units
-        report.batches += 1
-        log.debug("embed_batch_stored", model=self.model, chunks=written)
-        if on_chunks is not None:
-            on_chunks(len(chunks))
+        progress = ChunkProgress(on_chunks)
+        for part in self._slices(chunks, progress):
+            try:
+                embedded = await self._embed(part)
+            except AuthenticationFailed:
+                raise
+            except ProviderError as exc:
+                if exc.retryable:
+                    raise Transient(exc) from exc
+                await self._isolate(part, pending, report, progress, exc)
+                continue
+            written, units = await self._put(part, embedded)
+            report.chunks += written
+            report.units += units
+            report.batches += 1
+            log.debug("embed_batch_stored", model=self.model, chunks=written)
+            progress(part)
 
     async def _isolate(
         self,
         chunks: Sequence[ChunkText],
         pending: dict[SourceId, None],
         report: EmbedReport,
-        on_chunks: OnChunks | None,
+        progress: ChunkProgress,
         first: ProviderError,
     ) -> None:
         """A permanent error hit a batch: embed it source by source and fail only the culprits."""
@@ -368,20 +370,19 @@ class EmbeddingProcessor:
                 raise
             except ProviderError as exc:
                 if exc.retryable:
-                    raise _Transient(exc) from exc
+                    raise Transient(exc) from exc
                 await self._fail(source_id, pending, report, exc)
                 continue
             written, units = await self._put(group, embedded)
             report.chunks += written
             report.units += units
             report.batches += 1
-            if on_chunks is not None:
-                on_chunks(len(group))
+            progress(group)
 
     async def _fail(
         self, source_id: SourceId, pending: dict[SourceId, None], report: EmbedReport, exc: ProviderError
     ) -> None:
-        error = _short(exc)
+        error = short_error(exc)
         await self.store.finish_source(source_id, status=SourceStatus.FAILED, error=error)
         pending.pop(source_id, None)
         report.failed += 1
@@ -393,7 +394,7 @@ class EmbeddingProcessor:
             source = await self.store.get_source(source_id)
             attempts = source.attempts if source is not None else 0
             if attempts >= self.settings.embed_max_attempts:
-                message = f"gave up after {attempts} attempts; last error: {error}"[:_ERROR_CHARS]
+                message = f"gave up after {attempts} attempts; last error: {error}"[:ERROR_CHARS]
                 await self.store.finish_source(source_id, status=SourceStatus.FAILED, error=message)
                 report.failed += 1
                 log.error("embed_source_failed", source_id=source_id, model=self.model, error=message)
@@ -495,14 +496,15 @@ class EmbeddingProcessor:
             if not chunks:
                 break
             cursor = chunks[-1].id
-            embedded = await self._embed_retrying(chunks, report, units_only=units_only)
-            kept = [(c, e) for c, e in zip(chunks, embedded, strict=True) if e is not None]
-            written, units = await put([c for c, _ in kept], [e for _, e in kept])
-            report.chunks += written
-            report.units += units
-            report.batches += 1
-            if on_chunks is not None:
-                on_chunks(len(chunks))
+            progress = ChunkProgress(on_chunks)
+            for part in self._slices(chunks, progress):
+                embedded = await self._embed_retrying(part, report, units_only=units_only)
+                kept = [(c, e) for c, e in zip(part, embedded, strict=True) if e is not None]
+                written, units = await put([c for c, _ in kept], [e for _, e in kept])
+                report.chunks += written
+                report.units += units
+                report.batches += 1
+                progress(part)
         if stop is not None and stop.is_set():
             report.stopped = True
 
@@ -520,7 +522,7 @@ class EmbeddingProcessor:
                 raise
             if len(chunks) == 1:
                 report.skipped += 1
-                log.warning("embed_chunk_skipped", chunk_id=chunks[0].id, model=self.model, error=_short(exc))
+                log.warning("embed_chunk_skipped", chunk_id=chunks[0].id, model=self.model, error=short_error(exc))
                 return [None]
         out: list[_Embedded | None] = []
         for chunk in chunks:
@@ -553,12 +555,10 @@ class EmbeddingProcessor:
         """Give unit vectors to this model's stored vectors that have none (chunks embedded
         before units existed): ``omoide reindex --units``.
 
-        Pages through :meth:`~omoide.stores.knowledge.KnowledgeStore.embeddings_missing_units`
-        by chunk id, embeds the unit texts of ``embed_batch_size`` chunks per provider call and
-        stores them with :meth:`~omoide.stores.knowledge.KnowledgeStore.put_unit_vectors`
-        (skipped when the chunk was rewritten meanwhile: its vector is stale and the next
-        embedding pass brings both). Resumable: what is done drops out of the query, so an
-        interrupted run loses nothing and a rerun finishes. Chunks the provider refuses are
+        Pages through ``embeddings_missing_units`` by chunk id, embeds the unit texts of
+        ``embed_batch_size`` chunks per provider call and stores them with ``put_unit_vectors``
+        (skipped when the chunk was rewritten meanwhile: the next embedding pass brings both).
+        Resumable: what is done drops out of the query. Chunks the provider refuses are
         skipped (``report.skipped``); a transient error is retried a few times with backoff.
 
         Args:
@@ -583,16 +583,6 @@ class EmbeddingProcessor:
         await self._page_through(missing, self._put_units, report, units_only=True, stop=stop, on_chunks=on_chunks)
         report.duration_s = time.perf_counter() - started
         return report
-
-
-def _units_written(rows: Sequence[EmbeddingRow], written: int) -> int:
-    """Unit vectors in ``rows`` when the store wrote all of them; when it skipped some (chunks
-    rewritten or deleted meanwhile) it does not say which, so count those of the ``written``
-    rows with the fewest units (a lower bound)."""
-    counts = sorted(0 if r.unit_vectors is None else len(r.unit_vectors) for r in rows)
-    if written >= len(rows):
-        return sum(counts)
-    return sum(counts[:written])
 
 
 __all__ = ["EmbedReport", "EmbeddingProcessor", "OnChunks", "UnitVectors", "chunk_text", "content_hash", "unit_texts"]

@@ -1,36 +1,31 @@
 """Chat exports into long-term memory: parse → skip known messages → message windows → chunks.
 
 :func:`import_export` reads DiscordChatExporter JSON, Slack exports and omoide JSONL
-transcripts with :mod:`omoide.importers`, and writes one knowledge source per conversation
-(channel or thread) and import, with one chunk per message window (seed 004's
-``message_windows``: cut by time gap, message count and ``chunk_max_tokens``) — or several
-when a window (one long message) is longer than ``chunk_max_tokens``: no imported chunk is
-(:func:`window_chunks`, with the archiver's splitter). The sources are ``pending``, so the
-embedding worker (or ``omoide embed``) embeds them next.
+transcripts with :mod:`omoide.importers`, and writes knowledge sources per conversation
+(channel or thread) and import — one, or one per :data:`SOURCE_WINDOWS` windows of a long
+conversation — with one chunk per message window (seed 004's ``message_windows``), or
+several when a window is longer than ``chunk_max_tokens`` (:func:`window_chunks`). The
+sources are ``pending`` and searchable lexically at once; the embedding worker (or
+``omoide embed``) gives them vectors next.
 
 * **Idempotent.** Each source records its conversation key in ``metadata`` and each chunk
-  its platform message ids in ``location``. Before writing, the message ids already stored
-  for each conversation are read back and those messages are skipped, so re-importing the
-  same file adds nothing and an overlapping later export adds only its new messages (an
-  edit of an already imported message is not re-imported).
-* **Never half a window.** A conversation's chunks are written in one transaction
-  (``add_source``); a malformed record is reported with its position and skipped, or,
-  with ``strict=True``, fails the import before anything is written.
+  its platform message ids in ``location``; messages already stored for a conversation are
+  skipped, so re-importing adds nothing and an overlapping export only its new messages.
+* **Never half a window.** A source's chunks are written in one transaction
+  (``add_source``); a malformed record is reported with its position and skipped, or, with
+  ``strict=True``, fails the import before anything is written.
 * Chunk text is ``[2025-11-08 12:00] **name**: text`` lines, the archiver's format, which
   answers cite with time ranges and speakers.
 
 :func:`ingest_messages` writes live messages (a bot's ``/sync`` of a channel's history)
-through the same steps, and :func:`ingest_cursor` tells where the imports and syncs of one
-channel or thread stopped, so the next sync fetches only what came after.
+through the same steps (``KnowledgeService.ingest_cursor`` reads back where they stopped).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +44,12 @@ from omoide.importers import (
     message_windows,
     read_export,
 )
-from omoide.knowledge.chunking import split_text
+from omoide.importers._stream import StreamPlan, stream_plan, stream_windows
+from omoide.knowledge.import_chunks import chunk_line, drafts_of, window_chunk, window_chunks
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
-from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores._erasure_common import ErasureState
 from omoide.stores.knowledge import ChunkDraft, KnowledgeStore, SourceDraft
-from omoide.stores.units import unit_lexical_of
-from omoide.text import lexical_text, tokenize_for_search
-from omoide.text.chat_lines import chunk_lexical_text
 
 CONVERSATION_KEY = "conversation_key"
 """``metadata`` key of an imported source: ``platform:workspace:channel:thread-or--``."""
@@ -110,109 +103,6 @@ class ImportSummary:
 def conversation_key(conversation: ConversationKey) -> str:
     platform, workspace, channel, thread = conversation
     return f"{platform}:{workspace}:{channel}:{thread or '-'}"
-
-
-def chunk_line(message: ImportedMessage) -> str:
-    """``[2025-11-08 12:00] **name**: text`` (continuation lines indented)."""
-    name = (message.author_name or message.author_id).replace("*", "")
-    text = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
-    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}**: {text}"
-
-
-def window_chunk(window: MessageWindow) -> ChunkDraft:
-    """One chunk for one message window."""
-    return _piece_chunk(window, [(m, chunk_line(m), 0) for m in window.messages], window.token_count)
-
-
-def _header(message: ImportedMessage, part: int, parts: int) -> str:
-    name = (message.author_name or message.author_id).replace("*", "")
-    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}** ({part}/{parts}): "
-
-
-def _piece_chunk(window: MessageWindow, lines: Sequence[tuple[ImportedMessage, str, int]], tokens: int) -> ChunkDraft:
-    messages = list({id(m): m for m, _, _ in lines}.values())
-    content, spans = join_lines([(line, m.author_id, m.message_id) for m, line, _ in lines], "\n")
-    url = next((m.url for m in messages if m.url), None)
-    location: dict[str, Any] = {
-        "message_ids": [m.message_id for m in messages],
-        "key": window.key,
-        LINES_KEY: spans_json(spans),
-    }
-    if url:
-        location["jump_url"] = url
-    head = _PART.match(lines[0][1]) if len(lines) == 1 else None
-    if head is not None:
-        location["part"], location["parts"] = int(head.group(1)), int(head.group(2))
-    times = [m.created_at for m in messages]
-    return ChunkDraft(
-        content=content,
-        lexical=lexical_text(tokenize_for_search(chunk_lexical_text(content))),
-        token_count=tokens,
-        location=location,
-        channel_id=window.channel_id,
-        thread_id=window.thread_id,
-        author_ids=tuple(dict.fromkeys(m.author_id for m in messages)),
-        started_at=min(times),
-        ended_at=max(times),
-        unit_lexical=unit_lexical_of(content, location),
-    )
-
-
-_PART = re.compile(r"^\[[^\]]*\] \*\*.*?\*\* \((\d+)/(\d+)\): ")
-
-
-def window_chunks(window: MessageWindow, *, max_tokens: int) -> list[ChunkDraft]:
-    """The chunks of one message window, none longer than ``max_tokens`` (``chunk_max_tokens``).
-
-    A window that fits is one chunk (:func:`window_chunk`). Otherwise its lines are packed,
-    in order, into as few chunks as fit, and a message too long for a chunk on its own is
-    cut at token boundaries by the archiver's splitter
-    (:func:`omoide.knowledge.chunking.split_text`) into parts headed
-    ``[time] **name** (2/5):``, each recording ``part`` / ``parts`` in its ``location``.
-    """
-    counter = get_token_counter()
-    lines = [chunk_line(m) for m in window.messages]
-    whole = "\n".join(lines)
-    tokens = counter.count(whole)
-    if tokens <= max_tokens:
-        return [window_chunk(window)]
-    units: list[tuple[ImportedMessage, str, int]] = []
-    for message, line in zip(window.messages, lines, strict=True):
-        cost = counter.count(line)
-        if cost <= max_tokens:
-            units.append((message, line, cost))
-            continue
-        body = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
-        pieces = split_text(body, budget=max_tokens - counter.count(_header(message, 99, 99)))
-        for part, piece in enumerate(pieces, start=1):
-            text = _header(message, part, len(pieces)) + piece
-            units.append((message, text, counter.count(text)))
-    drafts: list[ChunkDraft] = []
-    group: list[tuple[ImportedMessage, str, int]] = []
-    used = 0
-    for unit in units:
-        cost = unit[2] + (1 if group else 0)
-        if group and used + cost > max_tokens:
-            drafts.extend(_fitting(window, group, max_tokens))
-            group, used, cost = [], 0, unit[2]
-        group.append(unit)
-        used += cost
-    if group:
-        drafts.extend(_fitting(window, group, max_tokens))
-    return drafts
-
-
-def _fitting(window: MessageWindow, group: list[tuple[ImportedMessage, str, int]], max_tokens: int) -> list[ChunkDraft]:
-    """``group`` as one chunk, or halved until each part fits (joined lines can count a token more)."""
-    tokens = group[0][2] if len(group) == 1 else get_token_counter().count("\n".join(line for _, line, _ in group))
-    if tokens <= max_tokens or len(group) == 1:
-        return [_piece_chunk(window, group, tokens)]
-    half = len(group) // 2
-    return _fitting(window, group[:half], max_tokens) + _fitting(window, group[half:], max_tokens)
-
-
-def _chunks(windows: Sequence[MessageWindow], max_tokens: int) -> list[ChunkDraft]:
-    return [draft for w in windows for draft in window_chunks(w, max_tokens=max_tokens)]
 
 
 def _title(window: MessageWindow) -> str:
@@ -307,6 +197,8 @@ async def import_export(
     include_system: bool = False,
     on_source: Callable[[int, int], None] | None = None,
     only_workspace: bool = False,
+    on_messages: OnMessages | None = None,
+    on_read: Callable[[], None] | None = None,
 ) -> ImportSummary:
     """Import exports into long-term memory (see the module docstring).
 
@@ -318,35 +210,57 @@ async def import_export(
         strict: fail on the first malformed record or file (nothing is written).
         include_system: keep platform notifications.
         on_source: progress: called with ``(conversations done, conversations total)``.
+        on_messages: progress: ``(messages done, new messages in all)`` every
+            :data:`BUILD_WINDOWS` windows (per item, for a bar with a rate and an ETA).
+        on_read: called once the export is read (before anything is written).
         only_workspace: refuse an export holding messages of any workspace but ``workspace``
             (a Discord export names its own guild): the HTTP API imports for one workspace only.
 
     Raises:
-        UnrecognizedExport: a path is missing or not an export.
+        UnrecognizedExport: a path is missing or not an export, or not one record could be read
+            (the message names the first file and its problem). Nothing is written.
         MalformedExport: ``strict`` and a malformed record or file.
-        UnrecognizedExport: not one record could be read (every file is unreadable or not an
-            export); the message names the first file and its problem. Nothing is written.
-        ExportTooLarge: a Slack zip inflates beyond ``import_max_uncompressed_bytes`` or
-            ``import_max_compression_ratio``. Nothing is written.
+        ExportTooLarge: a Slack zip inflates beyond the ``import_max_*`` limits. Nothing is written.
         InvalidInput: ``only_workspace`` and the export holds another workspace (nothing is written).
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     if only_workspace and not workspace:
         raise InvalidInput("only_workspace needs the workspace to import into")
+    plan = None if strict else await asyncio.to_thread(stream_plan, items)
+    if plan is not None:
+        others = sorted(plan.workspaces - {workspace}) if only_workspace else []
+        if others:
+            raise _other_workspaces(others, workspace)
+        report = ImportReport()
+        if on_read is not None:
+            on_read()
+        sources, chunks, fresh = await _stream_import(
+            store, settings, plan, report, include_system=include_system, on_messages=on_messages, on_source=on_source
+        )
+        if not report.records and report.problems:
+            raise _nothing_readable(report.problems)
+        return ImportSummary(
+            sources,
+            chunks,
+            report.messages,
+            fresh,
+            report.messages - fresh,
+            len(plan.files),
+            tuple(report.problems),
+            report,
+        )
     limits = ZipLimits(settings.import_max_uncompressed_bytes, settings.import_max_compression_ratio)
     export = await asyncio.to_thread(
         read_export, items, strict=strict, include_system=include_system, workspace_id=workspace, limits=limits
     )
+    if on_read is not None:
+        on_read()
     if not export.report.records and export.problems:
         raise _nothing_readable(export.problems)
     if only_workspace:
         others = sorted({m.workspace_id for m in export.messages} - {workspace})
         if others:
-            raise InvalidInput(
-                f"the export holds messages of workspace(s) {', '.join(map(repr, others[:3]))}, "
-                f"but this import may only write to workspace {workspace!r}; nothing was imported",
-                workspaces=others[:3],
-            )
+            raise _other_workspaces(others, workspace)
     sources, chunks, fresh, total = await _write_messages(
         store,
         settings,
@@ -354,6 +268,7 @@ async def import_export(
         files=list(export.report.files),
         on_source=on_source,
         channels=export.report.channels,
+        on_messages=on_messages,
     )
     return ImportSummary(
         sources=sources,
@@ -364,6 +279,14 @@ async def import_export(
         conversations=total,
         problems=export.problems,
         report=export.report,
+    )
+
+
+def _other_workspaces(others: Sequence[str], workspace: str | None) -> InvalidInput:
+    return InvalidInput(
+        f"the export holds messages of workspace(s) {', '.join(map(repr, others[:3]))}, "
+        f"but this import may only write to workspace {workspace!r}; nothing was imported",
+        workspaces=list(others[:3]),
     )
 
 
@@ -379,6 +302,71 @@ def _nothing_readable(problems: Sequence[ImportProblem]) -> UnrecognizedExport:
     )
 
 
+SOURCE_WINDOWS = 1000
+"""Most message windows in one source (one transaction): a longer conversation is written as
+several sources, in time order, bounding the drafts in memory and a transaction's length."""
+
+BUILD_WINDOWS = 64
+"""Windows read and turned into chunks per step (on a thread, the next step while this one is
+written); progress is reported after each step."""
+
+OnMessages = Callable[[int, int], None]
+"""Import progress: ``(messages done, messages in all)``, after each step of :data:`BUILD_WINDOWS` windows."""
+
+
+@dataclass(slots=True)
+class _Writing:
+    """One import's writing: where, what so far (sources, chunks, messages, conversations, erased)."""
+
+    store: KnowledgeStore
+    settings: Settings
+    erasures: dict[str, ErasureState]
+    files: Sequence[str]
+    channels: Mapping[ConversationKey, ImportedChannel]
+    private: bool = False
+    members: Sequence[str] = ()
+    sources: int = 0
+    chunks: int = 0
+    done: int = 0
+    conversations: int = 0
+    erased: int = 0
+
+
+async def _write_steps(
+    steps: Iterator[list[MessageWindow]], w: _Writing, progress: Callable[[int], None], ended: Callable[[], None]
+) -> None:
+    """Build each step's chunks on a thread (the next step's while this one is written) and write
+    each conversation's windows as sources of at most :data:`SOURCE_WINDOWS` windows."""
+    max_tokens = w.settings.chunk_max_tokens
+
+    def step() -> tuple[list[MessageWindow], list[ChunkDraft]] | None:
+        windows = next(steps, None)
+        return None if windows is None else (windows, drafts_of(windows, max_tokens))
+
+    part: list[MessageWindow] = []
+    drafts: list[ChunkDraft] = []
+    ahead = asyncio.ensure_future(asyncio.to_thread(step))
+    try:
+        while (got := await ahead) is not None:
+            ahead = asyncio.ensure_future(asyncio.to_thread(step))
+            windows, built = got
+            if part and windows[0].conversation != part[0].conversation:
+                await _write_part(part, drafts, w)
+                part, drafts = [], []
+                ended()
+            part.extend(windows)
+            drafts.extend(built)
+            progress(sum(len(x.messages) for x in windows))
+            if len(part) >= SOURCE_WINDOWS:
+                await _write_part(part, drafts, w)
+                part, drafts = [], []
+        if part:
+            await _write_part(part, drafts, w)
+            ended()
+    finally:
+        ahead.cancel()
+
+
 async def _write_messages(
     store: KnowledgeStore,
     settings: Settings,
@@ -389,18 +377,19 @@ async def _write_messages(
     channels: Mapping[ConversationKey, ImportedChannel] | None = None,
     private: bool = False,
     members: Sequence[str] = (),
+    on_messages: OnMessages | None = None,
 ) -> tuple[int, int, int, int]:
-    """Skip known messages, cut the rest into windows, write one source per conversation.
+    """Skip known messages, cut the rest into windows, write them (:func:`_write_steps`).
 
     Returns ``(sources, chunks, new messages, conversations)``.
     """
     workspaces = sorted({m.workspace_id for m in messages})
     erasures = {ws: await store.erasure_state(ws) for ws in workspaces}
-    erased = 0
+    w = _Writing(store, settings, erasures, files, channels or {}, private, members)
     groups: dict[str, list[ImportedMessage]] = {}
     for message in messages:
         if erasures[message.workspace_id].erased_before(message.workspace_id, message.author_id, message.created_at):
-            erased += 1  # a forgotten user's words, from before they were forgotten: never again
+            w.erased += 1  # a forgotten user's words, from before they were forgotten: never again
             continue
         groups.setdefault(conversation_key(message.conversation), []).append(message)
     known = await known_message_ids(store, workspaces, set(groups))
@@ -410,47 +399,104 @@ async def _write_messages(
     by_conversation: dict[str, list[MessageWindow]] = {}
     for window in windows:
         by_conversation.setdefault(conversation_key(window.conversation), []).append(window)
-    sources = chunks = 0
     total = len(by_conversation)
-    for done, conversation in enumerate(by_conversation.values(), start=1):
-        workspace = conversation[0].workspace_id
-        for attempt in range(_ERASURE_ATTEMPTS):
-            state = erasures[workspace]
-            info = channel_info(channels or {}, conversation[0].conversation)
-            drafts = await asyncio.to_thread(_chunks, conversation, settings.chunk_max_tokens)
-            try:
-                await store.add_source(
-                    source_for(conversation, files, channel=info, private=private, members=members),
-                    drafts,
-                    erasure_generation=state.generation,
-                )
-                break
-            except ErasureConflict:
-                # someone was erased while this import ran: skip their messages and write the rest
-                if attempt == _ERASURE_ATTEMPTS - 1:
-                    raise
-                erasures[workspace] = await store.erasure_state(workspace)
-                kept = [
-                    m
-                    for w in conversation
-                    for m in w.messages
-                    if not erasures[workspace].erased_before(workspace, m.author_id, m.created_at)
-                ]
-                erased += sum(len(w.messages) for w in conversation) - len(kept)
-                conversation = await asyncio.to_thread(
-                    message_windows, kept, max_tokens=settings.chunk_max_tokens, counter=counter
-                )
-                if not conversation:
-                    break
-        if not conversation:
-            continue
-        sources += 1
-        chunks += len(drafts)
+    steps = (c[i : i + BUILD_WINDOWS] for c in by_conversation.values() for i in range(0, len(c), BUILD_WINDOWS))
+
+    def progress(n: int) -> None:
+        w.done += n
+        if on_messages is not None:
+            on_messages(w.done, len(fresh))
+
+    def ended() -> None:
+        w.conversations += 1
         if on_source is not None:
-            on_source(done, total)
-    if erased:
-        log.info("import_skipped_erased_users", messages=erased)
-    return sources, chunks, len(fresh), total
+            on_source(w.conversations, total)
+
+    await _write_steps(steps, w, progress, ended)
+    if w.erased:
+        log.info("import_skipped_erased_users", messages=w.erased)
+    return w.sources, w.chunks, len(fresh), total
+
+
+async def _stream_import(
+    store: KnowledgeStore,
+    settings: Settings,
+    plan: StreamPlan,
+    report: ImportReport,
+    *,
+    include_system: bool,
+    on_messages: OnMessages | None,
+    on_source: Callable[[int, int], None] | None,
+) -> tuple[int, int, int]:
+    """Import DiscordChatExporter files window batch by window batch (:func:`stream_windows`):
+    memory bounded by a source's windows, not the export. Returns ``(sources, chunks, new messages)``."""
+    workspaces = sorted(plan.workspaces)
+    erasures = {ws: await store.erasure_state(ws) for ws in workspaces}
+    known = await known_message_ids(store, workspaces, {conversation_key(c) for c in plan.conversations})
+    w = _Writing(store, settings, erasures, report.files, report.channels)
+    fresh = [0]
+
+    def keep(m: ImportedMessage) -> bool:
+        if erasures[m.workspace_id].erased_before(m.workspace_id, m.author_id, m.created_at):
+            w.erased += 1
+            return False
+        if m.message_id in known.get(conversation_key(m.conversation), ()):
+            return False
+        fresh[0] += 1
+        return True
+
+    steps = stream_windows(
+        plan,
+        report=report,
+        keep=keep,
+        max_tokens=settings.chunk_max_tokens,
+        counter=get_token_counter(),
+        batch=BUILD_WINDOWS,
+        include_system=include_system,
+    )
+
+    def progress(_: int) -> None:
+        if on_messages is not None:
+            on_messages(report.records, max(report.records, plan.messages or 0))
+
+    def ended() -> None:
+        w.conversations += 1
+        if on_source is not None:
+            on_source(w.conversations, len(plan.files))
+
+    await _write_steps(steps, w, progress, ended)
+    progress(0)
+    if w.erased:
+        log.info("import_skipped_erased_users", messages=w.erased)
+    return w.sources, w.chunks, fresh[0]
+
+
+async def _write_part(part: list[MessageWindow], drafts: list[ChunkDraft], w: _Writing) -> None:
+    """Some windows of one conversation as one source (one transaction); re-filtered if a user was erased meanwhile."""
+    workspace = part[0].workspace_id
+    for attempt in range(_ERASURE_ATTEMPTS):
+        try:
+            info = channel_info(w.channels, part[0].conversation)
+            source = source_for(part, list(w.files), channel=info, private=w.private, members=w.members)
+            await w.store.add_source(source, drafts, erasure_generation=w.erasures[workspace].generation)
+        except ErasureConflict:
+            # someone was erased while this import ran: skip their messages and write the rest
+            if attempt == _ERASURE_ATTEMPTS - 1:
+                raise
+            state = w.erasures[workspace] = await w.store.erasure_state(workspace)
+            kept = [
+                m for x in part for m in x.messages if not state.erased_before(workspace, m.author_id, m.created_at)
+            ]
+            w.erased += sum(len(x.messages) for x in part) - len(kept)
+            max_tokens = w.settings.chunk_max_tokens
+            part = await asyncio.to_thread(message_windows, kept, max_tokens=max_tokens, counter=get_token_counter())
+            if not part:
+                return
+            drafts = await asyncio.to_thread(drafts_of, part, max_tokens)
+            continue
+        w.sources += 1
+        w.chunks += len(drafts)
+        return
 
 
 async def ingest_messages(
@@ -518,60 +564,12 @@ async def ingest_messages(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class IngestCursor:
-    """The newest message of a conversation that long-term memory holds from imports and syncs.
-
-    Attributes:
-        message_id: its platform message id (fetch history *after* it to continue).
-        created_at: its time (UTC).
-        messages: how many messages of the conversation are stored.
-    """
-
-    message_id: str
-    created_at: datetime
-    messages: int
-
-
-async def ingest_cursor(store: KnowledgeStore, conversation: ConversationKey) -> IngestCursor | None:
-    """Where the imports and syncs of one conversation (channel or thread) stopped, or ``None``.
-
-    Reads the sources written by :func:`import_export` and :func:`ingest_messages` for
-    ``conversation`` (``(platform, workspace, channel, thread)``); a source is written in
-    one transaction, so the cursor never points past a message that is not stored.
-    """
-    key = conversation_key(conversation)
-    newest: tuple[datetime, int, str] | None = None
-    count = 0
-    offset = 0
-    while True:
-        page = await store.list_sources(workspace_id=conversation[1], limit=500, offset=offset)
-        for source in page:
-            if source.metadata.get(CONVERSATION_KEY) != key:
-                continue
-            for chunk in await store.chunks_of_source(source.id):
-                ids = [str(i) for i in chunk.location.get("message_ids", [])]
-                count += len(ids)
-                if ids and chunk.ended_at is not None:
-                    candidate = (chunk.ended_at, len(ids[-1]), ids[-1])  # equal-length numeric ids sort as numbers
-                    if newest is None or candidate > newest:
-                        newest = candidate
-        if len(page) < 500:
-            break
-        offset += 500
-    if newest is None:
-        return None
-    return IngestCursor(message_id=newest[2], created_at=newest[0], messages=count)
-
-
 __all__ = [
     "CONVERSATION_KEY",
     "ImportSummary",
-    "IngestCursor",
     "chunk_line",
     "conversation_key",
     "import_export",
-    "ingest_cursor",
     "ingest_messages",
     "window_chunk",
     "window_chunks",

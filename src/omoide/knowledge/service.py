@@ -11,22 +11,76 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from omoide.errors import InvalidInput
-from omoide.importers import ImportedMessage
+from omoide.importers import ConversationKey, ImportedMessage
 from omoide.knowledge.archiver import ArchiveReport, ChannelNames, SessionArchiver, SessionOutcome
 from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
-from omoide.knowledge.importing import ImportSummary, IngestCursor, import_export, ingest_cursor, ingest_messages
+from omoide.knowledge.importing import (
+    CONVERSATION_KEY,
+    ImportSummary,
+    OnMessages,
+    conversation_key,
+    import_export,
+    ingest_messages,
+)
 from omoide.knowledge.unit_reindex import OnUnitProgress, UnitReindexReport, reindex_units
 from omoide.providers.base import Embedder
 from omoide.providers.registry import build
 from omoide.search.lexical_index import LexicalRebuildReport, rebuild_lexical_index
 from omoide.settings import Settings
 from omoide.stores.base import Store
-from omoide.stores.knowledge import KnowledgeSource, KnowledgeStatus
+from omoide.stores.knowledge import KnowledgeSource, KnowledgeStatus, KnowledgeStore
 from omoide.stores.lexical_index import LexicalTable
+
+
+@dataclass(frozen=True, slots=True)
+class IngestCursor:
+    """The newest message of a conversation that long-term memory holds from imports and syncs.
+
+    Attributes:
+        message_id: its platform message id (fetch history *after* it to continue).
+        created_at: its time (UTC).
+        messages: how many messages of the conversation are stored.
+    """
+
+    message_id: str
+    created_at: datetime
+    messages: int
+
+
+async def ingest_cursor(store: KnowledgeStore, conversation: ConversationKey) -> IngestCursor | None:
+    """Where the imports and syncs of one conversation (channel or thread) stopped, or ``None``.
+
+    Reads the sources written by :func:`import_export` and :func:`ingest_messages` for
+    ``conversation`` (``(platform, workspace, channel, thread)``); a source is written in
+    one transaction, so the cursor never points past a message that is not stored.
+    """
+    key = conversation_key(conversation)
+    newest: tuple[datetime, int, str] | None = None
+    count = 0
+    offset = 0
+    while True:
+        page = await store.list_sources(workspace_id=conversation[1], limit=500, offset=offset)
+        for source in page:
+            if source.metadata.get(CONVERSATION_KEY) != key:
+                continue
+            for chunk in await store.chunks_of_source(source.id):
+                ids = [str(i) for i in chunk.location.get("message_ids", [])]
+                count += len(ids)
+                if ids and chunk.ended_at is not None:
+                    candidate = (chunk.ended_at, len(ids[-1]), ids[-1])  # equal-length numeric ids sort as numbers
+                    if newest is None or candidate > newest:
+                        newest = candidate
+        if len(page) < 500:
+            break
+        offset += 500
+    if newest is None:
+        return None
+    return IngestCursor(message_id=newest[2], created_at=newest[0], messages=count)
 
 
 class KnowledgeService:
@@ -185,6 +239,8 @@ class KnowledgeService:
         include_system: bool = False,
         on_source: Callable[[int, int], None] | None = None,
         only_workspace: bool = False,
+        on_messages: OnMessages | None = None,
+        on_read: Callable[[], None] | None = None,
     ) -> ImportSummary:
         """Import chat exports (DiscordChatExporter JSON, Slack zip/folder, omoide JSONL) into long-term memory.
 
@@ -200,6 +256,9 @@ class KnowledgeService:
             strict: fail on the first malformed record instead of skipping it (nothing is written).
             include_system: keep platform notifications.
             on_source: progress: ``(conversations done, total)``.
+            on_messages: progress per item: ``(messages done, new messages in all)``, every few
+                dozen windows (a bar with a rate and an ETA).
+            on_read: called once the export is read, before anything is written.
             only_workspace: refuse (``InvalidInput``, nothing written) an export holding messages
                 of any workspace but ``workspace`` — a Discord export names its own guild.
 
@@ -220,6 +279,8 @@ class KnowledgeService:
             include_system=include_system,
             on_source=on_source,
             only_workspace=only_workspace,
+            on_messages=on_messages,
+            on_read=on_read,
         )
 
     async def ingest_messages(
@@ -292,4 +353,4 @@ class KnowledgeService:
         return await ingest_cursor(self.store.knowledge, conversation)
 
 
-__all__ = ["KnowledgeService"]
+__all__ = ["IngestCursor", "KnowledgeService", "ingest_cursor"]

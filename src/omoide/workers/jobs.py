@@ -27,6 +27,7 @@ import structlog
 from omoide.knowledge.archiver import ChannelNames
 from omoide.knowledge.embedding import EmbeddingProcessor, EmbedReport
 from omoide.search.lexical_index import lexical_index_is_stale
+from omoide.workers.progress import ProgressRecorder
 from omoide.workers.runner import Job, RunReport, WorkerRunner
 
 if TYPE_CHECKING:
@@ -66,22 +67,66 @@ def archive_job(mem: Memory, *, channel_names: ChannelNames | None = None) -> Jo
 
 
 def embed_job(mem: Memory) -> Job:
-    """Embed pending chunks every ``worker_embed_interval_seconds`` (a catch-up of every chunk first)."""
+    """Embed pending chunks every ``worker_embed_interval_seconds`` (a catch-up of every chunk first).
+
+    Each run that embeds something records its progress for ``omoide status`` and
+    ``GET /v1/status`` (:mod:`omoide.workers.progress`).
+    """
     settings = mem.settings
     state: dict[str, EmbeddingProcessor] = {}
 
     async def run(stop: asyncio.Event) -> RunReport:
         processor = state.get("processor")
+        first = processor is None
         if processor is None:
             await _rebuild_stale_lexical_index(mem)
             processor = mem.knowledge.embedding_processor()
-            catch_up = await processor.backfill(stop=stop)
             state["processor"] = processor
-            report = await processor.run(stop=stop)
-            return _merge(catch_up, report)
-        return await processor.run(stop=stop)
+        tracker = _Tracker(mem, processor.model)
+        try:
+            if first:
+                catch_up = await processor.backfill(stop=stop, on_chunks=tracker)
+                return _merge(catch_up, await processor.run(stop=stop, on_chunks=tracker))
+            return await processor.run(stop=stop, on_chunks=tracker)
+        finally:
+            tracker.finish()
 
     return Job("embedder", settings.worker_embed_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+class _Tracker:
+    """The embedding job's ``on_chunks``: records progress once the run embeds something, and
+    counts the chunks waiting then (a store query only for runs that have work)."""
+
+    def __init__(self, mem: Memory, model: str) -> None:
+        self.mem = mem
+        self.model = model
+        self.recorder: ProgressRecorder | None = None
+        self.counting: asyncio.Task[None] | None = None
+        self.started = time.monotonic()
+
+    def __call__(self, chunks: int) -> None:
+        if self.recorder is None:
+            url = self.mem.settings.database_url
+            self.recorder = ProgressRecorder(url, job="embedder", model=self.model, started=self.started)
+            self.counting = asyncio.get_running_loop().create_task(self._count())
+        self.recorder.advance(chunks)
+
+    async def _count(self) -> None:
+        recorder = self.recorder
+        assert recorder is not None
+        done = recorder.done
+        try:
+            status = await self.mem.knowledge.status()
+        except Exception:  # progress is best effort: the run itself reports store failures
+            return
+        recorder.set_total(done + max(0, status.chunks - status.embedded.get(self.model, 0)))
+
+    def finish(self) -> None:
+        if self.counting is not None and not self.counting.done():
+            self.counting.cancel()
+        if self.recorder is not None:  # a run cut short keeps its total: "18/144 chunks" says so
+            self.recorder.finish()
 
 
 async def _rebuild_stale_lexical_index(mem: Memory) -> None:

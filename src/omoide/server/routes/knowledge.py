@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
 from starlette.datastructures import UploadFile
 
 from omoide.api_models import AnswerOut, SearchOut
 from omoide.errors import InvalidInput, OmoideError
+from omoide.server import schemas
 from omoide.server.auth import KeyDep, MemoryDep
 from omoide.server.problems import PROBLEM_RESPONSES
-from omoide.server.schemas import SEARCH_EXAMPLE, AskIn, SearchFiltersIn, SearchIn, StatusOut
+from omoide.server.schemas import SEARCH_EXAMPLE, AskIn, SearchFiltersIn, SearchIn
+from omoide.text.tokenize import search_tokenizer_name
+from omoide.workers.progress import read_progress
 
 router = APIRouter(prefix="/v1", tags=["knowledge"], responses={**PROBLEM_RESPONSES})
 
@@ -188,9 +192,50 @@ def _without_folder(exc: OmoideError, folder: Path) -> OmoideError:
     return exc
 
 
-@router.get("/status", summary="Counts of the workspace's sessions, sources, chunks and vectors")
+class EmbeddingJobOut(BaseModel):
+    """The embedding job running on this host (``omoide worker`` or ``omoide embed``), as it last recorded itself."""
+
+    running: bool = Field(description="False once the job has finished (it then says what it did).")
+    model: str
+    rate: float | None = Field(description="Chunks embedded per second since the job started (all workspaces).")
+    workspace_eta_seconds: float | None = Field(
+        description="This workspace's chunks_to_embed at that rate: the least time until they are all embedded "
+        "(chunks of other workspaces queued before them come first)."
+    )
+    started_at: str
+    updated_at: str
+
+
+class StatusOut(schemas.StatusOut):
+    embedder: str | None = Field(
+        description="The configured embedding model; chunks_to_embed counts chunks without its vector "
+        "(null: it cannot be built here, e.g. no API key)."
+    )
+    chunks_to_embed: int | None = Field(
+        description="Chunks without a vector of the configured model yet: searchable by words already, "
+        "by meaning once the worker has embedded them."
+    )
+    search_tokenizer: str = Field(description="The Japanese-aware search tokenizer in use, e.g. sudachi-core:v2.")
+    lexical_index_tokenizer: str | None = Field(
+        description="The tokenizer that wrote the full-text index (queries use it until `omoide reindex --lexical`)."
+    )
+    embedding_job: EmbeddingJobOut | None = Field(
+        description="The running (or just finished) embedding job's progress, when it runs on this host."
+    )
+
+
+@router.get(
+    "/status", summary="Counts of the workspace's sessions, sources, chunks and vectors, and embedding progress"
+)
 async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
+    """What the workspace holds, what still waits for vectors, and how fast the embedding job goes."""
     found = await memory.knowledge.status(workspace=key.workspace_id)
+    try:
+        model: str | None = memory.embedder.model_id
+    except OmoideError:  # a misconfigured embedder must not take the counts down with it
+        model = None
+    waiting = None if model is None else max(0, found.chunks - found.embedded.get(model, 0))
+    job = read_progress(memory.settings.database_url)
     return StatusOut(
         workspace_id=key.workspace_id,
         sessions=dict(found.sessions),
@@ -200,4 +245,20 @@ async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
         embedded=dict(found.embedded),
         units_missing=found.units_missing,
         unit_vectors_missing=dict(found.unit_vectors_missing),
+        embedder=model,
+        chunks_to_embed=waiting,
+        search_tokenizer=search_tokenizer_name(),
+        lexical_index_tokenizer=await memory.store.search.lexical_tokenizer(),
+        embedding_job=None
+        if job is None
+        else EmbeddingJobOut(
+            running=job.running,
+            model=job.model,
+            rate=job.rate,
+            workspace_eta_seconds=round(waiting / job.rate, 1)
+            if job.rate and job.running and waiting is not None
+            else None,
+            started_at=job.started_at,
+            updated_at=job.updated_at,
+        ),
     )

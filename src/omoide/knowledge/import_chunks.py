@@ -1,0 +1,153 @@
+"""Imported message windows → knowledge chunks (drafts), for :mod:`omoide.knowledge.importing`.
+
+A window that fits ``chunk_max_tokens`` is one chunk of ``[2025-11-08 12:00] **name**: text``
+lines (the archiver's format, which answers cite with times and speakers); a longer one is
+packed into as few chunks as fit, a message too long on its own cut into ``(2/5)`` parts
+(:func:`window_chunks`). Each chunk carries its line records and the search tokens of the
+whole and of each line, computed in one pass (:func:`_lexicals`): tokenising is most of an
+import's time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from itertools import chain
+from typing import Any
+
+from omoide.importers import ImportedMessage, MessageWindow
+from omoide.knowledge.chunking import split_text
+from omoide.providers.tokens import get_token_counter
+from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores.knowledge import ChunkDraft
+from omoide.stores.units import chunk_lines, line_lexical_source, unit_lexical_of
+from omoide.text import lexical_text, tokenize_for_search
+from omoide.text.chat_lines import chunk_lexical_text, split_chat_lines
+
+
+def chunk_line(message: ImportedMessage) -> str:
+    """``[2025-11-08 12:00] **name**: text`` (continuation lines indented)."""
+    name = (message.author_name or message.author_id).replace("*", "")
+    text = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}**: {text}"
+
+
+def window_chunk(window: MessageWindow) -> ChunkDraft:
+    """One chunk for one message window."""
+    return _piece_chunk(window, [(m, chunk_line(m), 0) for m in window.messages], window.token_count)
+
+
+def _header(message: ImportedMessage, part: int, parts: int) -> str:
+    name = (message.author_name or message.author_id).replace("*", "")
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}** ({part}/{parts}): "
+
+
+def _piece_chunk(window: MessageWindow, lines: Sequence[tuple[ImportedMessage, str, int]], tokens: int) -> ChunkDraft:
+    messages = list({id(m): m for m, _, _ in lines}.values())
+    content, spans = join_lines([(line, m.author_id, m.message_id) for m, line, _ in lines], "\n")
+    url = next((m.url for m in messages if m.url), None)
+    location: dict[str, Any] = {
+        "message_ids": [m.message_id for m in messages],
+        "key": window.key,
+        LINES_KEY: spans_json(spans),
+    }
+    if url:
+        location["jump_url"] = url
+    head = _PART.match(lines[0][1]) if len(lines) == 1 else None
+    if head is not None:
+        location["part"], location["parts"] = int(head.group(1)), int(head.group(2))
+    times = [m.created_at for m in messages]
+    lexical, unit_lexical = _lexicals(content, location)
+    return ChunkDraft(
+        content=content,
+        lexical=lexical,
+        token_count=tokens,
+        location=location,
+        channel_id=window.channel_id,
+        thread_id=window.thread_id,
+        author_ids=tuple(dict.fromkeys(m.author_id for m in messages)),
+        started_at=min(times),
+        ended_at=max(times),
+        unit_lexical=unit_lexical,
+    )
+
+
+def _lexicals(content: str, location: Mapping[str, Any]) -> tuple[str, tuple[str, ...] | None]:
+    """The chunk's search tokens and each line's (``unit_lexical``), tokenising each message once:
+    the search tokenizer never joins text across a newline, so the chunk's tokens are its lines'
+    in order — the same result as tokenising both, at half the cost. When the two readings of
+    the lines disagree (no line records, a header read differently) both are tokenised."""
+    lines = chunk_lines(content, location)
+    pairs = split_chat_lines(content)
+    if (
+        lines is None
+        or len(lines) != len(pairs)
+        or any(
+            speaker != line.speaker or said.strip() != line.text
+            for (speaker, said), line in zip(pairs, lines, strict=True)
+        )
+    ):
+        return lexical_text(tokenize_for_search(chunk_lexical_text(content))), unit_lexical_of(content, location)
+    per_line = [tokenize_for_search(line_lexical_source(line)) for line in lines]
+    return lexical_text(chain.from_iterable(per_line)), tuple(lexical_text(tokens) for tokens in per_line)
+
+
+_PART = re.compile(r"^\[[^\]]*\] \*\*.*?\*\* \((\d+)/(\d+)\): ")
+
+
+def window_chunks(window: MessageWindow, *, max_tokens: int) -> list[ChunkDraft]:
+    """The chunks of one message window, none longer than ``max_tokens`` (``chunk_max_tokens``).
+
+    A window that fits is one chunk (:func:`window_chunk`). Otherwise its lines are packed,
+    in order, into as few chunks as fit, and a message too long for a chunk on its own is
+    cut at token boundaries by the archiver's splitter
+    (:func:`omoide.knowledge.chunking.split_text`) into parts headed
+    ``[time] **name** (2/5):``, each recording ``part`` / ``parts`` in its ``location``.
+    """
+    counter = get_token_counter()
+    lines = [chunk_line(m) for m in window.messages]
+    whole = "\n".join(lines)
+    tokens = counter.count(whole)
+    if tokens <= max_tokens:
+        return [window_chunk(window)]
+    units: list[tuple[ImportedMessage, str, int]] = []
+    for message, line in zip(window.messages, lines, strict=True):
+        cost = counter.count(line)
+        if cost <= max_tokens:
+            units.append((message, line, cost))
+            continue
+        body = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
+        pieces = split_text(body, budget=max_tokens - counter.count(_header(message, 99, 99)))
+        for part, piece in enumerate(pieces, start=1):
+            text = _header(message, part, len(pieces)) + piece
+            units.append((message, text, counter.count(text)))
+    drafts: list[ChunkDraft] = []
+    group: list[tuple[ImportedMessage, str, int]] = []
+    used = 0
+    for unit in units:
+        cost = unit[2] + (1 if group else 0)
+        if group and used + cost > max_tokens:
+            drafts.extend(_fitting(window, group, max_tokens))
+            group, used, cost = [], 0, unit[2]
+        group.append(unit)
+        used += cost
+    if group:
+        drafts.extend(_fitting(window, group, max_tokens))
+    return drafts
+
+
+def _fitting(window: MessageWindow, group: list[tuple[ImportedMessage, str, int]], max_tokens: int) -> list[ChunkDraft]:
+    """``group`` as one chunk, or halved until each part fits (joined lines can count a token more)."""
+    tokens = group[0][2] if len(group) == 1 else get_token_counter().count("\n".join(line for _, line, _ in group))
+    if tokens <= max_tokens or len(group) == 1:
+        return [_piece_chunk(window, group, tokens)]
+    half = len(group) // 2
+    return _fitting(window, group[:half], max_tokens) + _fitting(window, group[half:], max_tokens)
+
+
+def drafts_of(windows: Sequence[MessageWindow], max_tokens: int) -> list[ChunkDraft]:
+    """The chunks of ``windows``, in order (:func:`window_chunks` of each)."""
+    return [draft for w in windows for draft in window_chunks(w, max_tokens=max_tokens)]
+
+
+__all__ = ["chunk_line", "drafts_of", "window_chunk", "window_chunks"]
