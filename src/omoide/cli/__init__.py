@@ -12,7 +12,19 @@ import typer
 from rich.markup import escape
 
 from omoide import __version__
-from omoide.cli import bots, context, imports, knowledge, mcp_server, memory, search, server, sessions, summaries
+from omoide.cli import (
+    bots,
+    context,
+    imports,
+    knowledge,
+    mcp_server,
+    memory,
+    search,
+    server,
+    sessions,
+    status,
+    summaries,
+)
 from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.cli.chat import chat as chat_command
 from omoide.errors import OmoideError
@@ -26,7 +38,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(sessions.app, name="sessions")
-knowledge.register(app)  # archive, embed, worker, status, sources, reindex
+knowledge.register(app)  # archive, embed, worker, sources, reindex
+status.register(app)  # status
 search.register(app)  # search, ask
 imports.register(app)  # import
 memory.register(app)  # memory …, forget-user

