@@ -331,21 +331,11 @@ class EmbeddingProcessor:
     ) -> None:
         progress = ChunkProgress(on_chunks)
         for part in self._slices(chunks, progress):
-            try:
-                embedded = await self._embed(part)
-            except AuthenticationFailed:
-                raise
-            except ProviderError as exc:
-                if exc.retryable:
-                    raise Transient(exc) from exc
-                await self._isolate(part, pending, report, progress, exc)
+            embedded = await self._embed_or_error(part)
+            if isinstance(embedded, ProviderError):
+                await self._isolate(part, pending, report, progress, embedded)
                 continue
-            written, units = await self._put(part, embedded)
-            report.chunks += written
-            report.units += units
-            report.batches += 1
-            log.debug("embed_batch_stored", model=self.model, chunks=written)
-            progress(part)
+            await self._store_batch(part, embedded, report, progress)
 
     async def _isolate(
         self,
@@ -364,20 +354,33 @@ class EmbeddingProcessor:
             await self._fail(source_id, pending, report, first)
             return
         for source_id, group in by_source.items():
-            try:
-                embedded = await self._embed(group)
-            except AuthenticationFailed:
-                raise
-            except ProviderError as exc:
-                if exc.retryable:
-                    raise Transient(exc) from exc
-                await self._fail(source_id, pending, report, exc)
+            embedded = await self._embed_or_error(group)
+            if isinstance(embedded, ProviderError):
+                await self._fail(source_id, pending, report, embedded)
                 continue
-            written, units = await self._put(group, embedded)
-            report.chunks += written
-            report.units += units
-            report.batches += 1
-            progress(group)
+            await self._store_batch(group, embedded, report, progress)
+
+    async def _embed_or_error(self, chunks: Sequence[ChunkText]) -> list[_Embedded] | ProviderError:
+        """:meth:`_embed`, with a permanent provider error returned (the caller fails the batch's
+        sources); an authentication failure and a retryable error (as :class:`Transient`) raise."""
+        try:
+            return await self._embed(chunks)
+        except AuthenticationFailed:
+            raise
+        except ProviderError as exc:
+            if exc.retryable:
+                raise Transient(exc) from exc
+            return exc
+
+    async def _store_batch(
+        self, chunks: Sequence[ChunkText], embedded: list[_Embedded], report: EmbedReport, progress: ChunkProgress
+    ) -> None:
+        written, units = await self._put(chunks, embedded)
+        report.chunks += written
+        report.units += units
+        report.batches += 1
+        log.debug("embed_batch_stored", model=self.model, chunks=written)
+        progress(chunks)
 
     async def _fail(
         self, source_id: SourceId, pending: dict[SourceId, None], report: EmbedReport, exc: ProviderError
