@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -89,9 +90,12 @@ def embed_job(mem: Memory) -> Job:
                 return _merge(catch_up, await processor.run(stop=stop, on_chunks=tracker))
             return await processor.run(stop=stop, on_chunks=tracker)
         finally:
-            tracker.finish()
+            await tracker.finish()
 
     return Job("embedder", settings.worker_embed_interval_seconds, run, settings.worker_max_backoff_seconds)
+
+
+COUNT_WAIT_SECONDS = 2.0  # how long the end of an embedding run waits for its total to be counted
 
 
 class _Tracker:
@@ -122,8 +126,12 @@ class _Tracker:
             return
         recorder.set_total(done + max(0, status.chunks - status.embedded.get(self.model, 0)))
 
-    def finish(self) -> None:
+    async def finish(self) -> None:
+        """Record the end of the run, with its total: a short run may end before the count it
+        started came back, so the count is awaited (briefly) rather than dropped."""
         if self.counting is not None and not self.counting.done():
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self.counting), timeout=COUNT_WAIT_SECONDS)
             self.counting.cancel()
         if self.recorder is not None:  # a run cut short keeps its total: "18/144 chunks" says so
             self.recorder.finish()
