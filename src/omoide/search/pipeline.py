@@ -13,16 +13,16 @@ stage (issue 16) so a hit can be the one message that matched:
    tokens, BM25), every filter applied inside the database query.
 4. **fuse**: RRF with one constant ``search_rrf_k`` (60) for every list: the chunk order
    that picks where to look (see :mod:`omoide.fusion`).
-5. **fetch**: the ranked lists carry chunk ids and scores only; one ``fetch_chunks`` query
-   reads the text, source and location of the best ``max(search_fused, search_unit_chunks)``
-   fused chunks (a chunk deleted since it was ranked is left out).
-6. **units** (``search_unit_chunks`` > 0, 30): one ``fetch_units`` query, run beside the
-   fetch, reads the units (each message's tokens and vector) of those chunks, and
-   :func:`~omoide.search.units.score_units` scores every message with the fitted weights
-   (the chunk lists' ranks, the message's own vector and BM25 scores, its neighbours', its
-   speaker named in the query). Hits become messages (``unit="turn"``) cited by their chunk;
-   a chunk without units (a document, or one written before units existed) stays a
-   ``chunk`` hit. Before any chunk has units, the fused chunk order is kept.
+5. **fetch**: the ranked lists carry chunk ids and scores only; one query reads the text,
+   source and location of the best ``max(search_fused, search_unit_chunks)`` fused chunks (a
+   chunk deleted since it was ranked is left out), with their units — each message's tokens
+   and vector — when the unit stage runs (``fetch_chunks_with_units``).
+6. **units** (``search_unit_chunks`` > 0, 30): :func:`~omoide.search.units.score_units`
+   scores every message of those chunks with the fitted weights (the chunk lists' ranks, the
+   message's own vector and BM25 scores, its neighbours', its speaker named in the query).
+   Hits become messages (``unit="turn"``) cited by their chunk; a chunk without units (a
+   document, or one written before units existed) stays a ``chunk`` hit. Before any chunk
+   has units, the fused chunk order is kept.
 7. **rerank** (if ``OMOIDE_RERANKER`` is set): the reranker orders the first
    ``search_fused`` (15) candidates.
 8. **cut**: the best ``k`` (``search_top_k``, 5) are returned.

