@@ -158,3 +158,25 @@ def test_ngram_tokenizer_default_keeps_v1_plural_stemming_for_the_hashing_embedd
     v2 = NgramTokenizer(stemmer="porter2")
     assert v2.name == "ngram:v2"
     assert v2.tokenize("Caroline's parties") == ["carolin", "parti"]
+
+
+def test_pystemmer_and_pure_python_snowball_give_the_same_stems():
+    """The index's English stems must not depend on whether PyStemmer (C) is installed: snowballstemmer
+    uses it when present, its pure Python otherwise. Same algorithm, same stems (the bundled sample
+    chat's words and inflected forms)."""
+    import re
+    from importlib import resources
+
+    Stemmer = pytest.importorskip("Stemmer", reason="PyStemmer is a base dependency on CPython only")
+    from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
+
+    text = "".join(
+        p.read_text(encoding="utf-8")
+        for p in resources.files("omoide.sample_data").joinpath("discord").iterdir()
+        if p.name.endswith(".json")
+    )
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+    words |= {"painting", "painted", "paints", "parties", "generously", "caroline", "hopefully", "dying"}
+    c, pure = Stemmer.Stemmer("english"), EnglishStemmer()
+    assert len(words) > 100
+    assert {w: c.stemWord(w) for w in words} == {w: pure.stemWord(w) for w in words}
