@@ -123,3 +123,97 @@ def test_real_uvicorn_server(tmp_path):
     stderr = proc.stderr.read() if proc.stderr else ""
     assert proc.returncode == 0, stderr
     assert f"omoide HTTP API on {base} (docs: {base}/docs)" in stderr, stderr  # where it listens, at start
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (exists and is not a zombie)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from Linux /proc")
+def test_serve_processes_share_one_port_and_run_the_workers_once(tmp_path):
+    """``omoide serve --processes 2``: two HTTP processes answer on one port over one database,
+    the background workers run in one process of their own, and Ctrl-C stops every process."""
+    env = _env(tmp_path)
+    token = json.loads(_cli(env, "keys", "create", "--workspace", "g1", "--json").stdout)["token"]
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*OMOIDE, "serve", "--processes", "2", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    family: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.3)
+        while time.monotonic() < deadline:  # uvicorn starts its processes one after the other
+            family = _children(proc.pid)
+            http = [p for p in family if "omoide.workers" not in _cmdline(p)]
+            if len(http) >= 2:
+                break
+            time.sleep(0.3)
+        workers = [p for p in family if "omoide.workers" in _cmdline(p)]
+        assert len(workers) == 1 and len(family) >= 3, [_cmdline(p) for p in family]
+        h = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=base, headers=h, timeout=30) as c:
+            keys = set()
+            for i in range(8):  # new connections: the kernel spreads them over both processes
+                with httpx.Client(base_url=base, headers=h, timeout=30) as one:
+                    r = one.post(
+                        "/v1/sessions/messages",
+                        json={"session": {"platform": "discord", "channel": "1", "user": "2"}, "text": f"msg {i}"},
+                    )
+                    assert r.status_code == 201, r.text
+                    keys.add(r.json()["session_key"])
+            (key,) = keys
+            window = c.get("/v1/sessions/window", params={"key": key}).json()["messages"]
+            assert [m["text"] for m in window] == [f"msg {i}" for i in range(8)]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert f"omoide HTTP API on {base} (docs: {base}/docs), 2 processes, background workers in process" in stderr
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in family):
+        assert time.monotonic() < deadline, "a child outlived `omoide serve`"
+        time.sleep(0.2)

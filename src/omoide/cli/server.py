@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -22,6 +22,9 @@ from omoide.cli._common import (
     run,
 )
 from omoide.errors import OmoideError
+
+if TYPE_CHECKING:
+    import uvicorn
 
 keys_app = typer.Typer(
     help="API keys of the HTTP API and MCP server (one workspace each).",
@@ -115,8 +118,22 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "warning",
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="Log every request.")] = False,
+    processes: Annotated[
+        int,
+        typer.Option(
+            "--processes",
+            min=1,
+            max=256,
+            help="HTTP processes sharing the port (uvicorn's workers). Above 1 the background workers run in "
+            "one more process of their own (none with --no-workers).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs and /openapi.json); the workers run in-process unless --no-workers.
+
+    With --processes N, N processes answer on one port (a crashed one is restarted) and the
+    background workers run in a separate process, so a request never waits behind an
+    embedding batch; the database is migrated once, before they start.
 
     Needs the server extra: pip install 'omoide\\[server]'.
     """
@@ -132,9 +149,26 @@ def serve(
         check_backend(settings.database_url)
     except OmoideError as exc:
         raise fail(exc) from None
-    app = create_app(settings, workers=not no_workers)
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
+    if processes > 1:
+        _serve_processes(
+            uvicorn.Config(
+                "omoide.server.factory:process_app",
+                factory=True,
+                workers=processes,
+                host=host,
+                port=port,
+                log_level=log_level,
+                access_log=access_log,
+                loop=loop,
+                http=http,
+            ),
+            db=db,
+            background=not no_workers,
+        )
+        return
+    app = create_app(settings, workers=not no_workers)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log, loop=loop, http=http)
 
     class Server(uvicorn.Server):
@@ -154,6 +188,57 @@ def serve(
         Server(config).run()
 
 
+def _serve_processes(config: uvicorn.Config, *, db: str | None, background: bool) -> None:
+    """Bind once, migrate once, then run ``config.workers`` HTTP processes (uvicorn's supervisor) and,
+    when ``background``, one ``python -m omoide.workers`` process beside them."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from uvicorn.supervisors import Multiprocess
+
+    from omoide.settings import load_settings
+    from omoide.stores import open_store
+
+    if db:  # the processes read their settings from the environment
+        os.environ["OMOIDE_DATABASE_URL"] = db
+
+    async def migrate() -> None:
+        async with open_store(settings=load_settings()):
+            pass
+
+    try:
+        asyncio.run(migrate())
+    except OmoideError as exc:
+        raise fail(exc) from None
+    sock = config.bind_socket()
+    bound = sock.getsockname()[1]
+    host = config.host
+    base = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
+    worker = subprocess.Popen([sys.executable, "-m", "omoide.workers"]) if background else None
+    err_console.print(
+        f"omoide HTTP API on {base} (docs: {base}/docs), {config.workers} processes"
+        + (f", background workers in process {worker.pid}" if worker else "")
+        + ". Ctrl-C stops it.",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+        if worker is not None:
+            if worker.poll() is None:
+                worker.terminate()  # SIGTERM: finish in-flight work, then exit
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+
+
 def _has(module: str) -> bool:
     import importlib.util
 
@@ -164,7 +249,8 @@ def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``keys`` to the root app."""
     app.command(
         "serve",
-        epilog="Example: OMOIDE_ADMIN_KEY=$(openssl rand -hex 32) omoide serve --port 8000 --db sqlite:///./data/omoide.db",
+        epilog="Example: OMOIDE_ADMIN_KEY=$(openssl rand -hex 32) omoide serve --port 8000 --db sqlite:///./data/omoide.db"
+        "   (several processes: omoide serve --processes 4 --db postgresql://…)",
     )(serve)
     app.add_typer(keys_app, name="keys")
 
