@@ -25,3 +25,11 @@ def temp_server(tmp: Path) -> Iterator[Any]:
         yield pg
     finally:
         pg.cleanup()
+
+
+def new_database(pg: Any, name: str) -> str:
+    """Create database ``name`` with the ``vector`` extension on ``pg``; its URL."""
+    pg.psql(f"CREATE DATABASE {name}")
+    pg.psql(f"\\c {name}\nCREATE EXTENSION IF NOT EXISTS vector")
+    head, _, query = pg.get_uri().partition("?")
+    return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")

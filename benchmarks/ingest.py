@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
-from _pgserver import temp_server
+from _pgserver import new_database, temp_server
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 GUILD = "1100000000000000001"
@@ -290,14 +290,9 @@ def main() -> None:
         if args.backend in ("postgres", "both"):
             with temp_server(tmp) as pg:
 
-                def pg_url(name: str) -> str:
-                    pg.psql(f"CREATE DATABASE bench_{name}")
-                    pg.psql(f"\\c bench_{name}\nCREATE EXTENSION IF NOT EXISTS vector")
-                    base = pg.get_uri()
-                    head, _, query = base.partition("?")
-                    return f"{head.rsplit('/', 1)[0]}/bench_{name}" + (f"?{query}" if query else "")
-
-                results["postgres"] = bench_backend("postgres", pg_url, export, small, args, env)
+                results["postgres"] = bench_backend(
+                    "postgres", lambda n: new_database(pg, f"bench_{n}"), export, small, args, env
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["load_after"] = os.getloadavg()
