@@ -289,7 +289,6 @@ def main() -> None:
             )
         if args.backend in ("postgres", "both"):
             with temp_server(tmp) as pg:
-
                 results["postgres"] = bench_backend(
                     "postgres", lambda n: new_database(pg, f"bench_{n}"), export, small, args, env
                 )
