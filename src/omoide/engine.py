@@ -40,11 +40,15 @@ from omoide.context import GuardResult, prompt_budget
 from omoide.context.assembly import AssembledContext, ContextSources
 from omoide.context.assembly import build_context as assemble_context
 from omoide.context.guard import OnText
+from omoide.errors import InvalidInput
+from omoide.keys import parse_session_key
 from omoide.knowledge.archiver import ChannelNames
 from omoide.knowledge.service import KnowledgeService
 from omoide.memories.service import MemoryService
 from omoide.memories.tools import MEMORY_TOOLS, MemoryToolExecutor
 from omoide.models import Message, Session, SessionKey, utcnow
+from omoide.observability.operations import operation
+from omoide.observability.providers import instrument_provider
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.registry import build_chat_model, build_embedder, build_reranker
 from omoide.providers.tokens import get_token_counter
@@ -63,6 +67,16 @@ from omoide.workers.jobs import worker_runner
 from omoide.workers.runner import WorkerRunner
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Memory"]
+
+
+def _workspace_of(key: KeyLike) -> str | None:
+    """The workspace of a session key, for a span; ``None`` when the text is no key (append then says why)."""
+    if isinstance(key, SessionKey):
+        return key.workspace
+    try:
+        return parse_session_key(key).workspace
+    except InvalidInput:  # a malformed key: the append that follows raises it
+        return None
 
 
 class Memory:
@@ -119,7 +133,7 @@ class Memory:
     def chat_model(self) -> ChatModel:
         """The configured chat model (``OMOIDE_LLM``; offline: the extractive model)."""
         if self._chat_model is None:
-            self._chat_model = build_chat_model(self.settings)
+            self._chat_model = instrument_provider(build_chat_model(self.settings), "llm")
         return self._chat_model
 
     @property
@@ -132,14 +146,14 @@ class Memory:
     def embedder(self) -> Embedder:
         """The configured embedder (``OMOIDE_EMBEDDER``; unset: the offline default), built once."""
         if self._embedder is None:
-            self._embedder = build_embedder(self.settings)
+            self._embedder = instrument_provider(build_embedder(self.settings), "embedder")
         return self._embedder
 
     @property
     def reranker(self) -> Reranker | None:
         """The configured reranker (``OMOIDE_RERANKER``), or ``None``; built once."""
         if not self._reranker_built:
-            self._reranker = build_reranker(self.settings)
+            self._reranker = instrument_provider(build_reranker(self.settings), "reranker")
             self._reranker_built = True
         return self._reranker
 
@@ -243,9 +257,10 @@ class Memory:
         key's user and every participant (see :meth:`set_visibility`); ``None`` leaves the
         session as it is (new sessions are public).
         """
-        if private is not None:
-            await self.sessions.set_visibility(key, private=private, members=members)
-        return await self.sessions.append(key, message)
+        with operation("append", workspace=_workspace_of(key)):
+            if private is not None:
+                await self.sessions.set_visibility(key, private=private, members=members)
+            return await self.sessions.append(key, message)
 
     async def set_visibility(self, key: KeyLike, *, private: bool, members: Sequence[str | int] = ()) -> None:
         """Mark conversation ``key`` private to ``members`` (plus its user and participants) or public.
@@ -354,7 +369,8 @@ class Memory:
             InvalidInput: an empty query or bad filters, ``k`` or mode.
         """
         chosen = _search_filters(**filters)
-        return await self.search_pipeline().search(query, chosen, k=k, mode=mode, explain=explain, expand=expand)
+        with operation("search", workspace=chosen.workspace_id):
+            return await self.search_pipeline().search(query, chosen, k=k, mode=mode, explain=explain, expand=expand)
 
     async def ask(
         self,
@@ -394,7 +410,9 @@ class Memory:
             settings=self.settings,
         )
         who = None if asker is None else str(asker)
-        return await answerer.ask(question, _search_filters(**filters), asker=who, k=k, mode=mode, language=language)
+        chosen = _search_filters(**filters)
+        with operation("ask", workspace=chosen.workspace_id):
+            return await answerer.ask(question, chosen, asker=who, k=k, mode=mode, language=language)
 
     # ---------------------------------------------------------------- memories
 
@@ -407,9 +425,16 @@ class Memory:
         category: str = "general",
         tags: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        actor: str = "library",
     ) -> RememberResult:
-        """Remember ``content`` for ``user`` (a near-duplicate of theirs is updated instead; see ``memories``)."""
-        return await self.memories.remember(workspace, user, content, category=category, tags=tags, metadata=metadata)
+        """Remember ``content`` for ``user`` (a near-duplicate of theirs is updated instead; see ``memories``).
+
+        ``actor`` is recorded in the memory's history (``mem.memories.history``): who or what made
+        the change, e.g. ``"api"``, ``"cli"``, ``"tool:remember"``, ``"user:<id>"``.
+        """
+        return await self.memories.remember(
+            workspace, user, content, category=category, tags=tags, metadata=metadata, actor=actor
+        )
 
     async def recall(
         self,

@@ -248,6 +248,16 @@ class Settings(BaseSettings):
         "and of its JSON members together (more: refused as a zip bomb, EXPORT_TOO_LARGE).",
     )
 
+    # ---- observability (issue 19): /metrics
+    metrics_enabled: bool = Field(
+        False, description="Serve Prometheus metrics at /metrics (off by default: they reveal traffic and queues)."
+    )
+    metrics_key: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="When set, /metrics needs 'Authorization: Bearer <this key>' (at least 16 characters).",
+    )
+
     # ---- MCP server
     mcp_workspace: str | None = Field(
         None, description="omoide mcp over stdio: the one workspace (guild / Slack team) its tools use."

@@ -120,7 +120,12 @@ def register_commands(bot: OmoideBot) -> None:
     ) -> None:
         tag_list = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
         done = await mem.remember(
-            content, workspace=guild_id_of(interaction), user=interaction.user.id, category=category, tags=tag_list
+            content,
+            workspace=guild_id_of(interaction),
+            user=interaction.user.id,
+            category=category,
+            tags=tag_list,
+            actor=f"user:{interaction.user.id}",
         )
         verb = "Updated" if done.updated else "Remembered as"
         await send_pieces(interaction, f"{verb} `#{done.memory.id}`: {done.memory.content}", ephemeral=True)
@@ -151,7 +156,9 @@ def register_commands(bot: OmoideBot) -> None:
     @app_commands.describe(memory_id="The memory's number (see /memory list)")
     async def memory_delete(interaction: Interaction, memory_id: app_commands.Range[int, 1]) -> None:
         try:
-            await mem.memories.delete(guild_id_of(interaction), interaction.user.id, memory_id)
+            await mem.memories.delete(
+                guild_id_of(interaction), interaction.user.id, memory_id, actor=f"user:{interaction.user.id}"
+            )
         except NotFoundError:
             text = f"You have no memory `#{memory_id}` here."
         else:

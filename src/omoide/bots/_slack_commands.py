@@ -108,7 +108,7 @@ class SlackCommands(SlackWeb):
     async def _memory(self, verb: str, rest: str, *, team: str, user: str, lang: Lang) -> str:
         t, cmd = TEXTS[lang], self.memory_command
         if verb in {"add", "remember"} and rest:
-            done = await self.mem.remember(rest, workspace=team, user=user)
+            done = await self.mem.remember(rest, workspace=team, user=user, actor=f"user:{user}")
             return t["updated" if done.updated else "remembered"].format(id=done.memory.id)
         if verb in {"search", "recall", "find"} and rest:
             hits = await self.mem.recall(rest, workspace=team, user=user, limit=5)
@@ -126,7 +126,7 @@ class SlackCommands(SlackWeb):
             if not number.isdigit():
                 return t["bad_id"].format(cmd=cmd)
             try:
-                await self.mem.memories.delete(team, user, int(number))
+                await self.mem.memories.delete(team, user, int(number), actor=f"user:{user}")
             except NotFoundError:
                 return t["not_found"].format(id=number, cmd=cmd)
             return t["deleted"].format(id=number)

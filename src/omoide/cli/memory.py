@@ -72,7 +72,7 @@ def add(
 
     async def main() -> None:
         async with open_memory(db) as mem:
-            done = await mem.remember(content, workspace=workspace, user=user, category=category, tags=tag)
+            done = await mem.remember(content, workspace=workspace, user=user, category=category, tags=tag, actor="cli")
         if json_:
             print_json(done.as_dict())
         elif done.updated:
@@ -189,7 +189,9 @@ def update(
 
     async def main() -> None:
         async with open_existing_memory(db) as mem:
-            memory = await mem.memories.update(workspace, user, memory_id, content=content, category=category, tags=tag)
+            memory = await mem.memories.update(
+                workspace, user, memory_id, content=content, category=category, tags=tag, actor="cli"
+            )
         if json_:
             print_json(memory.as_dict())
         else:
@@ -206,7 +208,7 @@ def delete(
 
     async def main() -> None:
         async with open_existing_memory(db) as mem:
-            await mem.memories.delete(workspace, user, memory_id)
+            await mem.memories.delete(workspace, user, memory_id, actor="cli")
         if json_:
             print_json({"deleted": memory_id})
         else:

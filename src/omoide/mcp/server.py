@@ -197,7 +197,12 @@ def build_server(
         where = resolve(ctx)
         with _tool_errors():
             done = await mem.remember(
-                content, workspace=where.workspace, user=_memory_user(where), category=category, tags=tags
+                content,
+                workspace=where.workspace,
+                user=_memory_user(where),
+                category=category,
+                tags=tags,
+                actor="mcp",
             )
         return render_remember(done)
 
@@ -246,7 +251,7 @@ def build_server(
     ) -> Annotated[CallToolResult, ForgetOut]:
         where = resolve(ctx)
         with _tool_errors():
-            await mem.memories.delete(where.workspace, _memory_user(where), memory_id)
+            await mem.memories.delete(where.workspace, _memory_user(where), memory_id, actor="mcp")
         return result(f"Deleted memory {memory_id}.", ForgetOut(deleted=memory_id))
 
     @server.tool(

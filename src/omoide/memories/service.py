@@ -22,13 +22,16 @@ import numpy as np
 import structlog
 
 from omoide.errors import InvalidInput, NotFoundError
+from omoide.observability.operations import operation
 from omoide.providers.base import Embedder
 from omoide.settings import Settings
 from omoide.stores.memories import (
+    DEFAULT_ACTOR,
     DEFAULT_CATEGORY,
     ForgetReport,
     MemoryChanges,
     MemoryDraft,
+    MemoryEvent,
     MemoryHit,
     MemoryRecord,
     MemoryStore,
@@ -122,8 +125,12 @@ class MemoryService:
         category: str = DEFAULT_CATEGORY,
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        actor: str = DEFAULT_ACTOR,
     ) -> RememberResult:
         """Remember ``content`` for the user; a near-duplicate of one of theirs is updated instead.
+
+        The memory's history records ``created`` (or ``merged`` for a near-duplicate) by
+        ``actor``: who asked (``api``, ``cli``, ``tool:remember``, ``user:<id>``…).
 
         Raises:
             InvalidInput: empty or too long content, a bad category, tags or metadata.
@@ -144,11 +151,13 @@ class MemoryService:
                 tags=merged_tags,
                 metadata={**old.metadata, **meta},
             )
-            stored = await self.store.update_memory(ws, uid, old.id, changes, model=embedder.model_id, vector=vector)
+            stored = await self.store.update_memory(
+                ws, uid, old.id, changes, model=embedder.model_id, vector=vector, actor=actor, action="merged"
+            )
             log.info("memory_updated_duplicate", memory_id=int(old.id), similarity=round(similarity, 4))
             return RememberResult(stored, updated=True, similarity=similarity)
         draft = MemoryDraft(ws, uid, text, " ".join(tokenize_for_search(text)), cat, tag_list, meta)
-        stored = await self.store.insert_memory(draft, model=embedder.model_id, vector=vector)
+        stored = await self.store.insert_memory(draft, model=embedder.model_id, vector=vector, actor=actor)
         return RememberResult(stored, updated=False, similarity=nearest[0][1] if nearest else None)
 
     async def recall(
@@ -174,21 +183,24 @@ class MemoryService:
             raise InvalidInput(f"limit must be an integer from 1 to 100, got {top!r}")
         cat = None if category is None else _category(category)
         tag_list = _tags(tags)
-        embedder = self._embedder()
-        vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
-        k = max(CANDIDATES, 2 * top)
-        tokens = tokenize_for_search(query)
-        return await self.store.memory_recall(  # both rankings, RRF and the rows in one store call
-            ws,
-            uid,
-            model=embedder.model_id,
-            query=vector,
-            tokens=tokens,
-            k=k,
-            limit=top,
-            category=cat,
-            tags=tag_list,
-        )
+        with operation("recall", workspace=ws) as traced:
+            embedder = self._embedder()
+            vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
+            k = max(CANDIDATES, 2 * top)
+            tokens = tokenize_for_search(query)
+            hits = await self.store.memory_recall(  # both rankings, RRF and the rows in one store call
+                ws,
+                uid,
+                model=embedder.model_id,
+                query=vector,
+                tokens=tokens,
+                k=k,
+                limit=top,
+                category=cat,
+                tags=tag_list,
+            )
+            traced.set(count=len(hits))
+        return hits
 
     async def list(
         self,
@@ -248,8 +260,9 @@ class MemoryService:
         category: str | None = None,
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        actor: str = DEFAULT_ACTOR,
     ) -> MemoryRecord:
-        """Change the user's memory; new content is embedded again.
+        """Change the user's memory; new content is embedded again. History: ``updated`` by ``actor``.
 
         Raises:
             NotFoundError: the user has no memory with this id.
@@ -267,18 +280,45 @@ class MemoryService:
             metadata=None if metadata is None else _metadata(metadata),
         )
         if text is None:
-            return await self.store.update_memory(ws, uid, memory_id, changes)
+            return await self.store.update_memory(ws, uid, memory_id, changes, actor=actor)
         embedder = self._embedder()
         vector = np.asarray((await embedder.embed_documents([text]))[0], dtype=np.float32)
-        return await self.store.update_memory(ws, uid, memory_id, changes, model=embedder.model_id, vector=vector)
+        return await self.store.update_memory(
+            ws, uid, memory_id, changes, model=embedder.model_id, vector=vector, actor=actor
+        )
 
-    async def delete(self, workspace: str | int, user: str | int, memory_id: int) -> None:
-        """Delete the user's memory.
+    async def delete(
+        self, workspace: str | int, user: str | int, memory_id: int, *, actor: str = DEFAULT_ACTOR
+    ) -> None:
+        """Delete the user's memory (its history keeps a ``deleted`` event by ``actor``).
 
         Raises:
             NotFoundError: the user has no memory with this id.
         """
-        await self.store.delete_memory(_ident("workspace", workspace), _ident("user", user), memory_id)
+        await self.store.delete_memory(_ident("workspace", workspace), _ident("user", user), memory_id, actor=actor)
+
+    async def history(
+        self, workspace: str | int, user: str | int, memory_id: int, *, limit: int = 100
+    ) -> builtins.list[MemoryEvent]:
+        """How the user's memory came to be: its events (created / updated / merged / deleted, by whom,
+        the content after), oldest first; the newest ``limit`` of them. A deleted memory keeps its
+        history until the user is forgotten.
+
+        Raises:
+            NotFoundError: the user never had a memory with this id.
+            InvalidInput: a bad limit.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit must be an integer from 1 to 1000, got {limit!r}")
+        events = await self.store.memory_history(
+            _ident("workspace", workspace), _ident("user", user), memory_id, limit=limit
+        )
+        if not events:
+            raise NotFoundError(
+                f"no memory with id {memory_id} for this user, now or before; list the user's memories to see their ids",
+                memory_id=memory_id,
+            )
+        return events
 
     async def forget_user(self, workspace: str | int, user: str | int) -> ForgetReport:
         """The erasure rule (``docs/privacy.md``) in the store: everything but the JSONL transcripts,

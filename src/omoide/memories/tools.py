@@ -145,7 +145,12 @@ class MemoryToolExecutor:
         ws, user = self.workspace, self.user
         if name == "remember":
             done = await self.service.remember(
-                ws, user, args.get("content", ""), category=args.get("category") or "general", tags=args.get("tags")
+                ws,
+                user,
+                args.get("content", ""),
+                category=args.get("category") or "general",
+                tags=args.get("tags"),
+                actor="tool:remember",
             )
             return {"id": int(done.memory.id), "content": done.memory.content, "updated": done.updated}
         if name == "recall":
@@ -160,7 +165,7 @@ class MemoryToolExecutor:
             memory_id = args.get("memory_id")
             if isinstance(memory_id, bool) or not isinstance(memory_id, int):
                 raise ValueError(f"memory_id must be an integer, got {memory_id!r}")
-            await self.service.delete(ws, user, memory_id)
+            await self.service.delete(ws, user, memory_id, actor="tool:delete_memory")
             return {"deleted": memory_id}
         raise ValueError(f"unknown tool {name!r}; the memory tools are " + ", ".join(t.name for t in MEMORY_TOOLS))
 

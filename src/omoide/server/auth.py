@@ -46,6 +46,7 @@ async def api_key(
     if record is None:
         raise ApiKeyRejected("the API key is unknown or revoked")
     request.state.api_key_id = int(record.id)
+    request.state.workspace_id = record.workspace_id  # the request's span carries it
     return record
 
 

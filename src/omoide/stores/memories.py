@@ -120,6 +120,51 @@ class RememberResult:
         return {"updated": self.updated, "similarity": self.similarity, **self.memory.as_dict()}
 
 
+MEMORY_ACTIONS = ("created", "updated", "merged", "deleted")
+"""What a memory event records: remembered anew, changed, a near-duplicate merged into it, deleted."""
+
+DEFAULT_ACTOR = "library"
+"""Who changed a memory when the caller does not say (a direct ``mem.memories`` call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEvent:
+    """One change in a memory's history (``memory_events``): what happened, who did it, the content after.
+
+    It outlives the memory (a deleted one still shows how it came and went) until the user is forgotten.
+
+    Attributes:
+        id: the event's id (increasing: the order of the changes).
+        workspace_id / user_id / memory_id: whose memory.
+        action: ``created``, ``updated``, ``merged`` (a near-duplicate remembered into it) or ``deleted``.
+        actor: who or what made the change: ``api``, ``cli``, ``ui``, ``mcp``, ``library``,
+            ``tool:remember`` (a model's tool call), ``user:<id>`` (a bot command), ``migration``.
+        content: the memory's content after the change (``None`` for ``deleted``).
+        created_at: when (UTC).
+    """
+
+    id: int
+    workspace_id: str
+    user_id: str
+    memory_id: int
+    action: str
+    actor: str
+    content: str | None
+    created_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "workspace_id": self.workspace_id,
+            "user_id": self.user_id,
+            "memory_id": self.memory_id,
+            "action": self.action,
+            "actor": self.actor,
+            "content": self.content,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
     """The receipt of erasing a user (:meth:`omoide.Memory.forget_user`): what was removed, per kind.
@@ -285,6 +330,17 @@ def check_query(workspace_id: object, user_id: object, k: object, category: str 
     return MemoryQuery(ws, user, check_int("k", k, minimum=1), category, check_tags(tags))
 
 
+def check_actor(actor: object) -> str:
+    """``actor`` as 1–200 characters of text.
+
+    Raises:
+        InvalidInput: it is empty, too long or not text.
+    """
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
+        raise InvalidInput(f"actor must be 1-200 characters of text (e.g. 'api', 'tool:remember'), got {actor!r}")
+    return actor.strip()
+
+
 def check_memory_id(memory_id: object) -> int:
     return check_int("memory_id", memory_id, minimum=1)
 
@@ -315,14 +371,20 @@ class MemoryStore(ErasureAware, abc.ABC):
     """
 
     async def insert_memory(
-        self, draft: MemoryDraft, *, model: str, vector: npt.NDArray[np.float32] | None
+        self,
+        draft: MemoryDraft,
+        *,
+        model: str,
+        vector: npt.NDArray[np.float32] | None,
+        actor: str = DEFAULT_ACTOR,
     ) -> MemoryRecord:
-        """Store a memory (and its vector for ``model``, when given); return it as stored."""
+        """Store a memory (and its vector for ``model``, when given) and its ``created`` event; return it."""
         check_draft(draft)
+        who = check_actor(actor)
         if vector is None:
-            return await self._insert_memory(draft, model, None)
+            return await self._insert_memory(draft, model, None, who)
         name, array = check_memory_vector(model, vector)
-        return await self._insert_memory(draft, name, array)
+        return await self._insert_memory(draft, name, array, who)
 
     async def get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
         """The user's memory with this id, or ``None`` (also when it is someone else's)."""
@@ -338,10 +400,14 @@ class MemoryStore(ErasureAware, abc.ABC):
         *,
         model: str | None = None,
         vector: npt.NDArray[np.float32] | None = None,
+        actor: str = DEFAULT_ACTOR,
+        action: str = "updated",
     ) -> MemoryRecord:
         """Change the user's memory (and replace its vector for ``model``); return it as stored.
 
-        New content drops the memory's old vectors (they describe the old text).
+        New content drops the memory's old vectors (they describe the old text). The change is
+        recorded in the memory's history as ``action`` (``updated``, or ``merged`` when a
+        near-duplicate was remembered into it) by ``actor``, in the same transaction.
 
         Raises:
             NotFoundError: the user has no memory with this id.
@@ -349,18 +415,31 @@ class MemoryStore(ErasureAware, abc.ABC):
         ws, user = check_scope(workspace_id, user_id)
         mid = check_memory_id(memory_id)
         check_changes(changes)
+        who = check_actor(actor)
+        if action not in ("updated", "merged"):
+            raise InvalidInput(f"update_memory records 'updated' or 'merged', got {action!r}")
         if vector is None:
-            return await self._update_memory(ws, user, mid, changes, None)
-        return await self._update_memory(ws, user, mid, changes, check_memory_vector(model, vector))
+            return await self._update_memory(ws, user, mid, changes, None, who, action)
+        return await self._update_memory(ws, user, mid, changes, check_memory_vector(model, vector), who, action)
 
-    async def delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
-        """Delete the user's memory and its vectors.
+    async def delete_memory(
+        self, workspace_id: str, user_id: str, memory_id: int, *, actor: str = DEFAULT_ACTOR
+    ) -> None:
+        """Delete the user's memory and its vectors; its history gains a ``deleted`` event.
 
         Raises:
             NotFoundError: the user has no memory with this id.
         """
         ws, user = check_scope(workspace_id, user_id)
-        await self._delete_memory(ws, user, check_memory_id(memory_id))
+        await self._delete_memory(ws, user, check_memory_id(memory_id), check_actor(actor))
+
+    async def memory_history(
+        self, workspace_id: str, user_id: str, memory_id: int, *, limit: int = 100
+    ) -> list[MemoryEvent]:
+        """The user's memory's events, oldest first (at most ``limit``, the newest kept); empty when the
+        user never had a memory with this id (or it was someone else's)."""
+        ws, user = check_scope(workspace_id, user_id)
+        return await self._memory_history(ws, user, check_memory_id(memory_id), check_int("limit", limit, minimum=1))
 
     async def list_memories(
         self,
@@ -439,8 +518,8 @@ class MemoryStore(ErasureAware, abc.ABC):
     async def forget_user(self, workspace_id: str, user_id: str) -> ForgetReport:
         """Apply the erasure rule (``docs/privacy.md``) to the user, in one transaction; the receipt.
 
-        Their memories, their sessions (with every message), the messages they wrote in other
-        sessions (whose versions are bumped and persisted compactions cleared), their lines in
+        Their memories and their history, their sessions (with every message), the messages they wrote in
+        other sessions (whose versions are bumped and persisted compactions cleared), their lines in
         long-term knowledge (chunks rewritten and re-embedded, or dropped; their own archived
         conversations dropped whole), their id in sources' members and participants, their
         summaries and the channel / thread / workspace summaries that drew on them. The
@@ -451,7 +530,7 @@ class MemoryStore(ErasureAware, abc.ABC):
 
     @abc.abstractmethod
     async def _insert_memory(
-        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None
+        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None, actor: str
     ) -> MemoryRecord: ...
 
     @abc.abstractmethod
@@ -459,11 +538,23 @@ class MemoryStore(ErasureAware, abc.ABC):
 
     @abc.abstractmethod
     async def _update_memory(
-        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        vector: MemoryVector | None,
+        actor: str,
+        action: str,
     ) -> MemoryRecord: ...
 
     @abc.abstractmethod
-    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None: ...
+    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int, actor: str) -> None: ...
+
+    @abc.abstractmethod
+    async def _memory_history(
+        self, workspace_id: str, user_id: str, memory_id: int, limit: int
+    ) -> list[MemoryEvent]: ...
 
     @abc.abstractmethod
     async def _list_memories(
@@ -490,10 +581,13 @@ class MemoryStore(ErasureAware, abc.ABC):
 
 
 __all__ = [
+    "DEFAULT_ACTOR",
     "DEFAULT_CATEGORY",
+    "MEMORY_ACTIONS",
     "ForgetReport",
     "MemoryChanges",
     "MemoryDraft",
+    "MemoryEvent",
     "MemoryHit",
     "MemoryId",
     "MemoryQuery",

@@ -213,7 +213,11 @@ class JobSwitches(TypedDict, total=False):
 
 def worker_runner(mem: Memory, **switches: Unpack[JobSwitches]) -> WorkerRunner:
     """A :class:`~omoide.workers.runner.WorkerRunner` with the chosen built-in jobs of ``mem`` (not started)."""
-    return WorkerRunner(build_jobs(mem, **switches), shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds)
+    return WorkerRunner(
+        build_jobs(mem, **switches),
+        shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds,
+        database_url=mem.settings.database_url,
+    )
 
 
 __all__ = [

@@ -18,6 +18,10 @@ A second signal (or ``stop(force=True)``) skips step 2.
 
 Each run is logged as one structured ``worker_run`` event with the job's counts and
 ``duration_ms``: at INFO when it did something, at DEBUG when there was nothing to do.
+It is also measured (``omoide_worker_job_seconds`` / ``omoide_worker_job_runs`` /
+``omoide_worker_job_failures`` when metrics are on), traced (a ``omoide.worker.<job>`` span),
+and, given the database URL, the runner reports its liveness and its failed runs to other
+processes (:mod:`omoide.workers.health`: ``/readyz``, the inspector's recent errors).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from typing import Any, Protocol
 import structlog
 
 from omoide.errors import OmoideError
+from omoide.observability.metrics import active_metrics
+from omoide.observability.tracing import span
+from omoide.workers.health import HEARTBEAT_SECONDS, WorkerReporter
 
 
 class RunReport(Protocol):
@@ -79,6 +86,8 @@ class WorkerRunner:
     Args:
         jobs: the jobs to run, each in its own task.
         shutdown_timeout: seconds the jobs get to finish once stopped, before cancellation.
+        database_url: the store's URL: the runner reports its liveness and errors for it
+            (:mod:`omoide.workers.health`); ``None``: it reports nothing.
 
     Example:
         >>> runner = WorkerRunner(jobs, shutdown_timeout=30)   # doctest: +SKIP
@@ -86,10 +95,11 @@ class WorkerRunner:
         >>> runner.stop(); await task                           # doctest: +SKIP
     """
 
-    def __init__(self, jobs: Sequence[Job], *, shutdown_timeout: float) -> None:
+    def __init__(self, jobs: Sequence[Job], *, shutdown_timeout: float, database_url: str | None = None) -> None:
         if not jobs:
             raise ValueError("WorkerRunner needs at least one job")
         self.jobs = tuple(jobs)
+        self.reporter = None if database_url is None else WorkerReporter(database_url, jobs=[j.name for j in jobs])
         self.shutdown_timeout = shutdown_timeout
         self.stopping = asyncio.Event()
         self._forced = asyncio.Event()
@@ -112,9 +122,15 @@ class WorkerRunner:
         """
         self.log.info("worker_started", jobs=[job.name for job in self.jobs])
         started = time.perf_counter()
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(self._loop(job), name=f"omoide-{job.name}") for job in self.jobs]
-            group.create_task(self._watchdog(tasks), name="omoide-worker-watchdog")
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self._loop(job), name=f"omoide-{job.name}") for job in self.jobs]
+                group.create_task(self._watchdog(tasks), name="omoide-worker-watchdog")
+                if self.reporter is not None:
+                    group.create_task(self._heartbeat(), name="omoide-worker-heartbeat")
+        finally:
+            if self.reporter is not None:
+                await asyncio.to_thread(self.reporter.heartbeat, running=False)
         self.log.info(
             "worker_stopped",
             runs=dict(self.runs),
@@ -146,13 +162,36 @@ class WorkerRunner:
                 task.cancel()
                 raise
 
+    async def _heartbeat(self) -> None:
+        """Tell other processes this one is alive, every ``HEARTBEAT_SECONDS`` until stopping."""
+        assert self.reporter is not None
+        while not self.stopping.is_set():
+            await asyncio.to_thread(self.reporter.heartbeat)
+            await self._sleep(HEARTBEAT_SECONDS)
+
+    async def _report_error(self, job: str, code: str, message: str) -> None:
+        if self.reporter is not None:
+            await asyncio.to_thread(self.reporter.error, job, code, message)
+
+    def _measure(self, job: str, outcome: str, seconds: float, code: str | None = None) -> None:
+        m = active_metrics()
+        if m is not None:
+            m.job_seconds.labels(job=job).observe(seconds)
+            m.job_runs.labels(job=job, outcome=outcome).inc()
+            if code is not None:
+                m.job_failures.labels(job=job, code=code).inc()
+
     async def _loop(self, job: Job) -> None:
         failures = 0
         while not self.stopping.is_set():
             started = time.perf_counter()
             try:
-                report = await job.run(self.stopping)
+                with span(f"omoide.worker.{job.name}", job=job.name) as traced:
+                    report = await job.run(self.stopping)
+                    traced.set(outcome="retry" if report.retry_later else "idle" if report.idle else "ok")
             except OmoideError as exc:
+                self._measure(job.name, "failed", time.perf_counter() - started, exc.code)
+                await self._report_error(job.name, exc.code, exc.message)
                 failures += 1
                 delay = backoff_delay(job.interval, failures, job.max_backoff)
                 self.log.error(
@@ -169,6 +208,7 @@ class WorkerRunner:
                 failures = failures + 1 if report.retry_later else 0
                 delay = backoff_delay(job.interval, failures, job.max_backoff)
                 fields = report.as_log()
+                await self._after_run(job.name, report, fields, time.perf_counter() - started)
                 if failures:
                     self.log.warning("worker_run", worker=job.name, retry_in_s=round(delay, 3), **fields)
                 elif report.idle:
@@ -176,6 +216,18 @@ class WorkerRunner:
                 else:
                     self.log.info("worker_run", worker=job.name, **fields)
             await self._sleep(delay)
+
+    async def _after_run(self, job: str, report: RunReport, fields: dict[str, Any], seconds: float) -> None:
+        """Metrics for a run that returned; a transient failure or failed items are recent errors too."""
+        if report.retry_later:
+            self._measure(job, "retry", seconds, "RETRY_LATER")
+            reason = fields.get("transient_error") or "a transient failure; backing off"
+            await self._report_error(job, "RETRY_LATER", str(reason))
+            return
+        self._measure(job, "idle" if report.idle else "ok", seconds)
+        failed = fields.get("failed")
+        if isinstance(failed, int) and failed > 0:
+            await self._report_error(job, "ITEMS_FAILED", f"{failed} item(s) failed in this run (see the worker log)")
 
     async def _sleep(self, seconds: float) -> None:
         try:

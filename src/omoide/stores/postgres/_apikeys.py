@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 
 from omoide.errors import ConflictError
-from omoide.models import ensure_utc
+from omoide.models import ensure_utc, utcnow
 from omoide.stores.api_keys import ApiKeyDraft, ApiKeyId, ApiKeyRecord
 
 COLUMNS = "id, workspace_id, name, prefix, created_at, revoked_at, token_hash"
@@ -67,7 +67,10 @@ async def list_api_keys(
 
 async def revoke_api_key(conn: asyncpg.Connection, key_id: int) -> ApiKeyRecord | None:
     row = await conn.fetchrow(
-        f"UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING {COLUMNS}", key_id
+        # the time is a parameter: Citus refuses now() inside coalesce() (api_keys is a reference table there)
+        f"UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2::timestamptz) WHERE id = $1 RETURNING {COLUMNS}",
+        key_id,
+        utcnow(),
     )
     return None if row is None else key_from_row(row)
 

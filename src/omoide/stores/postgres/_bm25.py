@@ -61,9 +61,17 @@ def tsquery_text(tokens: Sequence[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens)
 
 
+def has_lexeme(token: str) -> bool:
+    """Whether the ``simple`` configuration can make a lexeme of ``token``: one with a letter, a
+    digit or any non-ASCII character. Only ASCII punctuation and spaces parse to nothing."""
+    return any(ch.isalnum() or not ch.isascii() for ch in token)
+
+
 def scored_terms(tokens: Sequence[str]) -> list[str]:
-    """The distinct tokens that are scored, in query order."""
-    return list(dict.fromkeys(tokens))[:MAX_SCORED_TERMS]
+    """The distinct tokens that are scored, in query order; those that can match no row
+    (no lexeme: ``^``, ``()``) are left out. Their ``tsquery`` would be empty, which matches
+    nothing on one server but which Citus cannot ship to a worker ("malformed tsquery")."""
+    return list(dict.fromkeys(t for t in tokens if has_lexeme(t)))[:MAX_SCORED_TERMS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +154,8 @@ def bm25_sql(
     """
     common = dict(common or {})
     tsv = f"{alias}.lexical_tsv"
+    if not terms:  # nothing can match (see scored_terms); the filters' parameters stay referenced
+        return f"SELECT {columns}, 0::float8 AS score FROM {from_} WHERE false AND {where}"
 
     def param(value: Any) -> str:
         args.append(value)
@@ -207,6 +217,7 @@ __all__ = [
     "LexemeStats",
     "bm25_sql",
     "common_terms",
+    "has_lexeme",
     "lexeme_stats",
     "scored_terms",
     "tsquery_text",

@@ -25,6 +25,8 @@ from omoide.errors import ConfigError, StoreError
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._bm25 import LexemeStats
 from omoide.stores.postgres._errors import redact_url, translate_errors
+from omoide.stores.postgres._workspaces import WorkspaceOf
+from omoide.stores.postgres.citus import citus_installed
 from omoide.stores.postgres.migrations import (
     LATEST_VERSION,
     apply_migrations,
@@ -103,6 +105,10 @@ class PostgresDb:
         self._open_lock = asyncio.Lock()
         self.stats: Reused[LexemeStats] = Reused()
         """The chunks' lexeme statistics (BM25), reused for ``LEXEME_STATS_TTL`` seconds."""
+        self.workspaces = WorkspaceOf()
+        """The workspace of a session / source id, so by-id statements are routed (Citus)."""
+        self.citus = False
+        """Whether the database is a Citus coordinator (read in :meth:`open`): claims then go per workspace."""
         self.tokenizer: Reused[str] = Reused()
         """The lexical index's tokenizer name, reused for ``TOKENIZER_TTL`` seconds; chunk writes forget it."""
 
@@ -152,6 +158,9 @@ class PostgresDb:
                                 },
                             )
                     ext = await vector_extension(conn)
+                    self.citus = await citus_installed(conn)
+                    if self.citus:  # a session SET does not reach the workers: each search sets its own
+                        self.session_ef_search = None
                 finally:
                     await conn.close()
                 self.vector_schema = ext[0] if ext else None

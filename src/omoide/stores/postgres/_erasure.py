@@ -93,12 +93,14 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
         scopes: set[Scope] = {(r["channel_id"], r["thread_id"]) for r in bumped}
         own = await conn.fetch(
             "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2 "
-            "RETURNING channel_id, thread_id, (SELECT count(*) FROM session_messages m WHERE m.session_id = sessions.id) AS n",
+            "RETURNING channel_id, thread_id, (SELECT count(*) FROM session_messages m "
+            "WHERE m.session_id = sessions.id AND m.workspace_id = sessions.workspace_id) AS n",
             ws,
             user,
         )
         scopes |= {(r["channel_id"], r["thread_id"]) for r in own}
         memories = _count(await conn.execute("DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2", ws, user))
+        await conn.execute("DELETE FROM memory_events WHERE workspace_id = $1 AND user_id = $2", ws, user)  # history
         written = _count(
             await conn.execute("DELETE FROM session_messages WHERE workspace_id = $1 AND author_id = $2", ws, user)
         )
@@ -106,9 +108,9 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
         # their own archived conversations go whole
         gone = await conn.fetch(
             "DELETE FROM knowledge_sources s WHERE workspace_id = $1 AND metadata->>'user_id' = $2 RETURNING "
-            "(SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS n, "
+            "(SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id AND c.workspace_id = s.workspace_id) AS n, "
             "(SELECT array_agg(DISTINCT coalesce(c.channel_id, '') || chr(31) || coalesce(c.thread_id, '')) "
-            " FROM knowledge_chunks c WHERE c.source_id = s.id) AS scopes",
+            " FROM knowledge_chunks c WHERE c.source_id = s.id AND c.workspace_id = s.workspace_id) AS scopes",
             ws,
             user,
         )
@@ -148,17 +150,21 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
                     )
                 )
         if dropped:
-            await conn.execute("DELETE FROM knowledge_chunks WHERE id = ANY($1::bigint[])", dropped)
+            await conn.execute(
+                "DELETE FROM knowledge_chunks WHERE workspace_id = $2 AND id = ANY($1::bigint[])", dropped, ws
+            )
             chunks_deleted += len(dropped)
         if updates:
             await conn.executemany(
                 "UPDATE knowledge_chunks SET content = $2, lexical = $3, token_count = $4, location = $5::jsonb, "
-                "author_ids = $6::jsonb, unit_lexical = $7::jsonb WHERE id = $1",
-                updates,
+                "author_ids = $6::jsonb, unit_lexical = $7::jsonb WHERE id = $1 AND workspace_id = $8",
+                [(*u, ws) for u in updates],
             )
             # their vectors embed erased text
             await conn.execute(
-                "DELETE FROM chunk_embeddings WHERE chunk_id = ANY($1::bigint[])", [u[0] for u in updates]
+                "DELETE FROM chunk_embeddings WHERE workspace_id = $2 AND chunk_id = ANY($1::bigint[])",
+                [u[0] for u in updates],
+                ws,
             )
 
         # who may see, and who took part: no longer them
@@ -180,10 +186,11 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
             scrubbed = scrub_source(r["title"], json.loads(r["metadata"]), user)
             if scrubbed is not None:
                 await conn.execute(
-                    "UPDATE knowledge_sources SET title = $2, metadata = $3::jsonb WHERE id = $1",
+                    "UPDATE knowledge_sources SET title = $2, metadata = $3::jsonb WHERE id = $1 AND workspace_id = $4",
                     r["id"],
                     scrubbed[0],
                     json.dumps(scrubbed[1], ensure_ascii=False),
+                    ws,
                 )
                 touched.add(int(r["id"]))
         await conn.execute(
@@ -191,18 +198,22 @@ async def erase_user(conn: asyncpg.Connection, workspace_id: str, user_id: str) 
         )
         if touched:
             doomed = await conn.fetch(
-                "DELETE FROM knowledge_sources s WHERE s.id = ANY($1::bigint[]) AND ((s.private AND s.members = "
-                "'[]'::jsonb) OR NOT EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.source_id = s.id)) "
-                "RETURNING (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS n",
+                "DELETE FROM knowledge_sources s WHERE s.workspace_id = $2 AND s.id = ANY($1::bigint[]) "
+                "AND ((s.private AND s.members = '[]'::jsonb) OR NOT EXISTS "
+                "(SELECT 1 FROM knowledge_chunks c WHERE c.source_id = s.id AND c.workspace_id = s.workspace_id)) "
+                "RETURNING (SELECT count(*) FROM knowledge_chunks c "
+                "WHERE c.source_id = s.id AND c.workspace_id = s.workspace_id) AS n",
                 sorted(touched),
+                ws,
             )
             sources_deleted += len(doomed)
             chunks_deleted += sum(int(r["n"]) for r in doomed)
             # the rest is embedded again (its rewritten chunks lost their vectors)
             await conn.execute(
                 "UPDATE knowledge_sources SET status = 'pending', claimed_at = NULL, error = NULL, updated_at = now() "
-                "WHERE id = ANY($1::bigint[]) AND status <> 'pending'",
+                "WHERE workspace_id = $2 AND id = ANY($1::bigint[]) AND status <> 'pending'",
                 sorted(touched),
+                ws,
             )
 
         summaries = _count(

@@ -49,7 +49,6 @@ from omoide.stores._knowledge_common import (
     prune_through,
     session_not_found,
     source_members,
-    source_not_found,
     sql_literal,
     status_from_rows,
     to_json,
@@ -70,14 +69,29 @@ from omoide.stores.knowledge import (
     SourceId,
     SourceStatus,
 )
+from omoide.stores.postgres._claims import (
+    CLAIM_IN_WORKSPACE_SQL,
+    CLAIM_SQL,
+    CLAIMABLE_WORKSPACES_SQL,
+    claim_sources,
+    finish_source,
+    release_sources,
+)
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres._search import record_tokenizer
-from omoide.stores.postgres._units import encode_unit_vectors, unit_lexical_json, units_status_sql
+from omoide.stores.postgres._units import (
+    chunk_workspaces,
+    encode_unit_vectors,
+    share_chunks,
+    unit_lexical_json,
+    units_status_sql,
+)
 from omoide.text import search_tokenizer_name
 
 SOURCE_COLUMNS = (
     "s.id, s.workspace_id, s.type, s.title, s.uri, s.status, s.metadata, s.error, s.attempts, s.created_at, "
-    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id) AS chunk_count, "
+    "s.updated_at, (SELECT count(*) FROM knowledge_chunks c WHERE c.source_id = s.id AND c.workspace_id = s.workspace_id) "
+    "AS chunk_count, "
     "s.private, s.members"
 )
 CHUNK_COLUMNS = (
@@ -108,12 +122,17 @@ FROM s, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $1
                              started_at, ended_at, unit_lexical, ord)
 RETURNING source_id, chunk_index, id
 """
-_LOCK_SESSION = "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
-_LOCK_SESSION_ROW = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR NO KEY UPDATE"
-_STORED_MESSAGES = f"SELECT {MESSAGE_COLUMNS} FROM session_messages WHERE session_id = $1 ORDER BY seq"
+_LOCK_SESSION = (
+    "SELECT version, archived_seq, last_seq, workspace_id FROM sessions WHERE id = $1 AND workspace_id = $2 "
+    "FOR NO KEY UPDATE"
+)
+_LOCK_SESSION_ROW = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE"
+_STORED_MESSAGES = (
+    f"SELECT {MESSAGE_COLUMNS} FROM session_messages WHERE session_id = $1 AND workspace_id = $2 ORDER BY seq"
+)
 _FINISH_ARCHIVE = """
-WITH pruned AS (DELETE FROM session_messages WHERE session_id = $1 AND seq <= $3 RETURNING 1)
-UPDATE sessions SET archived_seq = $2, status = $4, version = version + 1 WHERE id = $1
+WITH pruned AS (DELETE FROM session_messages WHERE session_id = $1 AND workspace_id = $5 AND seq <= $3 RETURNING 1)
+UPDATE sessions SET archived_seq = $2, status = $4, version = version + 1 WHERE id = $1 AND workspace_id = $5
 RETURNING version, (SELECT count(*) FROM pruned) AS pruned
 """
 SESSIONS_TO_ARCHIVE_SQL = f"""
@@ -123,40 +142,29 @@ WHERE last_seq > archived_seq
 ORDER BY last_active_at, id
 LIMIT $3
 """
-CLAIM_SQL = """
-UPDATE knowledge_sources
-SET status = 'processing', claimed_at = now(), attempts = attempts + 1, updated_at = now()
-WHERE id IN (
-    SELECT id FROM knowledge_sources
-    WHERE status IN ('pending', 'processing')
-      AND (status = 'pending' OR claimed_at < now() - make_interval(secs => $2))
-    ORDER BY id
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING id
-"""
 _MISSING = """
 SELECT c.id, c.source_id, c.workspace_id, c.content, c.location FROM knowledge_chunks c
 WHERE c.id > $2 {sources}
-  AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.model = $1)
+  AND NOT EXISTS (
+      SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $1
+  )
 ORDER BY c.id
 LIMIT $3
 """
 _MISSING_ALL = _MISSING.format(sources="")
 _MISSING_OF_SOURCES = _MISSING.format(sources="AND c.source_id = ANY($4::bigint[])")
+_MISSING_OF_SOURCES_IN_WORKSPACE = _MISSING.format(
+    sources="AND c.workspace_id = $5 AND c.source_id = ANY($4::bigint[])"
+)
 _PUT_EMBEDDINGS = """
 INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, unit_vectors)
 SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash, u.unit_vectors
 FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[], $6::bytea[]) AS u(chunk_id, embedding, content_hash, unit_vectors)
-JOIN knowledge_chunks c ON c.id = u.chunk_id
-ON CONFLICT (chunk_id, model) DO UPDATE
+JOIN knowledge_chunks c ON c.id = u.chunk_id{scope}
+ON CONFLICT ON CONSTRAINT chunk_embeddings_pkey DO UPDATE
 SET dimensions = EXCLUDED.dimensions, embedding = EXCLUDED.embedding,
-    content_hash = EXCLUDED.content_hash, unit_vectors = EXCLUDED.unit_vectors, embedded_at = now()
-"""
-_FINISH_SOURCE = """
-UPDATE knowledge_sources SET status = $2, error = $3, claimed_at = NULL, updated_at = now() WHERE id = $1
-RETURNING id
+    content_hash = EXCLUDED.content_hash, unit_vectors = EXCLUDED.unit_vectors,
+    embedded_at = EXCLUDED.embedded_at
 """
 _UNIT_KINDS = frozenset({"units_missing", "unit_vectors_missing"})
 STATUS_SQL = """
@@ -266,7 +274,7 @@ async def insert_source(
     return SourceId(int(ordered[0]["source_id"])), [ChunkId(int(r["id"])) for r in ordered]
 
 
-async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan) -> ArchiveResult:
+async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan, ws: str) -> ArchiveResult:
     """Apply ``plan`` in one REPEATABLE READ transaction (see the module docstring).
 
     Raises:
@@ -277,7 +285,7 @@ async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan) -> Archiv
     sid = plan.session_id
     try:
         async with conn.transaction(isolation="repeatable_read"):
-            row = await conn.fetchrow(_LOCK_SESSION, sid)
+            row = await conn.fetchrow(_LOCK_SESSION, sid, ws)
             if row is None:
                 raise session_not_found(sid)
             if int(row["version"]) != plan.expected_version:
@@ -290,11 +298,11 @@ async def archive_session(conn: asyncpg.Connection, plan: ArchivePlan) -> Archiv
                 workspace_id=row["workspace_id"],
             )
     except asyncpg.exceptions.SerializationError as exc:  # an append or delete committed while we waited
-        raise await _conflict(conn, sid, plan.expected_version) from exc
+        raise await _conflict(conn, sid, ws, plan.expected_version) from exc
 
 
 async def archive_session_locked(
-    conn: asyncpg.Connection, session_id: int, planner: ArchivePlanner
+    conn: asyncpg.Connection, session_id: int, ws: str, planner: ArchivePlanner
 ) -> tuple[ArchivePlan, ArchiveResult] | None:
     """Lock the session row, read it and its unarchived messages, plan and apply: one REPEATABLE READ transaction.
 
@@ -309,11 +317,13 @@ async def archive_session_locked(
     """
     try:
         async with conn.transaction(isolation="repeatable_read"):
-            row = await conn.fetchrow(_LOCK_SESSION_ROW, session_id)
+            row = await conn.fetchrow(_LOCK_SESSION_ROW, session_id, ws)
             if row is None:
                 raise session_not_found(session_id)
             session = row_to_session(row)
-            rows = await conn.fetch(_STORED_MESSAGES, session_id)  # unarchived + the overlap kept below the watermark
+            rows = await conn.fetch(
+                _STORED_MESSAGES, session_id, ws
+            )  # unarchived + the overlap kept below the watermark
             messages = [row_to_message(r) for r in rows]
             plan = await asyncio.to_thread(planner, session, messages)
             if plan is None:
@@ -327,11 +337,11 @@ async def archive_session_locked(
             )
             return plan, result
     except asyncpg.exceptions.SerializationError as exc:
-        raise await _conflict(conn, session_id, None) from exc
+        raise await _conflict(conn, session_id, ws, None) from exc
 
 
-async def _conflict(conn: asyncpg.Connection, session_id: int, expected: int | None) -> Exception:
-    current = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", session_id)
+async def _conflict(conn: asyncpg.Connection, session_id: int, ws: str, expected: int | None) -> Exception:
+    current = await conn.fetchval("SELECT version FROM sessions WHERE id = $1 AND workspace_id = $2", session_id, ws)
     if current is None:
         return session_not_found(session_id)
     return version_conflict(session_id, expected, int(current))
@@ -347,7 +357,12 @@ async def _apply_archive(
     if plan.source is not None:
         source_id, chunk_ids = await insert_source(conn, plan.source, plan.chunks)
     done = await conn.fetchrow(
-        _FINISH_ARCHIVE, plan.session_id, plan.upto_seq, prune_through(plan, last_seq), SessionStatus(plan.status).value
+        _FINISH_ARCHIVE,
+        plan.session_id,
+        plan.upto_seq,
+        prune_through(plan, last_seq),
+        SessionStatus(plan.status).value,
+        workspace_id,
     )
     return ArchiveResult(
         source_id=source_id,
@@ -357,17 +372,14 @@ async def _apply_archive(
     )
 
 
-async def claim_sources(conn: asyncpg.Connection, limit: int, lease_seconds: float) -> list[SourceId]:
-    rows = await conn.fetch(CLAIM_SQL, limit, lease_seconds)
-    return sorted(SourceId(int(r["id"])) for r in rows)
-
-
 async def put_embeddings(
     conn: asyncpg.Connection,
     model: str,
     dimensions: int,
     rows: Sequence[CheckedVector],
     schema: str | None,
+    *,
+    citus: bool = False,
 ) -> int:
     """Upsert ``halfvec`` vectors; rows whose chunk is gone, or now holds other text, are skipped.
 
@@ -378,39 +390,32 @@ async def put_embeddings(
     async with conn.transaction():
         hashes = [(chunk_id, h) for chunk_id, _, h, _ in rows if h is not None]
         if hashes:
-            found = await conn.fetch(
-                "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE",
-                [c for c, _ in hashes],
-            )
+            found = await share_chunks(conn, [c for c, _ in hashes], citus=citus)
             stale = stale_rows({int(r["id"]): r["content"] for r in found}, hashes)
             rows = [r for r in rows if r[0] not in stale]
             if not rows:
                 return 0
-        status = await conn.execute(
-            _PUT_EMBEDDINGS.format(halfvec=vector_type(schema)),
-            model,
-            dimensions,
-            [chunk_id for chunk_id, _, _, _ in rows],
-            [HalfVector(vector) for _, vector, _, _ in rows],
-            [content_hash for _, _, content_hash, _ in rows],
-            [encode_unit_vectors(units) for _, _, _, units in rows],
-        )
-    return int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
-
-
-async def release_sources(conn: asyncpg.Connection, source_ids: Sequence[int]) -> int:
-    """Claimed sources back to ``pending`` without counting the claim as an attempt; returns how many."""
-    released = await conn.fetch(
-        "UPDATE knowledge_sources SET status = 'pending', claimed_at = NULL, attempts = greatest(attempts - 1, 0), "
-        "updated_at = now() WHERE status = 'processing' AND id = ANY($1::bigint[]) RETURNING id",
-        list(source_ids),
-    )
-    return len(released)
-
-
-async def finish_source(conn: asyncpg.Connection, source_id: int, status: SourceStatus, error: str | None) -> None:
-    if await conn.fetchval(_FINISH_SOURCE, source_id, status.value, error) is None:
-        raise source_not_found(source_id)
+        if not citus:
+            groups: list[tuple[str | None, Sequence[CheckedVector]]] = [(None, rows)]
+        else:  # one INSERT … SELECT per workspace, each routed to the shard holding its chunks
+            of = await chunk_workspaces(conn, [r[0] for r in rows])
+            groups = [(ws, [r for r in rows if r[0] in set(ids)]) for ws, ids in of.items()]
+        stored = 0
+        for ws, group in groups:
+            args: list[Any] = [
+                model,
+                dimensions,
+                [chunk_id for chunk_id, _, _, _ in group],
+                [HalfVector(vector) for _, vector, _, _ in group],
+                [content_hash for _, _, content_hash, _ in group],
+                [encode_unit_vectors(units) for _, _, _, units in group],
+            ]
+            scope = "" if ws is None else " AND c.workspace_id = $7"
+            if ws is not None:
+                args.append(ws)
+            status = await conn.execute(_PUT_EMBEDDINGS.format(halfvec=vector_type(schema), scope=scope), *args)
+            stored += int(status.rsplit(" ", 1)[-1])  # "INSERT 0 <count>"
+    return stored
 
 
 _INDEX_LOCK_POLL_S = 0.05
@@ -467,12 +472,29 @@ async def sessions_to_archive(
 
 
 async def chunks_missing_embedding(
-    conn: asyncpg.Connection, model: str, source_ids: Sequence[int] | None, after_id: int, limit: int
+    conn: asyncpg.Connection,
+    model: str,
+    source_ids: Sequence[int] | None,
+    after_id: int,
+    limit: int,
+    *,
+    source_workspaces: Mapping[int, str] | None = None,
 ) -> list[ChunkText]:
+    """``source_workspaces`` (Citus): the workspace of each source id; then one routed query per
+    workspace instead of one spanning every shard, merged in id order (the same rows)."""
     if source_ids is None:
-        rows = await conn.fetch(_MISSING_ALL, model, after_id, limit)
+        rows = list(await conn.fetch(_MISSING_ALL, model, after_id, limit))
+    elif source_workspaces is None:
+        rows = list(await conn.fetch(_MISSING_OF_SOURCES, model, after_id, limit, list(source_ids)))
     else:
-        rows = await conn.fetch(_MISSING_OF_SOURCES, model, after_id, limit, list(source_ids))
+        groups: dict[str, list[int]] = {}
+        for source_id in source_ids:
+            if source_id in source_workspaces:
+                groups.setdefault(source_workspaces[source_id], []).append(source_id)
+        rows = []
+        for ws, ids in groups.items():
+            rows += await conn.fetch(_MISSING_OF_SOURCES_IN_WORKSPACE, model, after_id, limit, ids, ws)
+        rows = sorted(rows, key=lambda r: int(r["id"]))[:limit]
     return [
         ChunkText(
             id=ChunkId(int(r["id"])),
@@ -537,6 +559,8 @@ async def knowledge_status(conn: asyncpg.Connection, workspace_id: str | None = 
 
 
 __all__ = [
+    "CLAIMABLE_WORKSPACES_SQL",
+    "CLAIM_IN_WORKSPACE_SQL",
     "CLAIM_SQL",
     "SESSIONS_TO_ARCHIVE_SQL",
     "archive_session",

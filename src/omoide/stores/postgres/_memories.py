@@ -23,8 +23,10 @@ from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_ranking import fuse_memory_ids, memory_hits
 from omoide.stores.memories import (
+    DEFAULT_ACTOR,
     MemoryChanges,
     MemoryDraft,
+    MemoryEvent,
     MemoryHit,
     MemoryId,
     MemoryQuery,
@@ -86,8 +88,10 @@ async def _put_vector(
 ) -> None:
     await conn.execute(
         "INSERT INTO memory_embeddings (memory_id, workspace_id, user_id, model, dimensions, embedding) "
-        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (memory_id, model) DO UPDATE "
-        "SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions, embedded_at = now()",
+        # the constraint by name and EXCLUDED's time: the same on Citus, where the key gains workspace_id
+        # and ON CONFLICT ... DO UPDATE may not call now()
+        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ON CONSTRAINT memory_embeddings_pkey DO UPDATE "
+        "SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions, embedded_at = EXCLUDED.embedded_at",
         memory_id,
         workspace_id,
         user_id,
@@ -97,8 +101,59 @@ async def _put_vector(
     )
 
 
+async def _record_event(
+    conn: asyncpg.Connection,
+    scope: tuple[str, str],
+    memory_id: int,
+    action: str,
+    actor: str,
+    content: str | None,
+) -> None:
+    """One row of the memory's history, in the caller's (the change's) transaction."""
+    await conn.execute(
+        "INSERT INTO memory_events (workspace_id, user_id, memory_id, action, actor, content) "
+        "VALUES ($1, $2, $3, $4, $5, $6)",
+        *scope,
+        memory_id,
+        action,
+        actor,
+        content,
+    )
+
+
+async def memory_history(
+    conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int, limit: int
+) -> list[MemoryEvent]:
+    """The memory's newest ``limit`` events, oldest first."""
+    rows = await conn.fetch(
+        "SELECT id, workspace_id, user_id, memory_id, action, actor, content, created_at FROM memory_events "
+        "WHERE workspace_id = $1 AND user_id = $2 AND memory_id = $3 ORDER BY id DESC LIMIT $4",
+        workspace_id,
+        user_id,
+        memory_id,
+        limit,
+    )
+    return [
+        MemoryEvent(
+            int(r["id"]),
+            r["workspace_id"],
+            r["user_id"],
+            int(r["memory_id"]),
+            r["action"],
+            r["actor"],
+            r["content"],
+            ensure_utc(r["created_at"]),
+        )
+        for r in reversed(rows)
+    ]
+
+
 async def insert_memory(
-    conn: asyncpg.Connection, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None
+    conn: asyncpg.Connection,
+    draft: MemoryDraft,
+    model: str,
+    vector: npt.NDArray[np.float32] | None,
+    actor: str = DEFAULT_ACTOR,
 ) -> MemoryRecord:
     async with conn.transaction():
         row = await conn.fetchrow(
@@ -114,6 +169,7 @@ async def insert_memory(
         )
         if vector is not None:
             await _put_vector(conn, int(row["id"]), draft.workspace_id, draft.user_id, model, vector)
+        await _record_event(conn, (draft.workspace_id, draft.user_id), int(row["id"]), "created", actor, draft.content)
     return record_from_row(row)
 
 
@@ -129,6 +185,8 @@ async def update_memory(
     changes: MemoryChanges,
     model: str | None,
     vector: npt.NDArray[np.float32] | None,
+    actor: str = DEFAULT_ACTOR,
+    action: str = "updated",
 ) -> MemoryRecord:
     args: list[Any] = [memory_id, workspace_id, user_id]
     sets = ["updated_at = now()"]
@@ -155,21 +213,28 @@ async def update_memory(
         if row is None:
             raise memory_not_found(memory_id)
         if changes.content is not None:  # the old vectors describe the old text
-            await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = $1", memory_id)
+            await conn.execute(
+                "DELETE FROM memory_embeddings WHERE memory_id = $1 AND workspace_id = $2", memory_id, workspace_id
+            )
         if vector is not None and model is not None:
             await _put_vector(conn, memory_id, workspace_id, user_id, model, vector)
+        await _record_event(conn, (workspace_id, user_id), memory_id, action, actor, row["content"])
     return record_from_row(row)
 
 
-async def delete_memory(conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int) -> None:
-    deleted = await conn.fetchval(
-        "DELETE FROM memories WHERE id = $1 AND workspace_id = $2 AND user_id = $3 RETURNING id",
-        memory_id,
-        workspace_id,
-        user_id,
-    )
-    if deleted is None:
-        raise memory_not_found(memory_id)
+async def delete_memory(
+    conn: asyncpg.Connection, workspace_id: str, user_id: str, memory_id: int, actor: str = DEFAULT_ACTOR
+) -> None:
+    async with conn.transaction():
+        deleted = await conn.fetchval(
+            "DELETE FROM memories WHERE id = $1 AND workspace_id = $2 AND user_id = $3 RETURNING id",
+            memory_id,
+            workspace_id,
+            user_id,
+        )
+        if deleted is None:
+            raise memory_not_found(memory_id)
+        await _record_event(conn, (workspace_id, user_id), memory_id, "deleted", actor, None)
 
 
 async def list_memories(
@@ -315,6 +380,7 @@ __all__ = [
     "get_memory",
     "insert_memory",
     "list_memories",
+    "memory_history",
     "memory_lexical_search",
     "memory_recall",
     "memory_vector_search",

@@ -67,15 +67,23 @@ HIT_COLUMNS = (
     "c.id, c.source_id, c.content, c.location, c.channel_id, c.thread_id, c.author_ids, c.started_at, c.ended_at, "
     "s.type AS source_type, s.title AS source_title, s.uri AS source_uri"
 )
-FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id"
+FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id AND s.workspace_id = c.workspace_id"
 
 
 _FETCH_CHUNKS_WITH_UNITS = f"""
 SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
 FROM {FROM_CHUNKS}
-LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
+LEFT JOIN chunk_embeddings e
+    ON e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
 WHERE c.id = ANY($1::bigint[])
 """
+_FETCH_CHUNKS_WITHOUT_VECTORS = f"""
+SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, NULL::integer AS dimensions, NULL::bytea AS unit_vectors
+FROM {FROM_CHUNKS}
+WHERE c.id = ANY($1::bigint[])
+"""
+"""Without a model: no join at all (``e.model = NULL`` folds the join's condition away, and Citus
+then refuses the join as not colocated)."""
 
 
 def _from_chunks(filters: SearchFilters) -> str:
@@ -85,7 +93,7 @@ def _from_chunks(filters: SearchFilters) -> str:
 
 _RECORD_TOKENIZER = f"""
 INSERT INTO store_meta (key, value) VALUES ('{TOKENIZER_KEY}', $1)
-ON CONFLICT (key) DO UPDATE SET value = '{MIXED_TOKENIZERS}', updated_at = now()
+ON CONFLICT (key) DO UPDATE SET value = '{MIXED_TOKENIZERS}', updated_at = EXCLUDED.updated_at
 WHERE store_meta.value <> EXCLUDED.value AND store_meta.value <> '{MIXED_TOKENIZERS}'
 """
 
@@ -158,7 +166,7 @@ def exact_vector_sql(model: str, dimensions: int, filters: SearchFilters, schema
     distance = _distance(dimensions, schema)
     sql = (
         f"SELECT e.chunk_id AS id, {distance} AS distance FROM chunk_embeddings e "
-        f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} "
+        f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND e.workspace_id = $2 "
         f"AND e.chunk_id = ANY(ARRAY(SELECT c.id FROM {_from_chunks(filters)} WHERE {where})) "
         f"ORDER BY ({distance}) + 0 LIMIT ${len(args)}"
     )
@@ -172,10 +180,14 @@ def vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str 
     where = filter_sql(filters, args, workspace_column="e.workspace_id")
     args.append(None)  # k
     distance = _distance(dimensions, schema)
-    sources = " JOIN knowledge_sources s ON s.id = c.source_id" if filters.source_types else ""
+    sources = (
+        " JOIN knowledge_sources s ON s.id = c.source_id AND s.workspace_id = c.workspace_id"
+        if filters.source_types
+        else ""
+    )
     sql = (
         f"SELECT e.chunk_id AS id, {distance} AS distance "
-        f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id{sources} "
+        f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id{sources} "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
         f"ORDER BY {distance} LIMIT ${len(args)}"
     )
@@ -187,9 +199,23 @@ def hnsw_ef_search(ef_search: int, k: int) -> int:
     return min(max(ef_search, k), 1000)
 
 
-async def _set_hnsw(conn: asyncpg.Connection, ef_search: int, *, local: bool) -> None:
+CITUS_SET_LOCAL = (
+    "SET LOCAL citus.propagate_set_commands TO 'local'; "
+    "SET LOCAL hnsw.iterative_scan TO relaxed_order; SET LOCAL hnsw.ef_search TO {ef}"
+)
+"""Citus: the HNSW settings of one transaction, sent to the workers with the routed query.
+
+A coordinator's session ``SET`` (or ``set_config()``) does not reach the workers, where the
+scan runs: ``LIMIT 200`` then silently returns 40 rows (pgvector's default ``ef_search``).
+``SET LOCAL`` *statements* are propagated when ``citus.propagate_set_commands = 'local'``."""
+
+
+async def _set_hnsw(conn: asyncpg.Connection, ef_search: int, *, local: bool, citus: bool = False) -> None:
     """Iterative HNSW scans (``relaxed_order``: a filtered search still returns ``k`` rows) with
-    ``ef_search``, for the current transaction (``local``) or the session."""
+    ``ef_search``, for the current transaction (``local``) or the session (never on Citus)."""
+    if citus:
+        await conn.execute(CITUS_SET_LOCAL.format(ef=int(ef_search)))
+        return
     flag = "true" if local else "false"
     await conn.execute(
         f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', {flag}), set_config('hnsw.ef_search', $1, {flag})",
@@ -216,7 +242,7 @@ def _vector_statement(
 
 
 async def _vector_rows_in_transaction(
-    conn: asyncpg.Connection, sql: str, args: list[Any], *, exact: bool, ef: int
+    conn: asyncpg.Connection, sql: str, args: list[Any], *, exact: bool, ef: int, citus: bool = False
 ) -> list[asyncpg.Record]:
     """The ranking's rows, its settings local to one read-only transaction."""
     async with conn.transaction(readonly=True):
@@ -225,7 +251,7 @@ async def _vector_rows_in_transaction(
                 "SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)"
             )
         else:
-            await _set_hnsw(conn, ef, local=True)
+            await _set_hnsw(conn, ef, local=True, citus=citus)
         return list(await conn.fetch(sql, *args))
 
 
@@ -240,6 +266,7 @@ async def vector_ranking(
     schema: str | None,
     exact_limit: int = EXACT_LIMIT,
     session_ef_search: int | None = None,
+    citus: bool = False,
 ) -> list[RankedChunk]:
     """The ``k`` nearest chunks by cosine distance among those passing ``filters`` (see the module docstring).
 
@@ -252,7 +279,8 @@ async def vector_ranking(
 
     ``session_ef_search``: the ``ef_search`` the connection's session already runs HNSW scans
     with (:func:`set_hnsw_session`); a search needing just that one is a single statement,
-    any other sets its own for one transaction (``SET LOCAL``: four round trips).
+    any other sets its own for one transaction (``SET LOCAL``: four round trips). ``citus``:
+    always the latter, with the settings propagated to the workers (:data:`CITUS_SET_LOCAL`).
     """
     exact = False
     if filters.narrows and exact_limit > 0:
@@ -268,7 +296,7 @@ async def vector_ranking(
     if not exact and ef == session_ef_search:
         rows = await conn.fetch(sql, *args)  # the session's settings are the ones needed
     else:
-        rows = await _vector_rows_in_transaction(conn, sql, args, exact=exact, ef=ef)
+        rows = await _vector_rows_in_transaction(conn, sql, args, exact=exact, ef=ef, citus=citus)
     if not rows:
         stored = await conn.fetchval(
             "SELECT dimensions FROM chunk_embeddings WHERE workspace_id = $1 AND model = $2 LIMIT 1",
@@ -336,7 +364,12 @@ async def fetch_chunks_with_units(
 ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
     """The chunks of ``ids`` in that order and their units, in one query by primary keys
     (``model`` ``None``: the join matches no vector row)."""
-    rows = {int(r["id"]): r for r in await conn.fetch(_FETCH_CHUNKS_WITH_UNITS, list(ids), model)}
+    found = await (
+        conn.fetch(_FETCH_CHUNKS_WITHOUT_VECTORS, list(ids))
+        if model is None
+        else conn.fetch(_FETCH_CHUNKS_WITH_UNITS, list(ids), model)
+    )
+    rows = {int(r["id"]): r for r in found}
     return chunks_with_units(ids, rows, lambda r: hit_from_row(r, score=0.0, rank=0), _row_units)
 
 
@@ -345,14 +378,20 @@ def _row_units(row: Mapping[str, Any]) -> ChunkUnits:
 
 
 async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:
-    """Record the lexical tokenizer that wrote the index (``mixed`` once two disagree)."""
+    """Record the lexical tokenizer that wrote the index (``mixed`` once two disagree).
+
+    Read first, write only on a change: ``store_meta`` is a reference table on Citus (a copy on
+    every node), so an unconditional upsert made every archive a two-phase commit over all nodes."""
+    current = await conn.fetchval("SELECT value FROM store_meta WHERE key = $1", TOKENIZER_KEY)
+    if current in (name, MIXED_TOKENIZERS):
+        return
     await conn.execute(_RECORD_TOKENIZER, name)
 
 
 async def set_lexical_tokenizer(conn: asyncpg.Connection, name: str) -> None:
     await conn.execute(
         "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
-        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at",
         TOKENIZER_KEY,
         name,
     )
@@ -417,6 +456,7 @@ async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
 
 
 __all__ = [
+    "CITUS_SET_LOCAL",
     "MIXED_TOKENIZERS",
     "TOKENIZER_KEY",
     "exact_vector_sql",

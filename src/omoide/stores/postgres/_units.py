@@ -89,12 +89,40 @@ WHERE c.id = u.id AND c.content = u.content AND c.unit_lexical IS NULL
 """
 _EMBEDDINGS_MISSING_UNITS = f"""
 SELECT c.id, c.source_id, c.workspace_id, c.content, c.location
-FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id
+FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id
 WHERE e.model = $1 AND e.chunk_id > $2 AND e.unit_vectors IS NULL AND {HAS_LINES}
 ORDER BY e.chunk_id
 LIMIT $3
 """
 _SHARE_CHUNKS = "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE"
+_SHARE_CHUNKS_IN_WORKSPACE = (
+    "SELECT id, content FROM knowledge_chunks WHERE workspace_id = $2 AND id = ANY($1::bigint[]) ORDER BY id FOR SHARE"
+)
+_CHUNK_WORKSPACES = (
+    "SELECT workspace_id, array_agg(id ORDER BY id) AS ids FROM knowledge_chunks WHERE id = ANY($1::bigint[]) "
+    "GROUP BY workspace_id ORDER BY workspace_id"
+)
+
+
+async def chunk_workspaces(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[str, list[int]]:
+    """The existing chunks among ``ids`` grouped by workspace (workspaces and ids ascending)."""
+    return {str(g["workspace_id"]): [int(i) for i in g["ids"]] for g in await conn.fetch(_CHUNK_WORKSPACES, list(ids))}
+
+
+async def share_chunks(conn: asyncpg.Connection, ids: Sequence[int], *, citus: bool = False) -> list[asyncpg.Record]:
+    """``id`` and ``content`` of the chunks among ``ids``, locked ``FOR SHARE`` (inside the caller's transaction).
+
+    Citus refuses row locks in a statement that spans shards, so there the ids are first
+    grouped by workspace (a plain read) and each group is locked by a routed statement.
+    """
+    if not citus:
+        return list(await conn.fetch(_SHARE_CHUNKS, list(ids)))
+    found: list[asyncpg.Record] = []
+    for ws, group in (await chunk_workspaces(conn, ids)).items():
+        found += await conn.fetch(_SHARE_CHUNKS_IN_WORKSPACE, group, ws)
+    return found
+
+
 _PUT_UNIT_VECTORS = """
 UPDATE chunk_embeddings e SET unit_vectors = u.unit_vectors
 FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(chunk_id, content_hash, unit_vectors)
@@ -104,7 +132,8 @@ WHERE e.model = $1 AND e.chunk_id = u.chunk_id AND e.dimensions = $5
 _FETCH_UNITS = """
 SELECT c.id, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
 FROM knowledge_chunks c
-LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
+LEFT JOIN chunk_embeddings e
+    ON e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
 WHERE c.id = ANY($1::bigint[])
 """
 _FETCH_UNIT_LEXICAL = """
@@ -135,7 +164,9 @@ async def embeddings_missing_units(conn: asyncpg.Connection, model: str, after_i
     return [_chunk_text(r) for r in await conn.fetch(_EMBEDDINGS_MISSING_UNITS, model, after_id, limit)]
 
 
-async def put_unit_vectors(conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
+async def put_unit_vectors(
+    conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector], *, citus: bool = False
+) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
     is the row's (a vector stored without a hash: when the chunk's content hashes to it).
 
@@ -144,7 +175,7 @@ async def put_unit_vectors(conn: asyncpg.Connection, model: str, dimensions: int
     waits for this to commit (and then drops the vector with its unit vectors).
     """
     async with conn.transaction():
-        current = {r["id"]: r["content"] for r in await conn.fetch(_SHARE_CHUNKS, [r[0] for r in rows])}
+        current = {r["id"]: r["content"] for r in await share_chunks(conn, [r[0] for r in rows], citus=citus)}
         writes = [row for row in rows if row[0] in current and row[2] == content_hash(current[row[0]])]
         if not writes:
             return 0
@@ -191,7 +222,7 @@ def units_status_sql(workspace: str | None) -> str:
         f"FROM knowledge_chunks c{chunks_where}) x, "
         "LATERAL (VALUES ('chunks', x.total), ('units_missing', x.missing)) AS k(kind, n) "
         "UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) "
-        "FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id "
+        "FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id "
         f"WHERE e.unit_vectors IS NULL AND {HAS_LINES}{embeddings_where} GROUP BY e.model"
     )
 
@@ -200,6 +231,7 @@ __all__ = [
     "HAS_LINES",
     "UNIT_DTYPE",
     "chunk_unit_lexical",
+    "chunk_workspaces",
     "chunks_missing_units",
     "decode_unit_vectors",
     "embeddings_missing_units",
@@ -208,6 +240,7 @@ __all__ = [
     "has_lines",
     "put_unit_lexical",
     "put_unit_vectors",
+    "share_chunks",
     "unit_lexical_json",
     "unit_tokens",
     "units_status_sql",

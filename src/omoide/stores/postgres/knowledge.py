@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import asyncpg
 import numpy as np
 import numpy.typing as npt
 
 from omoide.models import Session
 from omoide.stores._erasure_common import ErasureState
 from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores._knowledge_common import session_not_found, source_not_found
 from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
@@ -38,20 +40,31 @@ class PostgresKnowledge(KnowledgeStore):
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
 
+    async def _session_ws(self, conn: asyncpg.Connection, session_id: int) -> str:
+        ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+        if ws is None:
+            raise session_not_found(session_id)
+        return ws
+
     async def _archive_session(self, plan: ArchivePlan) -> ArchiveResult:
         async with self._db.acquire() as conn:
-            return await kops.archive_session(conn, plan)
+            return await kops.archive_session(conn, plan, await self._session_ws(conn, plan.session_id))
 
     async def _archive_session_locked(
         self, session_id: int, planner: ArchivePlanner
     ) -> tuple[ArchivePlan, ArchiveResult] | None:
         """The planner runs in a worker thread while the session row is locked."""
         async with self._db.acquire() as conn:
-            return await kops.archive_session_locked(conn, session_id, planner)
+            return await kops.archive_session_locked(
+                conn, session_id, await self._session_ws(conn, session_id), planner
+            )
 
     async def _sessions_to_archive(self, idle_before: datetime, min_unarchived: int, limit: int) -> list[Session]:
         async with self._db.acquire() as conn:
-            return await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
+            found = await kops.sessions_to_archive(conn, idle_before, min_unarchived, limit)
+        for session in found:
+            self._db.workspaces.remember("sessions", session.id, session.workspace_id)
+        return found
 
     async def _add_source(
         self, source: SourceDraft, chunks: list[ChunkDraft], erasure_generation: int | None
@@ -65,19 +78,29 @@ class PostgresKnowledge(KnowledgeStore):
             self._db.tokenizer.forget()  # the insert recorded the tokenizer that wrote these chunks
 
     async def _claim_sources(self, limit: int, lease_seconds: float) -> list[SourceId]:
-        """``FOR UPDATE SKIP LOCKED``: concurrent claimers neither share nor wait."""
+        """``FOR UPDATE SKIP LOCKED``: concurrent claimers neither share nor wait (on Citus, per workspace)."""
         async with self._db.acquire() as conn:
-            return await kops.claim_sources(conn, limit, lease_seconds)
+            claimed = await kops.claim_sources(conn, limit, lease_seconds, citus=self._db.citus)
+        for source_id, ws in claimed:
+            self._db.workspaces.remember("knowledge_sources", source_id, ws)
+        return [source_id for source_id, _ in claimed]
 
     async def _chunks_missing_embedding(
         self, model: str, source_ids: list[int] | None, after_id: int, limit: int
     ) -> list[ChunkText]:
         async with self._db.acquire() as conn:
-            return await kops.chunks_missing_embedding(conn, model, source_ids, after_id, limit)
+            by_source = None
+            if self._db.citus and source_ids is not None:  # routed per workspace (claimed sources: cached)
+                by_source = await self._db.workspaces.lookup_many(conn, "knowledge_sources", list(source_ids))
+            return await kops.chunks_missing_embedding(
+                conn, model, source_ids, after_id, limit, source_workspaces=by_source
+            )
 
     async def _put_embeddings(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         async with self._db.acquire() as conn:
-            return await kops.put_embeddings(conn, model, dimensions, rows, self._db.vector_schema)
+            return await kops.put_embeddings(
+                conn, model, dimensions, rows, self._db.vector_schema, citus=self._db.citus
+            )
 
     async def _release_sources(self, source_ids: list[int]) -> int:
         async with self._db.acquire() as conn:
@@ -85,7 +108,10 @@ class PostgresKnowledge(KnowledgeStore):
 
     async def _finish_source(self, source_id: int, status: SourceStatus, error: str | None) -> None:
         async with self._db.acquire() as conn:
-            await kops.finish_source(conn, source_id, status, error)
+            ws = await self._db.workspaces.lookup(conn, "knowledge_sources", source_id)
+            if ws is None:
+                raise source_not_found(source_id)
+            await kops.finish_source(conn, source_id, ws, status, error)
 
     async def _ensure_vector_index(self, model: str, dimensions: int) -> bool:
         """The partial HNSW index, built concurrently with ``m`` / ``ef_construction`` from settings."""
@@ -115,7 +141,7 @@ class PostgresKnowledge(KnowledgeStore):
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         """float16 ``bytea`` where the stored content hash is the row's."""
         async with self._db.acquire() as conn:
-            return await uops.put_unit_vectors(conn, model, dimensions, rows)
+            return await uops.put_unit_vectors(conn, model, dimensions, rows, citus=self._db.citus)
 
     async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
         async with self._db.acquire() as conn:

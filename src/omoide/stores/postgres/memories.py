@@ -10,6 +10,7 @@ from omoide.stores.memories import (
     ForgetReport,
     MemoryChanges,
     MemoryDraft,
+    MemoryEvent,
     MemoryHit,
     MemoryQuery,
     MemoryRecord,
@@ -28,25 +29,38 @@ class PostgresMemories(MemoryStore):
         self._db = db
 
     async def _insert_memory(
-        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None
+        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None, actor: str
     ) -> MemoryRecord:
         async with self._db.acquire() as conn:
-            return await mops.insert_memory(conn, draft, model, vector)
+            return await mops.insert_memory(conn, draft, model, vector, actor)
 
     async def _get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
         async with self._db.acquire() as conn:
             return await mops.get_memory(conn, workspace_id, user_id, memory_id)
 
     async def _update_memory(
-        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        vector: MemoryVector | None,
+        actor: str,
+        action: str,
     ) -> MemoryRecord:
         model, array = vector if vector is not None else (None, None)
         async with self._db.acquire() as conn:
-            return await mops.update_memory(conn, workspace_id, user_id, memory_id, changes, model, array)
+            return await mops.update_memory(
+                conn, workspace_id, user_id, memory_id, changes, model, array, actor, action
+            )
 
-    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
+    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int, actor: str) -> None:
         async with self._db.acquire() as conn:
-            await mops.delete_memory(conn, workspace_id, user_id, memory_id)
+            await mops.delete_memory(conn, workspace_id, user_id, memory_id, actor)
+
+    async def _memory_history(self, workspace_id: str, user_id: str, memory_id: int, limit: int) -> list[MemoryEvent]:
+        async with self._db.acquire() as conn:
+            return await mops.memory_history(conn, workspace_id, user_id, memory_id, limit)
 
     async def _list_memories(
         self, workspace_id: str, user_id: str, category: str | None, tags: tuple[str, ...], limit: int, offset: int

@@ -10,6 +10,10 @@ pending and returns ``[]``. The lock is released by COMMIT or ROLLBACK, so a cra
 migrator never leaves it held, and DDL is transactional in PostgreSQL, so a failed
 migration leaves no half-built schema.
 
+On a Citus coordinator the same transaction then distributes the tables by ``workspace_id``
+(:func:`~omoide.stores.postgres.citus.distribute_tables`; a no-op without the ``citus``
+extension or once done).
+
 A database whose newest recorded version is above :data:`LATEST_VERSION` was migrated by
 a newer omoide; this code refuses to touch it (:class:`~omoide.errors.MigrationError`).
 """
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from omoide.errors import MigrationError
+from omoide.stores.postgres.citus import distribute_tables
 from omoide.stores.postgres.schema import (
     MIGRATION_1,
     MIGRATION_2,
@@ -59,6 +64,26 @@ class Migration:
     needs_vector: bool = False
 
 
+MIGRATION_10_MEMORY_EVENTS = """
+CREATE TABLE memory_events (
+    id           bigint      GENERATED ALWAYS AS IDENTITY,
+    workspace_id text        NOT NULL,
+    user_id      text        NOT NULL,
+    memory_id    bigint      NOT NULL,
+    action       text        NOT NULL CHECK (action IN ('created', 'updated', 'merged', 'deleted')),
+    actor        text        NOT NULL,
+    content      text,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (workspace_id, id)
+);
+CREATE INDEX memory_events_memory ON memory_events (workspace_id, user_id, memory_id, id);
+INSERT INTO memory_events (workspace_id, user_id, memory_id, action, actor, content, created_at)
+SELECT workspace_id, user_id, id, 'created', 'migration', content, updated_at FROM memories ORDER BY id;
+"""
+"""Memory history (issue 19): one row per change of a memory, written in the change's transaction; the
+primary key leads with workspace_id so Citus can distribute it. Memories stored before history began get
+one 'created' event with their content now (actor 'migration')."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
@@ -69,6 +94,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "session messages: stored token counts", MIGRATION_7),
     Migration(8, "erasure: per-workspace erasure generation and erased users (hashed)", MIGRATION_8),
     Migration(9, "retrieval units: per-line tokens of chunks, unit vectors with their embeddings", MIGRATION_9),
+    Migration(10, "memory history: memory_events (each change of a memory, by whom)", MIGRATION_10_MEMORY_EVENTS),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -153,6 +179,7 @@ async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),
                 },
             )
+        await distribute_tables(conn)  # Citus only: a no-op on single-node PostgreSQL
     return [m.version for m in pending]
 
 

@@ -42,6 +42,7 @@ class PostgresSearch(SearchStore):
                 ef_search=self._db.settings.hnsw_ef_search,
                 schema=self._db.vector_schema,
                 session_ef_search=self._db.session_ef_search,
+                citus=self._db.citus,
             )
 
     async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:

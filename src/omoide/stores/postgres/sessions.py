@@ -29,6 +29,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import asyncpg
+
+from omoide.errors import SessionNotFound
 from omoide.models import Message, Session, SessionKey, SessionStatus
 from omoide.stores.postgres import _sessions as ops
 from omoide.stores.postgres._db import PostgresDb
@@ -36,39 +39,59 @@ from omoide.stores.sessions import SessionStore
 
 
 class PostgresSessions(SessionStore):
+    """Sessions by id name their workspace too (``_db.workspaces``): one routed shard on Citus."""
+
     def __init__(self, db: PostgresDb) -> None:
         super().__init__(max_message_bytes=db.settings.max_message_bytes)
         self._db = db
 
+    def _seen(self, session: Session) -> Session:
+        self._db.workspaces.remember("sessions", session.id, session.workspace_id)
+        return session
+
+    async def _ws(self, conn: asyncpg.Connection, session_id: int) -> str:
+        ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+        if ws is None:
+            raise SessionNotFound(f"no session with id {session_id}", session_id=session_id)
+        return ws
+
     async def _get_or_create_session(self, key: SessionKey) -> Session:
         async with self._db.acquire() as conn:
-            return await ops.get_or_create_session(conn, key)
+            return self._seen(await ops.get_or_create_session(conn, key))
 
     async def _get_session(self, key: str) -> Session | None:
         async with self._db.acquire() as conn:
-            return await ops.get_session(conn, key)
+            found = await ops.get_session(conn, key)
+        return None if found is None else self._seen(found)
 
     async def _get_session_by_id(self, session_id: int) -> Session | None:
         async with self._db.acquire() as conn:
-            return await ops.get_session_by_id(conn, session_id)
+            ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+            return None if ws is None else await ops.get_session_by_id(conn, session_id, ws)
 
     async def _set_session_visibility(self, session_id: int, private: bool, members: list[str]) -> Session:
         async with self._db.acquire() as conn:
-            return await ops.set_session_visibility(conn, session_id, private, members)
+            return await ops.set_session_visibility(
+                conn, session_id, await self._ws(conn, session_id), private, members
+            )
 
     async def _append_message(
         self, session_id: int, message: Message, content: str, tokens: int | None
     ) -> tuple[Message, bool]:
         async with self._db.acquire() as conn:
-            return await ops.append_message(conn, session_id, message, content, tokens)
+            ws = await self._ws(conn, session_id)
+            append = ops.append_message_routed if self._db.citus else ops.append_message
+            return await append(conn, session_id, ws, message, content, tokens)
 
     async def _history(self, session_id: int, window: int) -> list[Message]:
         async with self._db.acquire() as conn:
-            return await ops.history(conn, session_id, window)
+            ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+            return [] if ws is None else await ops.history(conn, session_id, ws, window)
 
     async def _messages(self, session_id: int, after_seq: int, limit: int | None) -> list[Message]:
         async with self._db.acquire() as conn:
-            return await ops.messages(conn, session_id, after_seq, limit)
+            ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+            return [] if ws is None else await ops.messages(conn, session_id, ws, after_seq, limit)
 
     async def _list_sessions(
         self, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
@@ -80,23 +103,28 @@ class PostgresSessions(SessionStore):
         self, session_id: int, expected_version: int, status: SessionStatus | None, window_start_seq: int | None
     ) -> Session:
         async with self._db.acquire() as conn:
-            return await ops.update_session(conn, session_id, expected_version, status, window_start_seq)
+            ws = await self._ws(conn, session_id)
+            return await ops.update_session(conn, session_id, ws, expected_version, status, window_start_seq)
 
     async def _reset_window(self, session_id: int) -> Session:
         async with self._db.acquire() as conn:
-            return await ops.reset_window(conn, session_id)
+            return await ops.reset_window(conn, session_id, await self._ws(conn, session_id))
 
     async def _save_context_summary(self, session_id: int, summary: str, through_seq: int) -> Session | None:
         async with self._db.acquire() as conn:
-            return await ops.save_context_summary(conn, session_id, summary, through_seq)
+            ws = await self._ws(conn, session_id)
+            return await ops.save_context_summary(conn, session_id, ws, summary, through_seq)
 
     async def _expire_idle(self, idle_before: datetime, batch_size: int) -> int:
         async with self._db.acquire() as conn:
+            if self._db.citus:
+                return await ops.expire_idle_per_workspace(conn, idle_before, batch_size)
             return await ops.expire_idle(conn, idle_before, batch_size)
 
     async def _delete_session(self, session_id: int) -> bool:
         async with self._db.acquire() as conn:
-            return await ops.delete_session(conn, session_id)
+            ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
+            return False if ws is None else await ops.delete_session(conn, session_id, ws)
 
 
 __all__ = ["PostgresSessions"]

@@ -117,6 +117,7 @@ def _erase(
         )
     }
     memories = conn.execute("DELETE FROM memories WHERE workspace_id = ? AND user_id = ?", (ws, user)).rowcount
+    conn.execute("DELETE FROM memory_events WHERE workspace_id = ? AND user_id = ?", (ws, user))  # their history
     # sessions of others where they wrote: a new version (an archive planned before this conflicts)
     # and no persisted compaction (it may quote them)
     conn.execute(

@@ -25,9 +25,11 @@ from omoide.models import utcnow
 from omoide.stores._knowledge_common import to_json
 from omoide.stores._memory_ranking import fuse_memory_hits
 from omoide.stores.memories import (
+    DEFAULT_ACTOR,
     ForgetReport,
     MemoryChanges,
     MemoryDraft,
+    MemoryEvent,
     MemoryHit,
     MemoryId,
     MemoryQuery,
@@ -94,8 +96,42 @@ def _put_vector(
     )
 
 
+def _record_event(
+    conn: sqlite3.Connection,
+    scope: tuple[str, str],
+    memory_id: int,
+    action: str,
+    actor: str,
+    content: str | None,
+    stamp: str,
+) -> None:
+    """One row of the memory's history, in the caller's (the change's) transaction."""
+    conn.execute(
+        "INSERT INTO memory_events (workspace_id, user_id, memory_id, action, actor, content, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (*scope, memory_id, action, actor, content, stamp),
+    )
+
+
+def memory_history(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, memory_id: int, limit: int
+) -> list[MemoryEvent]:
+    """The memory's newest ``limit`` events, oldest first."""
+    rows = conn.execute(
+        "SELECT id, workspace_id, user_id, memory_id, action, actor, content, created_at FROM memory_events "
+        "WHERE workspace_id = ? AND user_id = ? AND memory_id = ? ORDER BY id DESC LIMIT ?",
+        (workspace_id, user_id, memory_id, limit),
+    ).fetchall()
+    return [MemoryEvent(int(r[0]), r[1], r[2], int(r[3]), r[4], r[5], r[6], parse_ts(r[7])) for r in reversed(rows)]
+
+
 def insert_memory(
-    conn: sqlite3.Connection, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None, now: datetime
+    conn: sqlite3.Connection,
+    draft: MemoryDraft,
+    model: str,
+    vector: npt.NDArray[np.float32] | None,
+    now: datetime,
+    actor: str = DEFAULT_ACTOR,
 ) -> MemoryRecord:
     stamp = format_ts(now)
     memory_id = conn.execute(
@@ -115,6 +151,7 @@ def insert_memory(
     ).fetchone()[0]
     if vector is not None:
         _put_vector(conn, memory_id, (draft.workspace_id, draft.user_id), model, vector, stamp)
+    _record_event(conn, (draft.workspace_id, draft.user_id), memory_id, "created", actor, draft.content, stamp)
     stored = _get(conn, draft.workspace_id, draft.user_id, memory_id)
     assert stored is not None
     return stored
@@ -133,6 +170,8 @@ def update_memory(
     model: str | None,
     vector: npt.NDArray[np.float32] | None,
     now: datetime,
+    actor: str = DEFAULT_ACTOR,
+    action: str = "updated",
 ) -> MemoryRecord:
     stamp = format_ts(now)
     sets = ["updated_at = ?"]
@@ -161,15 +200,19 @@ def update_memory(
         _put_vector(conn, memory_id, (workspace_id, user_id), model, vector, stamp)
     stored = _get(conn, workspace_id, user_id, memory_id)
     assert stored is not None
+    _record_event(conn, (workspace_id, user_id), memory_id, action, actor, stored.content, stamp)
     return stored
 
 
-def delete_memory(conn: sqlite3.Connection, workspace_id: str, user_id: str, memory_id: int) -> None:
+def delete_memory(
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, memory_id: int, actor: str = DEFAULT_ACTOR
+) -> None:
     cursor = conn.execute(
         "DELETE FROM memories WHERE id = ? AND workspace_id = ? AND user_id = ?", (memory_id, workspace_id, user_id)
     )
     if cursor.rowcount == 0:
         raise memory_not_found(memory_id)
+    _record_event(conn, (workspace_id, user_id), memory_id, "deleted", actor, None, format_ts(utcnow()))
 
 
 def list_memories(
@@ -337,11 +380,16 @@ def _generation(conn: sqlite3.Connection, workspace_id: str, user_id: str) -> in
 
 
 def insert_memory_tracked(
-    conn: sqlite3.Connection, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None, now: datetime
+    conn: sqlite3.Connection,
+    draft: MemoryDraft,
+    model: str,
+    vector: npt.NDArray[np.float32] | None,
+    now: datetime,
+    actor: str = DEFAULT_ACTOR,
 ) -> tuple[MemoryRecord, MemoryChange]:
     """:func:`insert_memory`, and what it changed for the recall cache."""
     before = _generation(conn, draft.workspace_id, draft.user_id)
-    stored = insert_memory(conn, draft, model, vector, now)
+    stored = insert_memory(conn, draft, model, vector, now, actor)
     after = _generation(conn, draft.workspace_id, draft.user_id)
     change = MemoryChange(
         draft.workspace_id,
@@ -365,10 +413,12 @@ def update_memory_tracked(
     model: str | None,
     vector: npt.NDArray[np.float32] | None,
     now: datetime,
+    actor: str = DEFAULT_ACTOR,
+    action: str = "updated",
 ) -> tuple[MemoryRecord, MemoryChange]:
     """:func:`update_memory`, and what it changed for the recall cache."""
     before = _generation(conn, workspace_id, user_id)
-    stored = update_memory(conn, workspace_id, user_id, memory_id, changes, model, vector, now)
+    stored = update_memory(conn, workspace_id, user_id, memory_id, changes, model, vector, now, actor, action)
     after = _generation(conn, workspace_id, user_id)
     new_text = changes.content is not None
     change = MemoryChange(
@@ -386,11 +436,11 @@ def update_memory_tracked(
 
 
 def delete_memory_tracked(
-    conn: sqlite3.Connection, workspace_id: str, user_id: str, memory_id: int
+    conn: sqlite3.Connection, workspace_id: str, user_id: str, memory_id: int, actor: str = DEFAULT_ACTOR
 ) -> tuple[None, MemoryChange]:
     """:func:`delete_memory`, and what it changed for the recall cache."""
     before = _generation(conn, workspace_id, user_id)
-    delete_memory(conn, workspace_id, user_id, memory_id)
+    delete_memory(conn, workspace_id, user_id, memory_id, actor)
     after = _generation(conn, workspace_id, user_id)
     return None, MemoryChange(workspace_id, user_id, memory_id, before, after, removed=True)
 
@@ -412,6 +462,7 @@ __all__ = [
     "insert_memory",
     "insert_memory_tracked",
     "list_memories",
+    "memory_history",
     "memory_lexical_search",
     "memory_recall",
     "memory_vector_search",

@@ -12,6 +12,7 @@ from omoide.stores.memories import (
     ForgetReport,
     MemoryChanges,
     MemoryDraft,
+    MemoryEvent,
     MemoryHit,
     MemoryQuery,
     MemoryRecord,
@@ -31,7 +32,7 @@ class SqliteMemories(MemoryStore):
         self._db = db
 
     async def _insert_memory(
-        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None
+        self, draft: MemoryDraft, model: str, vector: npt.NDArray[np.float32] | None, actor: str
     ) -> MemoryRecord:
         return await self._db.on_writer(
             "insert_memory",
@@ -42,13 +43,21 @@ class SqliteMemories(MemoryStore):
             model,
             vector,
             utcnow(),
+            actor,
         )
 
     async def _get_memory(self, workspace_id: str, user_id: str, memory_id: int) -> MemoryRecord | None:
         return await self._db.read("get_memory", mops.get_memory, workspace_id, user_id, memory_id)
 
     async def _update_memory(
-        self, workspace_id: str, user_id: str, memory_id: int, changes: MemoryChanges, vector: MemoryVector | None
+        self,
+        workspace_id: str,
+        user_id: str,
+        memory_id: int,
+        changes: MemoryChanges,
+        vector: MemoryVector | None,
+        actor: str,
+        action: str,
     ) -> MemoryRecord:
         model, array = vector if vector is not None else (None, None)
         return await self._db.on_writer(
@@ -63,9 +72,11 @@ class SqliteMemories(MemoryStore):
             model,
             array,
             utcnow(),
+            actor,
+            action,
         )
 
-    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int) -> None:
+    async def _delete_memory(self, workspace_id: str, user_id: str, memory_id: int, actor: str) -> None:
         await self._db.on_writer(
             "delete_memory",
             mops.tracked_write,
@@ -74,7 +85,11 @@ class SqliteMemories(MemoryStore):
             workspace_id,
             user_id,
             memory_id,
+            actor,
         )
+
+    async def _memory_history(self, workspace_id: str, user_id: str, memory_id: int, limit: int) -> list[MemoryEvent]:
+        return await self._db.read("memory_history", mops.memory_history, workspace_id, user_id, memory_id, limit)
 
     async def _list_memories(
         self, workspace_id: str, user_id: str, category: str | None, tags: tuple[str, ...], limit: int, offset: int

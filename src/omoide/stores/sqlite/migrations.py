@@ -39,6 +39,26 @@ class Migration:
     statements: tuple[str, ...]
 
 
+V11_MEMORY_EVENTS: tuple[str, ...] = (
+    """
+    CREATE TABLE memory_events (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace_id  TEXT NOT NULL,
+        user_id       TEXT NOT NULL,
+        memory_id     INTEGER NOT NULL,
+        action        TEXT NOT NULL CHECK (action IN ('created', 'updated', 'merged', 'deleted')),
+        actor         TEXT NOT NULL,
+        content       TEXT,
+        created_at    TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX memory_events_memory_idx ON memory_events (workspace_id, user_id, memory_id, id)",
+    # the memories stored before history began: one 'created' event with their content now
+    "INSERT INTO memory_events (workspace_id, user_id, memory_id, action, actor, content, created_at) "
+    "SELECT workspace_id, user_id, id, 'created', 'migration', content, updated_at FROM memories ORDER BY id",
+)
+"""Memory history (issue 19): one row per change of a memory, written in the change's transaction."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -54,6 +74,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "session messages: stored token counts", V8),
     Migration(9, "erasure: per-workspace erasure generation and erased users (hashed)", V9),
     Migration(10, "retrieval units: per-line search tokens on chunks, unit vectors with a chunk's vector", V10),
+    Migration(11, "memory history: memory_events (each change of a memory, by whom)", V11_MEMORY_EVENTS),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

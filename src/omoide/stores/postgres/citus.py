@@ -1,0 +1,157 @@
+"""Citus (distributed PostgreSQL): detect it and distribute omoide's tables by ``workspace_id``.
+
+Every omoide query is scoped to one workspace, so ``workspace_id`` is the distribution
+column: a workspace's sessions, messages, sources, chunks, embeddings, memories and
+summaries live in one shard group (the tables are *colocated*), and a query filtered by
+``workspace_id = $n`` is a *router* query, sent whole to the one worker that holds it.
+``docs/scale.md`` explains the layout.
+
+:func:`distribute_tables` runs at the end of every migration (same transaction, same
+advisory lock as :func:`~omoide.stores.postgres.migrations.apply_migrations`), only when
+the ``citus`` extension is installed in the database, and is idempotent: a table already in
+``pg_dist_partition`` is left alone, so a later migration that adds a table only gets that
+table distributed. A single-node PostgreSQL database is never touched by this module.
+
+What changes on Citus (and only there):
+
+* Citus requires every primary key, unique constraint and foreign key of a distributed
+  table to include the distribution column. Migration 1 keyed rows by ``id`` alone, so the
+  first distribution appends ``workspace_id`` to those keys (:data:`KEY_REWRITE`), keeping
+  each constraint's *name* and its leading columns: ``ON CONFLICT ON CONSTRAINT <name>``
+  then works on both backends, and lookups by ``id`` keep using the index.
+* ``store_meta`` (global key/value facts) and ``api_keys`` (found by the token's hash,
+  before the workspace is known) have no workspace scope: they become *reference* tables,
+  copied to every node, so reads are local everywhere and joins with them push down.
+* ``schema_migrations`` stays a plain table on the coordinator: only the migrator reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import asyncpg
+
+logger = logging.getLogger(__name__)
+
+DISTRIBUTION_COLUMN = "workspace_id"
+COLOCATION_ANCHOR = "sessions"
+
+DISTRIBUTED_TABLES: tuple[str, ...] = (
+    "sessions",
+    "session_messages",
+    "knowledge_sources",
+    "knowledge_chunks",
+    "chunk_embeddings",
+    "memories",
+    "memory_embeddings",
+    "summaries",
+    "erasure_state",
+    "erased_users",
+    "memory_events",
+)
+"""Workspace-scoped tables, distributed by ``workspace_id`` and colocated with ``sessions``;
+parents before children (foreign keys). A table missing from the database is skipped."""
+
+REFERENCE_TABLES: tuple[str, ...] = ("store_meta", "api_keys")
+"""Tables without a workspace scope, replicated to every node."""
+
+KEY_REWRITE = """
+ALTER TABLE session_messages DROP CONSTRAINT IF EXISTS session_messages_session_id_fkey;
+ALTER TABLE knowledge_chunks DROP CONSTRAINT IF EXISTS knowledge_chunks_source_id_fkey;
+ALTER TABLE chunk_embeddings DROP CONSTRAINT IF EXISTS chunk_embeddings_chunk_id_fkey;
+ALTER TABLE memory_embeddings DROP CONSTRAINT IF EXISTS memory_embeddings_memory_id_fkey;
+
+ALTER TABLE sessions
+    DROP CONSTRAINT sessions_pkey, ADD CONSTRAINT sessions_pkey PRIMARY KEY (id, workspace_id),
+    DROP CONSTRAINT sessions_session_key_key,
+    ADD CONSTRAINT sessions_session_key_key UNIQUE (session_key, workspace_id);
+ALTER TABLE session_messages
+    DROP CONSTRAINT session_messages_pkey, ADD CONSTRAINT session_messages_pkey PRIMARY KEY (id, workspace_id),
+    DROP CONSTRAINT session_messages_session_seq,
+    ADD CONSTRAINT session_messages_session_seq UNIQUE (session_id, seq, workspace_id);
+ALTER TABLE knowledge_sources
+    DROP CONSTRAINT knowledge_sources_pkey, ADD CONSTRAINT knowledge_sources_pkey PRIMARY KEY (id, workspace_id);
+ALTER TABLE knowledge_chunks
+    DROP CONSTRAINT knowledge_chunks_pkey, ADD CONSTRAINT knowledge_chunks_pkey PRIMARY KEY (id, workspace_id),
+    DROP CONSTRAINT knowledge_chunks_source_index,
+    ADD CONSTRAINT knowledge_chunks_source_index UNIQUE (source_id, chunk_index, workspace_id);
+ALTER TABLE chunk_embeddings
+    DROP CONSTRAINT chunk_embeddings_pkey,
+    ADD CONSTRAINT chunk_embeddings_pkey PRIMARY KEY (chunk_id, model, workspace_id);
+ALTER TABLE memories
+    DROP CONSTRAINT memories_pkey, ADD CONSTRAINT memories_pkey PRIMARY KEY (id, workspace_id);
+ALTER TABLE memory_embeddings
+    DROP CONSTRAINT memory_embeddings_pkey,
+    ADD CONSTRAINT memory_embeddings_pkey PRIMARY KEY (memory_id, model, workspace_id);
+ALTER TABLE summaries
+    DROP CONSTRAINT summaries_pkey, ADD CONSTRAINT summaries_pkey PRIMARY KEY (id, workspace_id);
+
+ALTER TABLE session_messages ADD CONSTRAINT session_messages_session_id_fkey
+    FOREIGN KEY (session_id, workspace_id) REFERENCES sessions (id, workspace_id) ON DELETE CASCADE;
+ALTER TABLE knowledge_chunks ADD CONSTRAINT knowledge_chunks_source_id_fkey
+    FOREIGN KEY (source_id, workspace_id) REFERENCES knowledge_sources (id, workspace_id) ON DELETE CASCADE;
+ALTER TABLE chunk_embeddings ADD CONSTRAINT chunk_embeddings_chunk_id_fkey
+    FOREIGN KEY (chunk_id, workspace_id) REFERENCES knowledge_chunks (id, workspace_id) ON DELETE CASCADE;
+ALTER TABLE memory_embeddings ADD CONSTRAINT memory_embeddings_memory_id_fkey
+    FOREIGN KEY (memory_id, workspace_id) REFERENCES memories (id, workspace_id) ON DELETE CASCADE;
+"""
+"""Migration 1's keys with ``workspace_id`` appended (same names, same leading columns)."""
+
+
+async def citus_installed(conn: asyncpg.Connection) -> bool:
+    """Whether the ``citus`` extension is installed in this database."""
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"))
+
+
+async def _distributed(conn: asyncpg.Connection) -> set[str]:
+    rows = await conn.fetch("SELECT logicalrelid::regclass::text AS name FROM pg_dist_partition")
+    return {str(r["name"]) for r in rows}
+
+
+async def _exists(conn: asyncpg.Connection, table: str) -> bool:
+    return await conn.fetchval("SELECT to_regclass($1)", table) is not None
+
+
+async def distribute_tables(conn: asyncpg.Connection) -> list[str]:
+    """Distribute (or replicate) every omoide table Citus does not manage yet; return their names.
+
+    A no-op returning ``[]`` without Citus or when everything is distributed already. Runs
+    inside the caller's migration transaction (after its advisory lock), so two processes
+    never distribute at once and a failure leaves the tables as they were.
+    """
+    if not await citus_installed(conn):
+        return []
+    done = await _distributed(conn)
+    wanted = [t for t in (*REFERENCE_TABLES, *DISTRIBUTED_TABLES) if t not in done and await _exists(conn, t)]
+    if not wanted:
+        return []
+    # a transaction that creates shards over several connections and then uses them must
+    # not switch between parallel and sequential execution halfway
+    await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    if COLOCATION_ANCHOR not in done:
+        await conn.execute(KEY_REWRITE)
+    for table in wanted:
+        if table in REFERENCE_TABLES:
+            await conn.execute("SELECT create_reference_table($1)", table)
+        elif table == COLOCATION_ANCHOR:
+            await conn.execute("SELECT create_distributed_table($1, $2)", table, DISTRIBUTION_COLUMN)
+        else:
+            await conn.execute(
+                "SELECT create_distributed_table($1, $2, colocate_with => $3)",
+                table,
+                DISTRIBUTION_COLUMN,
+                COLOCATION_ANCHOR,
+            )
+    logger.info("citus_tables_distributed", extra={"store": "postgresql", "tables": wanted})
+    return wanted
+
+
+__all__ = [
+    "COLOCATION_ANCHOR",
+    "DISTRIBUTED_TABLES",
+    "DISTRIBUTION_COLUMN",
+    "KEY_REWRITE",
+    "REFERENCE_TABLES",
+    "citus_installed",
+    "distribute_tables",
+]

@@ -1,0 +1,162 @@
+"""A 3-node Citus cluster (coordinator + 2 workers) for the store suites, built from the vendored tarball.
+
+``scripts/citus-cluster`` builds Citus into ``~/.cache/omoide`` (once: about a minute and a
+half of compiling; cached afterwards) and starts the nodes. The cluster is started once per
+test run on free ports in a temporary directory and stopped at the end. Every test gets the
+one cluster database, migrated (tables distributed by ``workspace_id``) and emptied with
+``TRUNCATE`` (creating a database per test would mean creating the extension and registering
+the workers again in each: seconds per test).
+
+Skips with the reason when the tarball (``../shared/vendor/citus-*.tar.gz`` or
+``OMOIDE_CITUS_TARBALL``) is missing or the machine cannot build it. Set
+``OMOIDE_TEST_CITUS_URL`` to use a running cluster instead (its database must have the
+``citus`` and ``vector`` extensions and its workers registered; it is emptied by the tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import socket
+import tempfile
+import time
+import types
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "citus-cluster"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "citus: needs the local Citus cluster (tests/citus)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/citus/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.citus)
+
+
+def load_cluster_script() -> types.ModuleType:
+    """``scripts/citus-cluster`` as a module (it has no ``.py`` suffix)."""
+    loader = importlib.machinery.SourceFileLoader("omoide_citus_cluster", str(SCRIPT))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _free_port_run(count: int = 3) -> int:
+    """A port p with p … p+count-1 all free on 127.0.0.1."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base + count > 65535:
+            continue
+        ok = True
+        for port in range(base, base + count):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no run of 3 free ports found on 127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def citus_cluster() -> Iterator[dict[str, Any]]:
+    """The running cluster's state (``url``, ``worker_urls``, ``ports``, ``start_seconds``)."""
+    external = os.environ.get("OMOIDE_TEST_CITUS_URL")
+    if external:
+        yield {"url": external, "worker_urls": [], "external": True}
+        return
+    script = load_cluster_script()
+    try:
+        tarball = script.find_tarball(None)
+    except script.ClusterError as exc:
+        pytest.skip(f"no Citus source to build the test cluster from: {exc}")
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("building Citus needs gcc and make (apt-get install gcc make)")
+    started = time.monotonic()
+    script.build(tarball, quiet=True)
+    built = time.monotonic()
+    base = Path(tempfile.mkdtemp(prefix="omoide-citus-"))
+    os.chmod(base, 0o755)  # as root, the nodes run as the omoide-citus user
+    try:
+        shards = int(os.environ.get("OMOIDE_TEST_CITUS_SHARDS", "8"))  # fewer than 32: cheaper fan-outs on 2 cores
+        state = dict(script.start(tarball, base, _free_port_run(), shards=shards, quiet=True))
+        state["build_seconds"] = round(built - started, 1)
+        yield state
+    finally:
+        script.stop(base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_migrated: set[str] = set()
+
+
+async def _empty_database(url: str) -> None:
+    """Migrate once per run, then empty every omoide table (TRUNCATE keeps the distributed layout)."""
+    import asyncpg
+
+    from omoide.stores.postgres.store import PostgresStore
+
+    if url not in _migrated:
+        async with PostgresStore(url) as s:
+            await s.migrate()
+        _migrated.add(url)
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT logicalrelid::regclass::text AS t FROM pg_dist_partition")
+        tables = ", ".join(r["t"] for r in rows)
+        if tables:
+            await conn.execute(f"TRUNCATE {tables} CASCADE")
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def citus_url(citus_cluster: dict[str, Any]) -> str:
+    """The cluster's database, migrated and empty."""
+    url = str(citus_cluster["url"])
+    await _empty_database(url)
+    return url
+
+
+@pytest.fixture
+def backend() -> str:
+    """The suites parametrised over ``backend`` run once here, on PostgreSQL (the cluster)."""
+    return "postgres"
+
+
+@pytest.fixture
+def pg_url(citus_url: str) -> str:
+    """Suites written for ``pg_url`` run against the cluster in this directory."""
+    return citus_url
+
+
+@pytest.fixture
+async def store(citus_url: str, tmp_path: Path) -> AsyncIterator[Any]:
+    """The conformance suites' fixture, on the Citus cluster (one mode: ``citus``)."""
+    from omoide.settings import Settings
+    from omoide.stores import open_store
+
+    settings = Settings(database_url=citus_url, transcripts_dir=tmp_path / "transcripts", db_pool_max=25)
+    async with open_store(settings=settings) as s:
+        yield s
+
+
+__all__ = ["asyncio", "load_cluster_script"]
