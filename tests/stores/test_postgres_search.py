@@ -228,6 +228,47 @@ async def test_common_words_are_not_read_when_the_rare_ones_fill_the_list(pg_sto
     assert "(never executed)" not in sampled
 
 
+async def test_ranking_by_term_scans_equals_testing_each_row(pg_store):
+    """The chunks' ranking finds each term's matches by its own index scan and reads the stored
+    ``lexical_len`` (never a ``tsvector``); testing every match against every term and measuring
+    its ``tsvector`` gives the same ids in the same order with the same scores — with and without
+    common words set aside, with a filter, and for a word that is in no row."""
+    from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms
+    from omoide.stores.postgres._search import filter_sql
+
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(40)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 30)))) for _ in range(800)]
+    drafts = [ChunkDraft(content=t, lexical=t, token_count=4, channel_id=f"c{i % 3}") for i, t in enumerate(texts)]
+    await pg_store.knowledge.add_source(SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts)
+    stats = LexemeStats({"w1": 0.4, "w2": 0.3}, floor=0.001, rows=100_000)
+    queries = [["w3", "w7"], ["w1", "w5", "w9", "w11"], ["w2", "w1", "w30"], ["w4", "absent"], ["w8"]]
+    async with pg_store.pool.acquire() as conn:
+        for tokens, filters, pruning in itertools.product(
+            queries, [SearchFilters("g1"), SearchFilters("g1", channel_ids=("c1",))], [None, stats]
+        ):
+            by_term, args = sops.lexical_ranking_sql(tokens, filters, 50, pruning)
+            assert "lexical_len" in by_term
+            row_args: list[object] = []
+            terms = scored_terms(tokens)
+            by_row = bm25_sql(
+                from_=sops._from_chunks(filters),
+                table="knowledge_chunks",
+                alias="c",
+                columns="c.id",
+                where=filter_sql(filters, row_args),
+                args=row_args,
+                terms=terms,
+                k=50,
+                common=common_terms(terms, pruning),
+            )
+            got = [(r["id"], r["score"]) for r in await conn.fetch(by_term, *args)]
+            want = [(r["id"], r["score"]) for r in await conn.fetch(by_row, *row_args)]
+            assert [i for i, _ in got] == [i for i, _ in want], (tokens, filters, pruning)
+            assert [s for _, s in got] == pytest.approx([s for _, s in want]), (tokens, filters, pruning)
+            assert got, (tokens, filters)
+
+
 async def test_the_index_tokenizer_is_reused_and_forgotten_on_writes(pg_store, pg_url, tmp_path, monkeypatch):
     """Every search asks which tokenizer wrote the index: the answer is reused for a few seconds,
     this store's own writes and reindexes forget it at once, another process's are seen after."""

@@ -329,6 +329,7 @@ def lexical_ranking_sql(
         terms=terms,
         k=k,
         common=common_terms(terms, stats),
+        length="c.lexical_len",
     )
     return sql, args
 

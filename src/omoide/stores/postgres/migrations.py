@@ -38,6 +38,7 @@ from omoide.stores.postgres.schema import (
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_LEXICAL_LENGTH,
 )
 from omoide.stores.postgres.vector import ensure_vector_extension
 
@@ -95,6 +96,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "erasure: per-workspace erasure generation and erased users (hashed)", MIGRATION_8),
     Migration(9, "retrieval units: per-line tokens of chunks, unit vectors with their embeddings", MIGRATION_9),
     Migration(10, "memory history: memory_events (each change of a memory, by whom)", MIGRATION_10_MEMORY_EVENTS),
+    Migration(
+        11, "search: chunk length in lexemes beside the tsvector (BM25 without reading it)", MIGRATION_LEXICAL_LENGTH
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -257,6 +257,17 @@ with the search tokens of each line record (space-joined), ``NULL`` until built;
 one vector per line of the row's model, little-endian float16 (``lines × dimensions``, row-major), ``NULL`` until
 embedded. Columns only, nullable, no backfill (``omoide reindex --units`` builds them); nothing indexes them."""
 
+MIGRATION_LEXICAL_LENGTH = """
+ALTER TABLE knowledge_chunks ADD COLUMN IF NOT EXISTS lexical_len integer
+    GENERATED ALWAYS AS (length(to_tsvector('simple'::regconfig, lexical))) STORED;
+"""
+"""``knowledge_chunks.lexical_len``: a chunk's length in distinct lexemes, BM25's document length, kept
+beside the ``tsvector`` so that ranking never reads the ``tsvector`` itself — a chat chunk's is kilobytes,
+stored out of line, and reading it per match tripled a ranking's time at 1M chunks
+(:func:`omoide.stores.postgres._bm25._matches_by_term`). Generated from ``lexical`` like ``lexical_tsv``, so
+every write of ``lexical`` (imports, erasure, ``reindex --lexical``) keeps it right. Adding it rewrites the
+table once (about a minute per million chunks, the table locked meanwhile)."""
+
 __all__ = [
     "MIGRATION_1",
     "MIGRATION_2",
@@ -267,4 +278,5 @@ __all__ = [
     "MIGRATION_7",
     "MIGRATION_8",
     "MIGRATION_9",
+    "MIGRATION_LEXICAL_LENGTH",
 ]
