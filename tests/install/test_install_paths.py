@@ -265,6 +265,18 @@ def test_server_extra_serves_documented_errors_successes_and_local_docs(venvs, t
             assert page.status_code == 200 and not re.search(r"https?://", page.text)
             for asset in re.findall(r'(?:src|href)="(/[^"]+)"', page.text):
                 assert c.get(asset).status_code == 200, asset
+            assert c.get("/readyz").json()["status"] == "ready"
+            assert c.get("/metrics").status_code == 404  # off unless OMOIDE_METRICS_ENABLED
+            # the inspector (jinja2 comes with [server]): log in through its form, see the overview
+            form = c.get("/ui/login")
+            assert form.status_code == 200 and "text/html" in form.headers["content-type"]
+            login_token = re.search(r'name="login_token" value="([^"]+)"', form.text)
+            assert login_token is not None, form.text
+            c.post("/ui/login", data={"key": token, "login_token": login_token.group(1)})
+            overview = c.get("/ui/")
+            assert overview.status_code == 200 and GUILD in overview.text, overview.text[:500]
+            for asset in re.findall(r'(?:src|href)="(/ui/static/[^"]+)"', overview.text):
+                assert c.get(asset).status_code == 200, asset
     finally:
         code = _stop(proc)
     assert code == 0, "".join(stderr.seen)

@@ -178,7 +178,7 @@ def serve(
                 bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
                 base = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
                 err_console.print(
-                    f"omoide HTTP API on {base} (docs: {base}/docs). Ctrl-C stops it.",
+                    f"omoide HTTP API on {base} (docs: {base}/docs); inspector: {base}/ui. Ctrl-C stops it.",
                     highlight=False,
                     markup=False,
                     soft_wrap=True,
@@ -220,7 +220,7 @@ def _serve_processes(config: uvicorn.Config, *, db: str | None, background: bool
     err_console.print(
         f"omoide HTTP API on {base} (docs: {base}/docs), {config.workers} processes"
         + (f", background workers in process {worker.pid}" if worker else "")
-        + ". Ctrl-C stops it.",
+        + f"; inspector: {base}/ui. Ctrl-C stops it.",
         highlight=False,
         markup=False,
         soft_wrap=True,
