@@ -19,6 +19,7 @@ from omoide.cli import (
     knowledge,
     mcp_server,
     memory,
+    ops,
     search,
     server,
     sessions,
@@ -48,6 +49,7 @@ summaries.register(app)  # summaries show, summarise
 server.register(app)  # serve, keys create|list|revoke
 mcp_server.register(app)  # mcp
 bots.register(app)  # discord
+ops.register(app)  # backup, restore, export
 app.command("chat", epilog="Example: omoide chat --agent notes   (then: /new idea, /context, /compact, /exit)")(
     chat_command
 )

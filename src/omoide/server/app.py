@@ -84,6 +84,15 @@ def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: 
 
     for module in (sessions, memories, users, knowledge, admin, health):
         app.include_router(module.router)
+    from omoide.server.routes.export import router as export_router  # GET /v1/export, /v1/users/{id}/export
+
+    app.include_router(export_router)
+    from omoide.server.ui import create_inspector  # the inspector (issue 19), HTML pages at /ui
+
+    app.mount("/ui", create_inspector(app))
+    from omoide.server.routes.metrics import install_observability  # /metrics, request metrics + spans
+
+    install_observability(app, settings)
     _add_problem_schema(app)
     return app
 

@@ -1,0 +1,68 @@
+"""Export over HTTP: a workspace's data, or one user's, as streamed JSONL (``omoide.ops.export``).
+
+The key's workspace is the only one a request can export. The body streams from one database
+snapshot, row by row, so a large workspace does not sit in the server's memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from omoide.ops.export import ExportScope, export_rows, line
+from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.problems import PROBLEM_RESPONSES
+from omoide.server.routes.memories import UserId
+
+router = APIRouter(prefix="/v1", tags=["export"], responses={**PROBLEM_RESPONSES})
+
+JSONL = "application/x-ndjson"
+_JSONL_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {"content": {JSONL: {"schema": {"type": "string"}}}, "description": "One JSON object per line."}
+}
+
+
+async def _stream(rows: AsyncIterator[dict[str, Any]], filename: str) -> StreamingResponse:
+    """Read the first row (the header) before answering, so that a database error is a problem
+    response and not a cut-off body."""
+    first = await anext(rows)
+
+    async def body() -> AsyncIterator[str]:
+        yield line(first)
+        async for row in rows:
+            yield line(row)
+
+    return StreamingResponse(
+        body(), media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+    )
+
+
+@router.get(
+    "/export",
+    summary="Export the workspace's data (JSONL)",
+    response_class=StreamingResponse,
+    responses=_JSONL_RESPONSE,
+)
+async def export_workspace(memory: MemoryDep, key: KeyDep) -> StreamingResponse:
+    """Every session, message, knowledge source and chunk, memory (with its history) and summary
+    of the key's workspace, one JSON object per line; the first line describes the export.
+    Vectors, search tokens and API keys are left out."""
+    scope = ExportScope(key.workspace_id)
+    return await _stream(export_rows(memory.store.url, scope), f"omoide-{key.workspace_id}.jsonl")
+
+
+@router.get(
+    "/users/{user_id}/export",
+    summary="Export one user's data (JSONL)",
+    response_class=StreamingResponse,
+    responses=_JSONL_RESPONSE,
+)
+async def export_user(user_id: UserId, memory: MemoryDep, key: KeyDep) -> StreamingResponse:
+    """What omoide keeps about a user in the key's workspace (a data-subject access request):
+    their sessions and messages, their own lines of archived conversations, their memories with
+    their history, and the summaries about them; one JSON object per line."""
+    scope = ExportScope(key.workspace_id, user_id)
+    return await _stream(export_rows(memory.store.url, scope), f"omoide-{key.workspace_id}-{user_id}.jsonl")

@@ -1,0 +1,93 @@
+"""The inspector's app: a FastAPI sub-application mounted at ``/ui`` inside the HTTP API.
+
+It is its own app so that its errors are HTML pages (the API's are problem+json), its routes
+stay out of the OpenAPI document, and it serves its stylesheet from ``/ui/static`` — nothing
+comes from a CDN and there is no JavaScript. It reads the parent app's :class:`omoide.Memory`
+(``parent.state.memory``, set by the parent's lifespan), so it shares the store, providers and
+API-key cache with the API.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import structlog
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from omoide.errors import OmoideError
+from omoide.server.problems import status_for
+from omoide.server.ui.i18n import choose_language, translator
+from omoide.server.ui.render import HERE, page
+from omoide.server.ui.security import CsrfRejected, LoginRequired, WorkspaceRequired, ui_root
+
+log = structlog.get_logger(__name__)
+
+
+def redirect(request: Request, path: str) -> RedirectResponse:
+    """A 303 to ``path`` under the inspector's root (after a form, the browser GETs the next page)."""
+    return RedirectResponse(ui_root(request) + path, status_code=303)
+
+
+def create_inspector(parent: FastAPI) -> FastAPI:
+    """The inspector app, to mount at ``/ui`` in ``parent`` (``parent.mount("/ui", create_inspector(parent))``).
+
+    Example:
+        >>> app = create_app(settings)                      # doctest: +SKIP
+        >>> app.mount("/ui", create_inspector(app))         # create_app does this
+    """
+    from omoide.server.ui.pages import knowledge, login, memories, overview, sessions, summaries, users
+
+    ui = FastAPI(title="omoide inspector", docs_url=None, redoc_url=None, openapi_url=None)
+    ui.state.parent = parent
+    ui.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    for module in (login, overview, sessions, knowledge, memories, summaries, users):
+        ui.include_router(module.router)
+
+    @ui.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
+        if request.method != "GET":
+            return redirect(request, "/login")
+        wanted = request.url.path[len(ui_root(request)) :] or "/"
+        if request.url.query:
+            wanted += "?" + request.url.query
+        return redirect(request, "/login" if wanted == "/" else "/login?next=" + quote(wanted, safe=""))
+
+    @ui.exception_handler(WorkspaceRequired)
+    async def workspace_required(request: Request, exc: WorkspaceRequired) -> Response:
+        return redirect(request, "/workspaces")
+
+    @ui.exception_handler(CsrfRejected)
+    async def csrf_rejected(request: Request, exc: CsrfRejected) -> Response:
+        t = translator(choose_language(request))
+        return page(request, "error.html", {"message": t("error.csrf")}, status_code=403)
+
+    @ui.exception_handler(OmoideError)
+    async def omoide_error(request: Request, exc: OmoideError) -> Response:
+        status = status_for(exc)
+        if status >= 500:
+            log.error("ui_error", code=exc.code, status=status, error=exc.message)
+        message = exc.message if status < 500 or status in (501, 502, 503) else "the server failed; see its logs"
+        return page(request, "error.html", {"message": message, "code": exc.code}, status_code=status)
+
+    @ui.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:])}: {e.get('msg', '')}" for e in exc.errors()
+        )
+        return page(request, "error.html", {"message": problems, "code": "INVALID_INPUT"}, status_code=400)
+
+    @ui.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        t = translator(choose_language(request))
+        message = t("error.not_found") if exc.status_code == 404 else str(exc.detail)
+        return page(request, "error.html", {"message": message}, status_code=exc.status_code)
+
+    return ui
+
+
+__all__ = ["create_inspector", "redirect"]

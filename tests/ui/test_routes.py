@@ -1,0 +1,331 @@
+"""The inspector's routes through the real app (ASGI client, cookies kept), on SQLite and PostgreSQL:
+login and cookies, CSRF, every page, search / ask, memory edit / delete / history, forget a user,
+session reset / delete, the admin's workspace list, and that one workspace's key sees none of
+another's data."""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import unquote
+
+import pytest
+
+from .conftest import ADMIN_KEY, csrf_of, form_value, login
+from .seed import SECRET, WS_A, WS_B
+
+PAGES = [
+    "/ui/",
+    "/ui/sessions",
+    "/ui/knowledge",
+    "/ui/search?q=会議&mode=lexical",
+    "/ui/search?q=会議&mode=hybrid",
+    "/ui/search?q=金曜日の会議は何時から&action=ask",
+    "/ui/memories",
+    "/ui/memories?user=7",
+    "/ui/memories?user=7&q=コーヒー",
+    "/ui/memories?user=5",
+    "/ui/summaries",
+    "/ui/summaries?scope=channel&kind=long_term",
+    "/ui/users",
+]
+
+
+async def test_login_required_and_cookie_flags(client, seeded):
+    first = await client.get("/ui/")
+    assert first.status_code == 303 and first.headers["location"] == "/ui/login"
+    bad = await login(client, "omk_not-a-key")
+    assert bad.status_code == 401 and "unknown or revoked" in bad.text
+    ok = await login(client, seeded.a_token)
+    assert ok.status_code == 303 and ok.headers["location"] == "/ui/"
+    cookie = next(v for k, v in ok.headers.multi_items() if k == "set-cookie" and v.startswith("omoide_ui_key="))
+    flags = cookie.lower()
+    assert "httponly" in flags and "samesite=strict" in flags and "path=/ui" in flags
+    assert "secure" not in flags  # plain http: a Secure cookie would never come back
+    page = await client.get("/ui/")
+    assert page.status_code == 200 and WS_A in page.text
+    assert "script-src 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_cookie_is_secure_over_https(memory, seeded):
+    import httpx
+
+    from omoide.server import create_app
+
+    transport = httpx.ASGITransport(app=create_app(memory, workers=False))
+    async with httpx.AsyncClient(transport=transport, base_url="https://omoide.test") as c:
+        ok = await login(c, seeded.a_token)
+        assert ok.status_code == 303
+        cookie = next(v for k, v in ok.headers.multi_items() if k == "set-cookie" and v.startswith("omoide_ui_key="))
+        assert "secure" in cookie.lower()
+
+
+async def test_login_returns_to_the_page_asked_for(client, seeded):
+    wanted = f"/ui/sessions/view?key={seeded.a_session}"
+    first = await client.get("/ui/sessions/view", params={"key": seeded.a_session})
+    assert first.status_code == 303 and first.headers["location"].startswith("/ui/login?next=")
+    form = await client.get(first.headers["location"])
+    back = form_value(form.text, "next")
+    assert unquote(back) == wanted.replace("/ui", "", 1)
+    done = await client.post(
+        "/ui/login", data={"key": seeded.a_token, "login_token": form_value(form.text, "login_token"), "next": back}
+    )
+    assert done.status_code == 303 and unquote(done.headers["location"]) == wanted
+    assert seeded.a_session in html.unescape((await client.get(done.headers["location"])).text)
+    for evil in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+        again = await client.get("/ui/login")
+        out = await client.post(
+            "/ui/login",
+            data={"key": seeded.a_token, "login_token": form_value(again.text, "login_token"), "next": evil},
+        )
+        assert out.headers["location"] == "/ui/", evil
+
+
+async def test_login_form_needs_its_token(client, seeded):
+    await client.get("/ui/login")
+    forged = await client.post("/ui/login", data={"key": seeded.a_token, "login_token": "forged"})
+    assert forged.status_code == 403
+    assert (await client.get("/ui/")).status_code == 303
+
+
+@pytest.mark.parametrize("path", PAGES)
+async def test_every_page_shows_a_and_nothing_of_b(client, seeded, path):
+    await login(client, seeded.a_token)
+    response = await client.get(path)
+    assert response.status_code == 200, response.text
+    text = html.unescape(response.text)
+    assert SECRET not in text and WS_B not in text
+    assert "<script" not in response.text  # no JavaScript at all
+    assets = re.findall(r'<(?:link|img|script)[^>]+(?:href|src)="([^"]+)"', response.text)
+    assert assets and all(a.startswith("/ui/static/") for a in assets), assets  # nothing from a CDN
+
+
+async def test_pages_show_the_workspace_data(client, seeded):
+    await login(client, seeded.a_token)
+    overview = html.unescape((await client.get("/ui/")).text)
+    assert re.search(r'data-count="chunks">[1-9]', overview)
+    assert "hashing" in overview  # the embedder in use
+    assert re.search(r'data-count="unarchived">1<', overview)  # the message after the archive
+    assert re.search(r'data-count="to-summarise">[1-9]', overview)  # no short-term summary yet
+    sessions = html.unescape((await client.get("/ui/sessions")).text)
+    assert seeded.a_session in sessions and seeded.b_session not in sessions
+    form = {"platform": "", "channel": "", "user": "", "state": ""}  # the filter form as a browser sends it
+    assert seeded.a_session in html.unescape((await client.get("/ui/sessions", params=form)).text)
+    active = {**form, "platform": "discord", "channel": "42", "state": "active"}
+    assert seeded.a_session in html.unescape((await client.get("/ui/sessions", params=active)).text)
+    assert (await client.get("/ui/sessions", params={"state": "sleeping"})).status_code == 400
+    filtered = html.unescape((await client.get("/ui/sessions", params={"user": "nobody"})).text)
+    assert seeded.a_session not in filtered
+    view = html.unescape((await client.get("/ui/sessions/view", params={"key": seeded.a_session})).text)
+    assert "来週の定例会議" in view and "アーカイブ後のメッセージ" in view
+    assert "/ui/knowledge/sources/" in view  # the chunks the session was archived into
+    source_id = re.search(r"/ui/knowledge/sources/(\d+)", view).group(1)
+    source = html.unescape((await client.get(f"/ui/knowledge/sources/{source_id}")).text)
+    assert "来週の定例会議" in source and "https://discord.com/channels/" + WS_A in source
+    assert "/ui/sessions/view?key=" in source  # back to the messages
+    link = re.search(r'href="(/ui/sessions/view\?key=[^"#]+&after=0)#seq-1"', source)
+    assert link, "the chunk links to its first message"
+    assert "来週の定例会議" in html.unescape((await client.get(link.group(1))).text)
+
+
+async def test_search_explain_and_ask(client, seeded):
+    await login(client, seeded.a_token)
+    found = html.unescape((await client.get("/ui/search", params={"q": "定例会議", "mode": "hybrid"})).text)
+    assert 'data-rank="1"' in found
+    assert "vector:" in found and "lexical:" in found and "fused:" in found  # explain: each list's rank
+    asked = html.unescape(
+        (await client.get("/ui/search", params={"q": "定例会議は何曜日ですか", "action": "ask"})).text
+    )
+    assert 'id="answer"' in asked and "[#1]" in asked
+
+
+async def test_memory_edit_delete_and_history(client, seeded, memory):
+    await login(client, seeded.a_token)
+    csrf = await csrf_of(client)
+    url = f"/ui/memories/7/{seeded.a_memory}"
+    page = html.unescape((await client.get(url)).text)
+    assert "砂糖なし" in page
+    refused = await client.post(url + "/edit", data={"content": "hacked", "category": "general"})
+    assert refused.status_code == 403
+    edited = await client.post(
+        url + "/edit", data={"content": "紅茶も好き", "category": "preference", "tags": "drink, tea", "csrf": csrf}
+    )
+    assert edited.status_code == 303
+    stored = await memory.memories.get(WS_A, "7", seeded.a_memory)
+    assert stored.content == "紅茶も好き" and stored.tags == ("drink", "tea")
+    shown = html.unescape((await client.get(edited.headers["location"])).text)
+    assert "紅茶も好き" in shown
+    actions = re.findall(r'data-action="(\w+)"', shown)
+    assert actions == ["created", "updated", "updated"]  # remember, the seed's update, this edit
+    assert re.findall(r"<td><code>(\w+)</code></td>", shown) == ["library", "library", "ui"]
+
+    ask = await client.post(url + "/delete", data={"csrf": csrf})
+    assert ask.status_code == 200 and 'name="confirmed" value="yes"' in ask.text
+    assert await memory.memories.list(WS_A, "7")  # asking deleted nothing
+    done = await client.post(url + "/delete", data={"csrf": csrf, "confirmed": "yes"})
+    assert done.status_code == 200
+    assert seeded.a_memory not in [int(m.id) for m in await memory.memories.list(WS_A, "7")]
+    after = html.unescape((await client.get(url)).text)  # gone, but its history stays readable
+    assert re.findall(r'data-action="(\w+)"', after)[-1] == "deleted" and 'id="content"' not in after
+
+
+async def test_forget_user_shows_the_receipt(client, seeded, memory):
+    await login(client, seeded.a_token)
+    csrf = await csrf_of(client)
+    assert (await client.post("/ui/users/forget", data={"user": "7"})).status_code == 403
+    ask = await client.post("/ui/users/forget", data={"user": "7", "csrf": csrf})
+    assert ask.status_code == 200 and 'name="confirmed" value="yes"' in ask.text
+    assert await memory.memories.list(WS_A, "7")
+    receipt = await client.post("/ui/users/forget", data={"user": "7", "csrf": csrf, "confirmed": "yes"})
+    assert receipt.status_code == 200
+    counts = dict(re.findall(r'data-kind="(\w+)"><td>[^<]*</td><td>(\d+)</td>', receipt.text))
+    assert int(counts["memories"]) == 2 and int(counts["sessions"]) == 1
+    assert await memory.memories.list(WS_A, "7") == []
+    assert await memory.memories.list(WS_B, "5")  # the other workspace is untouched
+
+
+async def test_session_reset_and_delete_ask_first(client, seeded, memory):
+    await login(client, seeded.a_token)
+    csrf = await csrf_of(client)
+    key = seeded.a_session
+    ask = await client.post("/ui/sessions/reset", data={"key": key, "csrf": csrf})
+    assert ask.status_code == 200 and await memory.history(key)
+    reset = await client.post("/ui/sessions/reset", data={"key": key, "csrf": csrf, "confirmed": "yes"})
+    assert reset.status_code == 200 and await memory.history(key) == []
+    gone = await client.post("/ui/sessions/delete", data={"key": key, "csrf": csrf, "confirmed": "yes"})
+    assert gone.status_code == 303
+    assert (await client.get("/ui/sessions/view", params={"key": key})).status_code == 404
+
+
+async def test_a_key_never_reaches_b(client, seeded, memory):
+    await login(client, seeded.a_token)
+    csrf = await csrf_of(client)
+    b_sources = await memory.knowledge.sources(workspace=WS_B)
+    assert b_sources
+    not_found = [
+        await client.get("/ui/sessions/view", params={"key": seeded.b_session}),
+        await client.get(f"/ui/knowledge/sources/{int(b_sources[0].id)}"),
+        await client.get(f"/ui/memories/5/{seeded.b_memory}"),
+        await client.get("/ui/summaries/channel/99"),
+        await client.post(f"/ui/memories/5/{seeded.b_memory}/edit", data={"content": "x", "csrf": csrf}),
+        await client.post(f"/ui/memories/5/{seeded.b_memory}/delete", data={"csrf": csrf, "confirmed": "yes"}),
+        await client.post("/ui/sessions/reset", data={"key": seeded.b_session, "csrf": csrf, "confirmed": "yes"}),
+        await client.post("/ui/sessions/delete", data={"key": seeded.b_session, "csrf": csrf, "confirmed": "yes"}),
+    ]
+    for response in not_found:
+        assert response.status_code == 404, (response.request.url, response.text)
+        assert SECRET not in html.unescape(response.text)
+    # a workspace key cannot pick another workspace
+    await client.post("/ui/workspace", data={"workspace": WS_B, "csrf": csrf})
+    assert WS_B not in html.unescape((await client.get("/ui/")).text)
+    # forgetting user 5 from A's key erases nothing of B
+    await client.post("/ui/users/forget", data={"user": "5", "csrf": csrf, "confirmed": "yes"})
+    assert (await memory.memories.get(WS_B, "5", seeded.b_memory)).content == f"{SECRET} memory"
+    assert len(await memory.sessions.messages(seeded.b_session)) == 3
+
+
+async def test_admin_picks_a_workspace(client, seeded):
+    ok = await login(client, ADMIN_KEY)
+    assert ok.status_code == 303 and ok.headers["location"] == "/ui/workspaces"
+    assert (await client.get("/ui/")).headers["location"] == "/ui/workspaces"
+    listing = await client.get("/ui/workspaces")
+    assert WS_A in listing.text and WS_B in listing.text
+    csrf = form_value(listing.text, "csrf")
+    chosen = await client.post("/ui/workspace", data={"workspace": WS_B, "csrf": csrf})
+    assert chosen.status_code == 303
+    memories = html.unescape((await client.get("/ui/memories", params={"user": "5"})).text)
+    assert f"{SECRET} memory" in memories
+
+
+async def test_revoked_key_is_logged_out(client, seeded, memory):
+    await login(client, seeded.a_token)
+    assert (await client.get("/ui/")).status_code == 200
+    record = await memory.api_keys.verify(seeded.a_token)
+    await memory.api_keys.revoke(int(record.id))
+    response = await client.get("/ui/")
+    assert response.status_code == 303 and response.headers["location"] == "/ui/login"
+
+
+async def test_language_from_accept_language_and_override(client, seeded):
+    await login(client, seeded.a_token)
+    ja = await client.get("/ui/", headers={"Accept-Language": "ja,en;q=0.5"})
+    assert "ワークスペースの概要" in ja.text and '<html lang="ja">' in ja.text
+    en = await client.get("/ui/", headers={"Accept-Language": "en-GB,ja;q=0.3"})
+    assert "Workspace overview" in en.text
+    forced = await client.get("/ui/?lang=en", headers={"Accept-Language": "ja"})
+    assert "Workspace overview" in forced.text
+    remembered = await client.get("/ui/sessions", headers={"Accept-Language": "ja"})
+    assert "Sessions" in remembered.text and '<html lang="en">' in remembered.text
+
+
+async def test_logout_needs_csrf_and_clears_the_cookie(client, seeded):
+    await login(client, seeded.a_token)
+    csrf = await csrf_of(client)
+    assert (await client.post("/ui/logout")).status_code == 403
+    out = await client.post("/ui/logout", data={"csrf": csrf})
+    assert out.status_code == 303
+    assert (await client.get("/ui/")).status_code == 303
+
+
+async def test_static_css_is_served_locally(client):
+    css = await client.get("/ui/static/inspector.css")
+    assert css.status_code == 200 and "@media (max-width: 640px)" in css.text
+
+
+async def test_summary_versions(client, seeded):
+    await login(client, seeded.a_token)
+    listing = html.unescape((await client.get("/ui/summaries")).text)
+    assert "(v2)" in listing and "(v1)" not in listing  # the latest version per scope
+    versions = html.unescape((await client.get("/ui/summaries/channel/42")).text)
+    assert re.findall(r'data-version="(\d+)"', versions) == ["2", "1"]
+
+
+async def test_bad_input_is_an_html_page(client, seeded, memory):
+    await login(client, seeded.a_token)
+    response = await client.get("/ui/summaries", params={"scope": "galaxy"})
+    assert response.status_code == 400 and response.headers["content-type"].startswith("text/html")
+    assert (await client.get("/ui/memories/7/999999")).status_code == 404
+
+
+async def test_search_filters_and_message_pages(client, seeded):
+    await login(client, seeded.a_token)
+    params = {"q": "定例会議", "mode": "lexical", "channel": "42", "since": "2000-01-01", "until": "2999-12-31"}
+    found = html.unescape((await client.get("/ui/search", params=params)).text)
+    assert 'data-rank="1"' in found
+    elsewhere = html.unescape((await client.get("/ui/search", params={**params, "channel": "43"})).text)
+    assert 'data-rank="1"' not in elsewhere
+    blank = {
+        "q": "定例会議",
+        "mode": "lexical",
+        "channel": "",
+        "thread": "",
+        "author": "",
+        "source_type": "",
+        "since": "",
+        "until": "",
+    }
+    assert 'data-rank="1"' in html.unescape((await client.get("/ui/search", params=blank)).text)  # the form as sent
+    assert (await client.get("/ui/search", params={**params, "since": "yesterday"})).status_code == 400
+    too_early = html.unescape((await client.get("/ui/search", params={**params, "until": "2001-01-01"})).text)
+    assert 'data-rank="1"' not in too_early
+    later = html.unescape((await client.get("/ui/sessions/view", params={"key": seeded.a_session, "after": 4})).text)
+    assert "アーカイブ後のメッセージ" in later and "議事録は共有フォルダに置きました" in later  # the window stays
+    assert 'id="seq-5"' in later and 'id="seq-2"' not in later  # the stored messages after #4 only
+
+
+async def test_worker_errors_are_for_the_admin(client, seeded, memory):
+    from omoide.workers.health import WorkerReporter
+
+    reporter = WorkerReporter(memory.settings.database_url, jobs=["embedder"])
+    reporter.heartbeat()
+    reporter.error("embedder", "PROVIDER_UNAVAILABLE", "503 from the embedding API")
+    await login(client, seeded.a_token)
+    own = html.unescape((await client.get("/ui/")).text)
+    assert "503 from the embedding API" not in own and "admin key only" in own
+    assert 'data-workers="alive"' in own
+    await login(client, ADMIN_KEY)
+    listing = await client.get("/ui/workspaces")
+    await client.post("/ui/workspace", data={"workspace": WS_A, "csrf": form_value(listing.text, "csrf")})
+    admin = html.unescape((await client.get("/ui/")).text)
+    assert "503 from the embedding API" in admin and "PROVIDER_UNAVAILABLE" in admin
