@@ -54,3 +54,29 @@ def test_sqlite_file_backup_by_suffix_and_refusals(tmp_path: Path) -> None:
     assert nothing.exit_code == 1 and "no backup" in nothing.output
     pg_file = runner.invoke(app, ["backup", str(tmp_path / "pg"), "--file", "--db", "postgresql://u@localhost/db"])
     assert pg_file.exit_code == 1 and "only an SQLite database" in pg_file.output
+
+
+@pytest.mark.parametrize("target", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_export_a_folder_then_restore_moves_the_database(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``omoide export DIR`` is the whole database, restorable (the issue's move:
+    ``omoide export`` → ``omoide restore --db postgresql://…``); mixing it with the JSONL
+    options, or giving neither, says what to give."""
+    src = f"sqlite:///{tmp_path / 'bot.db'}"
+    asyncio.run(filled(src, tmp_path))
+    runner = CliRunner()
+    made = runner.invoke(app, ["export", str(tmp_path / "move"), "--db", src])
+    assert made.exit_code == 0, made.output
+    assert "logical backup" in made.stdout and (tmp_path / "move" / "manifest.json").is_file()
+    dst = url_for(target, request, tmp_path, "moved")
+    restored = runner.invoke(app, ["restore", str(tmp_path / "move"), "--db", dst])
+    assert restored.exit_code == 0, restored.output
+    moved = asyncio.run(dump(dst))
+    assert len(moved["memories"]) == 4
+    if target == "sqlite":  # the same backend: every row as it was
+        assert moved == asyncio.run(dump(src))
+    mixed = runner.invoke(app, ["export", str(tmp_path / "x"), "--workspace", "w1", "--db", src])
+    assert mixed.exit_code == 2 and "whole database" in mixed.output
+    neither = runner.invoke(app, ["export", "--db", src])
+    assert neither.exit_code == 2 and "--workspace" in neither.output

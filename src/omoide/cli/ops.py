@@ -150,7 +150,17 @@ def restore(
 
 
 def export(
-    workspace: Annotated[str, typer.Option("--workspace", "-w", help="The workspace (guild / team) id.")],
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A new folder: the whole database as a logical, restorable export (what `omoide backup --logical` "
+            "writes); `omoide restore PATH --db URL` brings it into an empty SQLite or PostgreSQL database.",
+            show_default=False,
+        ),
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="The workspace (guild / team) id: its data as JSONL.")
+    ] = None,
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="Only this user's data (a data-subject request).")
     ] = None,
@@ -162,7 +172,22 @@ def export(
     """Export a workspace's data, or one user's, as JSONL (one JSON object per line, the first line
     says what the file is): sessions, messages, knowledge, memories with their history, summaries.
     A user's export holds only their lines of shared conversations (see docs/operations.md).
+    With a folder instead, export the whole database so that `omoide restore` can move it to the
+    other backend: `omoide export ./move && omoide restore ./move --db postgresql://…`.
     """
+    if path is not None:
+        if workspace is not None or user is not None or output is not None:
+            raise typer.BadParameter(
+                "a folder gets the whole database (restorable); for a workspace's or a user's JSONL give "
+                "--workspace (and --user) with -o FILE instead of the folder"
+            )
+        backup(path, logical=True, embeddings=True, db=db, json_=False)
+        return
+    if workspace is None:
+        raise typer.BadParameter(
+            "say what to export: --workspace W [--user U] for JSONL, or a folder for the whole database "
+            "(e.g. `omoide export ./move`, then `omoide restore ./move --db postgresql://…`)"
+        )
 
     async def main() -> dict[str, int]:
         from omoide.ops.export import ExportScope, export_rows, line
@@ -211,7 +236,9 @@ def register(app: typer.Typer) -> None:
         "(after `omoide backup ./move` of the SQLite database: a move to PostgreSQL)",
     )(restore)
     app.command(
-        "export", epilog="Example: omoide export --workspace 1290478288896131072 --user 4242 -o user-4242.jsonl"
+        "export",
+        epilog="Examples: omoide export --workspace 1290478288896131072 --user 4242 -o user-4242.jsonl   |   "
+        "omoide export ./move && omoide restore ./move --db postgresql://omoide@localhost/omoide",
     )(export)
 
 
