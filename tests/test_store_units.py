@@ -446,12 +446,13 @@ def _v9_file(path: Path) -> None:
 
 async def test_a_v9_sqlite_file_migrates_and_old_chunks_read_without_units(tmp_path: Path) -> None:
     from omoide.stores import open_store
+    from omoide.stores.sqlite.migrations import LATEST_VERSION
 
     db = tmp_path / "v9.db"
     _v9_file(db)
     settings = Settings(database_url=f"sqlite:///{db}", transcripts_dir=tmp_path / "t")
     async with open_store(settings=settings) as store:
-        assert await store.schema_version() == 10
+        assert await store.schema_version() == LATEST_VERSION  # every migration since v9 applied
         units = await store.search.fetch_units([1], model=MODEL)
         assert units[ChunkId(1)].lexical is None and units[ChunkId(1)].vectors is None
         (hit,) = await store.search.fetch_chunks([1])
