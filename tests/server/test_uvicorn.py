@@ -24,6 +24,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_until_up(proc: subprocess.Popen[str], url: str, *, seconds: float) -> None:
+    """Poll ``url`` until it answers 200; fail with the server's stderr if it exits first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMOIDE_")}
     env.update(
@@ -89,16 +103,7 @@ def test_real_uvicorn_server(tmp_path):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.2)
+        _wait_until_up(proc, base + "/healthz", seconds=30)
         h = {"Authorization": f"Bearer {token}", "X-Request-ID": "smoke-1"}
         with httpx.Client(base_url=base, headers=h, timeout=30) as c:
             assert c.get("/readyz").json()["status"] == "ready"
@@ -173,15 +178,7 @@ def test_serve_processes_share_one_port_and_run_the_workers_once(tmp_path):
     family: list[int] = []
     try:
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.3)
+        _wait_until_up(proc, base + "/readyz", seconds=60)
         while time.monotonic() < deadline:  # uvicorn starts its processes one after the other
             family = _children(proc.pid)
             http = [p for p in family if "omoide.workers" not in _cmdline(p)]

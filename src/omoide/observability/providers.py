@@ -55,20 +55,27 @@ class _Instrumented:
             try:
                 result = await run()
             except Exception as exc:
-                m = active_metrics()
-                if m is not None:
-                    m.provider_errors.labels(role=self._role, model=self._model, code=_code(exc)).inc()
+                self._count_error(exc)
                 raise
             finally:
-                m = active_metrics()
-                if m is not None:
-                    m.provider_seconds.labels(role=self._role, model=self._model, call=call).observe(
-                        time.perf_counter() - started
-                    )
+                self._observe(call, started)
             if isinstance(result, ChatResponse):
                 self._count_tokens(result)
                 s.set(**{"tokens.input": result.usage.input_tokens, "tokens.output": result.usage.output_tokens})
             return result
+
+    def _count_error(self, exc: BaseException) -> None:
+        m = active_metrics()
+        if m is not None:
+            m.provider_errors.labels(role=self._role, model=self._model, code=_code(exc)).inc()
+
+    def _observe(self, call: str, started: float) -> None:
+        """The call's latency, from ``started`` (``time.perf_counter()``) to now."""
+        m = active_metrics()
+        if m is not None:
+            m.provider_seconds.labels(role=self._role, model=self._model, call=call).observe(
+                time.perf_counter() - started
+            )
 
     def _count_tokens(self, response: ChatResponse) -> None:
         m = active_metrics()
@@ -96,16 +103,10 @@ class InstrumentedChatModel(_Instrumented):
                         self._count_tokens(event.response)
                     yield event
             except Exception as exc:
-                m = active_metrics()
-                if m is not None:
-                    m.provider_errors.labels(role=self._role, model=self._model, code=_code(exc)).inc()
+                self._count_error(exc)
                 raise
             finally:
-                m = active_metrics()
-                if m is not None:
-                    m.provider_seconds.labels(role=self._role, model=self._model, call="stream").observe(
-                        time.perf_counter() - started
-                    )
+                self._observe("stream", started)
 
 
 class InstrumentedEmbedder(_Instrumented):
