@@ -154,10 +154,22 @@ class Sessions:
         *,
         workspace: str | None = None,
         status: SessionStatus | None = None,
+        platform: str | None = None,
+        channel: str | None = None,
+        user: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[Session]:
-        return await self.store.list_sessions(workspace_id=workspace, status=status, limit=limit, offset=offset)
+        """Sessions, most recently active first, filtered by workspace, state, platform, channel and user."""
+        return await self.store.list_sessions(
+            workspace_id=workspace,
+            status=status,
+            platform=platform,
+            channel_id=channel,
+            user_id=user,
+            limit=limit,
+            offset=offset,
+        )
 
     # ------------------------------------------------------------------ writes
 

@@ -550,6 +550,22 @@ async def test_add_source_list_and_get(store):
     ]
     assert await store.knowledge.list_sources(workspace_id="nowhere") == []
 
+    # sources archived from one session (metadata origin_session_id), by index
+    from_session = []
+    for i, origin in enumerate([7, 8, 7]):
+        sid, _ = await store.knowledge.add_source(
+            SourceDraft(workspace_id="g1", type="session", title=f"s{i}", metadata={"origin_session_id": origin}), []
+        )
+        from_session.append(sid)
+    listed_7 = await store.knowledge.list_sources(workspace_id="g1", origin_session_id=7)
+    assert [s.id for s in listed_7] == [from_session[2], from_session[0]]
+    assert await store.knowledge.list_sources(workspace_id="g2", origin_session_id=7) == []
+    assert [s.id for s in await store.knowledge.list_sources(workspace_id="g1", origin_session_id=8)] == [
+        from_session[1]
+    ]
+    with pytest.raises(InvalidInput):
+        await store.knowledge.list_sources(origin_session_id=7)  # needs the workspace
+
     source = await store.knowledge.get_source(first_id)
     assert source is not None
     assert (source.chunk_count, source.metadata, source.uri, source.status) == (

@@ -263,6 +263,37 @@ async def test_list_sessions_filters_and_orders(store):
     assert ids[2] not in [s.id for s in await store.sessions.list_sessions(status=SessionStatus.ACTIVE)]
 
 
+async def test_list_sessions_by_platform_channel_and_user(store):
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    keys = [
+        session_key(platform="discord", workspace="g1", channel="c1", user="u1"),
+        session_key(platform="discord", workspace="g1", channel="c1", user="u2"),
+        session_key(platform="discord", workspace="g1", channel="c2", user="u1"),
+        session_key(platform="slack", workspace="g1", channel="c1", user="u1"),
+        session_key(platform="discord", workspace="g2", channel="c1", user="u1"),
+    ]
+    ids = []
+    for i, key in enumerate(keys):
+        s = await store.sessions.get_or_create_session(key)
+        await store.sessions.append_message(s.id, Message.user("hi", created_at=base + timedelta(hours=i)))
+        ids.append(s.id)
+
+    async def listed(**filters: object) -> list[int]:
+        return [s.id for s in await store.sessions.list_sessions(**filters)]
+
+    assert await listed(workspace_id="g1", channel_id="c1") == [ids[3], ids[1], ids[0]]
+    assert await listed(workspace_id="g1", user_id="u1") == [ids[3], ids[2], ids[0]]
+    assert await listed(workspace_id="g1", platform="discord", channel_id="c1", user_id="u1") == [ids[0]]
+    assert await listed(platform="slack") == [ids[3]]
+    assert await listed(channel_id="c1", user_id="u1") == [ids[4], ids[3], ids[0]]  # every workspace
+    assert await listed(workspace_id="g1", channel_id="c1", limit=1, offset=1) == [ids[1]]
+    assert await listed(workspace_id="g1", channel_id="nowhere") == []
+    assert await listed(workspace_id="g1", channel_id="c1", status=SessionStatus.EXPIRED) == []
+    for bad in ({"channel_id": ""}, {"user_id": 5}, {"platform": ""}):
+        with pytest.raises(InvalidInput):
+            await store.sessions.list_sessions(**bad)
+
+
 async def test_expire_idle_in_batches(store):
     # last activity is never moved backwards, so "idle" here means: before a cutoff in the future
     now = datetime.now(UTC)

@@ -74,6 +74,29 @@ async def test_session_list_pagination(client, tenants):
     assert len(second["items"]) == 1 and second["next_offset"] is None
 
 
+async def test_session_list_filters(client, tenants):
+    for channel, user in (("1", "7"), ("1", "8"), ("2", "7")):
+        await client.post(
+            "/v1/sessions/messages",
+            headers=tenants.ha,
+            json={"session": {"channel": channel, "user": user}, "text": "hi", "author_id": user},
+        )
+
+    async def listed(**params: str) -> list[tuple[str, str]]:
+        page = await client.get("/v1/sessions", headers=tenants.ha, params=params)
+        assert page.status_code == 200, page.text
+        return sorted((s["channel_id"], s["user_id"]) for s in page.json()["items"])
+
+    assert await listed(channel_id="1") == [("1", "7"), ("1", "8")]
+    assert await listed(user_id="7") == [("1", "7"), ("2", "7")]
+    assert await listed(channel_id="2", user_id="7", platform="api") == [("2", "7")]
+    assert await listed(platform="slack") == []
+    assert (await client.get("/v1/sessions", headers=tenants.ha, params={"channel_id": ""})).status_code == 422
+    assert await listed(channel_id="1") != [] and (
+        (await client.get("/v1/sessions", headers=tenants.hb, params={"channel_id": "1"})).json()["items"] == []
+    )
+
+
 async def test_chat_turn_and_context(client, tenants):
     h = tenants.ha
     reply = await client.post(

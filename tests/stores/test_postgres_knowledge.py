@@ -19,8 +19,10 @@ from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_common import vector_index_name
 from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.stores.postgres import PostgresStore
-from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
+from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL, list_sources_query
+from omoide.stores.postgres._sessions import list_sessions_query
 from omoide.stores.postgres.vector import register_vector_types
+from omoide.stores.sessions import SessionFilter
 
 pytestmark = pytest.mark.postgres
 
@@ -180,6 +182,26 @@ async def test_sessions_to_archive_uses_the_partial_index(store: PostgresStore, 
         await admin.execute("SET LOCAL enable_seqscan = off")
         plan = await _explain(admin, SESSIONS_TO_ARCHIVE_SQL, await admin.fetchval("SELECT now()"), 50, 100)
     assert "sessions_unarchived" in plan, plan
+
+
+async def test_the_inspector_filters_use_their_indexes(store: PostgresStore, admin: asyncpg.Connection) -> None:
+    """Sessions by channel / user and a session's archived sources are index lookups, not scans."""
+    wanted = {
+        "sessions_workspace_channel_active": list_sessions_query(SessionFilter("g1", channel_id="c1"), 50, 0),
+        "sessions_workspace_user_active": list_sessions_query(SessionFilter("g1", user_id="u1"), 50, 0),
+        "knowledge_sources_origin_session": list_sources_query("g1", 7, 50, 0),
+    }
+    await admin.execute(
+        "INSERT INTO knowledge_sources (workspace_id, type, status, metadata) "
+        "SELECT 'g1', 'discord_session', 'ready', jsonb_build_object('origin_session_id', i % 2000) "
+        "FROM generate_series(1, 20000) i"
+    )
+    await admin.execute("ANALYZE knowledge_sources")
+    async with admin.transaction():
+        await admin.execute("SET LOCAL enable_seqscan = off")
+        for index, (sql, args) in wanted.items():
+            plan = await _explain(admin, sql, *args)
+            assert index in plan, plan
 
 
 async def test_chunks_get_a_generated_tsvector(store: PostgresStore, admin: asyncpg.Connection) -> None:

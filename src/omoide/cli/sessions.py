@@ -32,10 +32,13 @@ def _row(s: Session) -> list[str]:
     ]
 
 
-@app.command("list", epilog="Example: omoide sessions list --workspace 123 --status active --json")
+@app.command("list", epilog="Example: omoide sessions list --workspace 123 --channel 456 --status active --json")
 def list_sessions(
     workspace: Annotated[str | None, typer.Option(help="Only this workspace (guild / Slack team).")] = None,
     status: Annotated[SessionStatus | None, typer.Option(help="Only sessions with this status.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform (discord, slack, …).")] = None,
+    channel: Annotated[str | None, typer.Option(help="Only this channel id.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user id (per-user sessions).")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many (paging).")] = 0,
     db: DbOption = None,
@@ -45,7 +48,15 @@ def list_sessions(
 
     async def main() -> None:
         async with open_existing_memory(db) as mem:
-            sessions = await mem.sessions.list_sessions(workspace=workspace, status=status, limit=limit, offset=offset)
+            sessions = await mem.sessions.list_sessions(
+                workspace=workspace,
+                status=status,
+                platform=platform,
+                channel=channel,
+                user=user,
+                limit=limit,
+                offset=offset,
+            )
         if json_:
             print_json(sessions)
             return

@@ -225,10 +225,18 @@ class KnowledgeService:
         return await self.store.knowledge.knowledge_status(workspace_id=None if workspace is None else str(workspace))
 
     async def sources(
-        self, *, workspace: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        workspace: str | None = None,
+        origin_session: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
     ) -> list[KnowledgeSource]:
-        """Knowledge sources, newest first, with their chunk counts."""
-        return await self.store.knowledge.list_sources(workspace_id=workspace, limit=limit, offset=offset)
+        """Knowledge sources, newest first, with their chunk counts; ``origin_session`` (a session id,
+        with its ``workspace``) keeps those archived from that session."""
+        return await self.store.knowledge.list_sources(
+            workspace_id=workspace, origin_session_id=origin_session, limit=limit, offset=offset
+        )
 
     async def import_export(
         self,

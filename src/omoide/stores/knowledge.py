@@ -462,11 +462,27 @@ class KnowledgeStore(ErasureAware):
         return await self._put_unit_vectors(model, dims, checked)
 
     async def list_sources(
-        self, *, workspace_id: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        workspace_id: str | None = None,
+        origin_session_id: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
     ) -> list[KnowledgeSource]:
-        """Sources, newest first, with their chunk counts."""
+        """Sources, newest first, with their chunk counts; with ``origin_session_id``, only those
+        archived from that session (metadata ``origin_session_id``; indexed per workspace).
+
+        Raises:
+            InvalidInput: ``origin_session_id`` without ``workspace_id``, or a negative limit / offset.
+        """
         checked_limit = check_int("limit", limit, minimum=0)
-        return await self._list_sources(workspace_id, checked_limit, check_int("offset", offset, minimum=0))
+        checked_offset = check_int("offset", offset, minimum=0)
+        origin = None
+        if origin_session_id is not None:
+            origin = check_int("origin_session_id", origin_session_id)
+            if workspace_id is None:
+                raise InvalidInput("list_sources(origin_session_id=...) needs the session's workspace_id")
+        return await self._list_sources(workspace_id, origin, checked_limit, checked_offset)
 
     async def knowledge_status(self, *, workspace_id: str | None = None) -> KnowledgeStatus:
         """Counts of sessions, unarchived messages, sources, chunks and embeddings per model,
@@ -555,8 +571,10 @@ class KnowledgeStore(ErasureAware):
         """Set the unit vectors of existing vectors where the content hash matches."""
 
     @abc.abstractmethod
-    async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
-        """A page of sources, newest first."""
+    async def _list_sources(
+        self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
+    ) -> list[KnowledgeSource]:
+        """A page of sources, newest first (``origin_session_id`` comes with a ``workspace_id``)."""
 
     @abc.abstractmethod
     async def _knowledge_status(self, workspace_id: str | None) -> KnowledgeStatus:

@@ -10,12 +10,44 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from omoide.errors import InvalidContent, InvalidInput, InvalidSessionKey, MessageTooLarge
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc
 from omoide.providers.tokens import stored_text_tokens
 from omoide.stores.search import check_members
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """Which sessions :meth:`SessionStore.list_sessions` returns: every field that is not
+    ``None`` must equal the session's (checked, normalised values)."""
+
+    workspace_id: str | None = None
+    status: SessionStatus | None = None
+    platform: str | None = None
+    channel_id: str | None = None
+    user_id: str | None = None
+
+    def conditions(self) -> list[tuple[str, str]]:
+        """``(column, value)`` pairs for a backend's ``WHERE`` (column names are fixed here)."""
+        pairs = (
+            ("workspace_id", self.workspace_id),
+            ("status", None if self.status is None else self.status.value),
+            ("platform", self.platform),
+            ("channel_id", self.channel_id),
+            ("user_id", self.user_id),
+        )
+        return [(column, value) for column, value in pairs if value is not None]
+
+
+def _optional_text(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{name} must be a non-empty string or None, got {value!r}")
+    return value
 
 
 class SessionStore(abc.ABC):
@@ -141,19 +173,28 @@ class SessionStore(abc.ABC):
         *,
         workspace_id: str | None = None,
         status: SessionStatus | None = None,
+        platform: str | None = None,
+        channel_id: str | None = None,
+        user_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[Session]:
-        """Sessions, most recently active first (ties: newest id first), optionally filtered.
+        """Sessions, most recently active first (ties: newest id first), optionally filtered by
+        workspace, state, platform, channel and user (each an equality; indexed per workspace).
 
         Raises:
-            InvalidInput: an unknown status, or a negative ``limit`` / ``offset``.
+            InvalidInput: an unknown status, an empty filter string, or a negative ``limit`` / ``offset``.
         """
-        workspace = None if workspace_id is None else str(workspace_id)
-        wanted = None if status is None else check_status(status)
+        where = SessionFilter(
+            workspace_id=None if workspace_id is None else str(workspace_id),
+            status=None if status is None else check_status(status),
+            platform=_optional_text("platform", platform),
+            channel_id=_optional_text("channel_id", channel_id),
+            user_id=_optional_text("user_id", user_id),
+        )
         lim = check_int("limit", limit, minimum=0)
         off = check_int("offset", offset, minimum=0)
-        return await self._list_sessions(workspace, wanted, lim, off)
+        return await self._list_sessions(where, lim, off)
 
     async def update_session(
         self,
@@ -256,10 +297,8 @@ class SessionStore(abc.ABC):
         """Messages with ``seq > after_seq``, oldest first, at most ``limit`` (``None``: all)."""
 
     @abc.abstractmethod
-    async def _list_sessions(
-        self, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
-    ) -> list[Session]:
-        """Sessions, most recently active first (ties: newest id first)."""
+    async def _list_sessions(self, where: SessionFilter, limit: int, offset: int) -> list[Session]:
+        """Sessions matching ``where``, most recently active first (ties: newest id first)."""
 
     @abc.abstractmethod
     async def _update_session(

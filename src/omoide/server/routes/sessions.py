@@ -115,12 +115,21 @@ async def list_sessions(
     memory: MemoryDep,
     key: KeyDep,
     status: SessionStatus | None = None,
+    platform: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    channel_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    user_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Page[SessionOut]:
-    """Most recently active first."""
+    """Most recently active first; `platform`, `channel_id`, `user_id` and `status` filter (each an equality)."""
     found = await memory.sessions.list_sessions(
-        workspace=key.workspace_id, status=status, limit=limit + 1, offset=offset
+        workspace=key.workspace_id,
+        status=status,
+        platform=platform,
+        channel=channel_id,
+        user=user_id,
+        limit=limit + 1,
+        offset=offset,
     )
     return Page[SessionOut](
         items=[SessionOut.of(s) for s in found[:limit]],

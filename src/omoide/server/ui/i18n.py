@@ -130,10 +130,6 @@ CATALOG: dict[str, tuple[str, str]] = {
     ),
     "sess.reset_done": ("セッションをリセットしました。", "The session was reset."),
     "sess.deleted": ("セッションを削除しました。", "The session was deleted."),
-    "sess.scan_note": (
-        "絞り込みは新しい順に最大 {n} 件のセッションから行います。",
-        "Filters look at the {n} most recently active sessions.",
-    ),
     "confirm.title": ("確認", "Please confirm"),
     "confirm.yes": ("はい、実行します", "Yes, do it"),
     "kn.title": ("ナレッジ", "Knowledge"),

@@ -14,6 +14,7 @@ from omoide.errors import InvalidInput, InvalidSessionKey, SessionNotFound, Stor
 from omoide.keys import parse_session_key
 from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, utcnow
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
+from omoide.stores.sessions import SessionFilter
 
 RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
 
@@ -274,25 +275,22 @@ async def messages(
     return [row_to_message(r) for r in rows]
 
 
-async def list_sessions(
-    conn: asyncpg.Connection, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
-) -> list[Session]:
-    where: list[str] = []
-    args: list[object] = []
-    if workspace_id is not None:
-        args.append(workspace_id)
-        where.append(f"workspace_id = ${len(args)}")
-    if status is not None:
-        args.append(status.value)
-        where.append(f"status = ${len(args)}")
-    args += [limit, offset]
+def list_sessions_query(where: SessionFilter, limit: int, offset: int) -> tuple[str, list[object]]:
+    """The SQL and arguments of :func:`list_sessions` (each filter an equality the indexes serve)."""
+    conditions = where.conditions()
+    tests = [f"{column} = ${n}" for n, (column, _) in enumerate(conditions, start=1)]
+    n = len(conditions)
     sql = (
         f"SELECT {SESSION_COLUMNS} FROM sessions"
-        + (" WHERE " + " AND ".join(where) if where else "")
-        + f" ORDER BY last_active_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        + (" WHERE " + " AND ".join(tests) if tests else "")
+        + f" ORDER BY last_active_at DESC, id DESC LIMIT ${n + 1} OFFSET ${n + 2}"
     )
-    rows = await conn.fetch(sql, *args)
-    return [row_to_session(r) for r in rows]
+    return sql, [*(value for _, value in conditions), limit, offset]
+
+
+async def list_sessions(conn: asyncpg.Connection, where: SessionFilter, limit: int, offset: int) -> list[Session]:
+    sql, args = list_sessions_query(where, limit, offset)
+    return [row_to_session(r) for r in await conn.fetch(sql, *args)]
 
 
 async def update_session(

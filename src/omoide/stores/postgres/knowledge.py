@@ -143,9 +143,11 @@ class PostgresKnowledge(KnowledgeStore):
         async with self._db.acquire() as conn:
             return await uops.put_unit_vectors(conn, model, dimensions, rows, citus=self._db.citus)
 
-    async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
+    async def _list_sources(
+        self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
+    ) -> list[KnowledgeSource]:
         async with self._db.acquire() as conn:
-            return await kops.list_sources(conn, workspace_id, limit, offset)
+            return await kops.list_sources(conn, workspace_id, origin_session_id, limit, offset)
 
     async def _knowledge_status(self, workspace_id: str | None) -> KnowledgeStatus:
         async with self._db.acquire() as conn:

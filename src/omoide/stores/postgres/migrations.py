@@ -85,6 +85,14 @@ SELECT workspace_id, user_id, id, 'created', 'migration', content, updated_at FR
 primary key leads with workspace_id so Citus can distribute it. Memories stored before history began get
 one 'created' event with their content now (actor 'migration')."""
 
+MIGRATION_12_FILTER_INDEXES = """
+CREATE INDEX sessions_workspace_channel_active ON sessions (workspace_id, channel_id, last_active_at);
+CREATE INDEX sessions_workspace_user_active ON sessions (workspace_id, user_id, last_active_at);
+CREATE INDEX knowledge_sources_origin_session ON knowledge_sources (workspace_id, (metadata->>'origin_session_id'));
+"""
+"""Listing a workspace's sessions by channel or user, and the sources archived from one session (the
+inspector, ``omoide sessions list``), by index instead of a scan of the workspace."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
@@ -98,6 +106,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "memory history: memory_events (each change of a memory, by whom)", MIGRATION_10_MEMORY_EVENTS),
     Migration(
         11, "search: chunk length in lexemes beside the tsvector (BM25 without reading it)", MIGRATION_LEXICAL_LENGTH
+    ),
+    Migration(
+        12,
+        "indexes: sessions by channel / user, sources by the session they were archived from",
+        MIGRATION_12_FILTER_INDEXES,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -35,7 +35,7 @@ from omoide.errors import SessionNotFound
 from omoide.models import Message, Session, SessionKey, SessionStatus
 from omoide.stores.postgres import _sessions as ops
 from omoide.stores.postgres._db import PostgresDb
-from omoide.stores.sessions import SessionStore
+from omoide.stores.sessions import SessionFilter, SessionStore
 
 
 class PostgresSessions(SessionStore):
@@ -93,11 +93,9 @@ class PostgresSessions(SessionStore):
             ws = await self._db.workspaces.lookup(conn, "sessions", session_id)
             return [] if ws is None else await ops.messages(conn, session_id, ws, after_seq, limit)
 
-    async def _list_sessions(
-        self, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
-    ) -> list[Session]:
+    async def _list_sessions(self, where: SessionFilter, limit: int, offset: int) -> list[Session]:
         async with self._db.acquire() as conn:
-            return await ops.list_sessions(conn, workspace_id, status, limit, offset)
+            return await ops.list_sessions(conn, where, limit, offset)
 
     async def _update_session(
         self, session_id: int, expected_version: int, status: SessionStatus | None, window_start_seq: int | None

@@ -487,17 +487,21 @@ def get_source(conn: sqlite3.Connection, source_id: int) -> KnowledgeSource | No
     return None if row is None else source_from_row(row)
 
 
-def list_sources(conn: sqlite3.Connection, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
-    if workspace_id is None:
-        sql = f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s ORDER BY s.id DESC LIMIT ? OFFSET ?"
-        params: tuple[Any, ...] = (limit, offset)
-    else:
-        sql = (
-            f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.workspace_id = ? "
-            "ORDER BY s.id DESC LIMIT ? OFFSET ?"
-        )
-        params = (workspace_id, limit, offset)
-    return [source_from_row(r) for r in conn.execute(sql, params).fetchall()]
+def list_sources(
+    conn: sqlite3.Connection, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
+) -> list[KnowledgeSource]:
+    where: list[str] = []
+    params: list[Any] = []
+    if workspace_id is not None:
+        where.append("s.workspace_id = ?")
+        params.append(workspace_id)
+    if origin_session_id is not None:
+        # the expression of knowledge_sources_origin_session_idx, so the index serves it
+        where.append("json_extract(s.metadata, '$.origin_session_id') = ?")
+        params.append(origin_session_id)
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    sql = f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s {clause}ORDER BY s.id DESC LIMIT ? OFFSET ?"
+    return [source_from_row(r) for r in conn.execute(sql, (*params, limit, offset)).fetchall()]
 
 
 def chunks_of_source(conn: sqlite3.Connection, source_id: int) -> list[KnowledgeChunk]:

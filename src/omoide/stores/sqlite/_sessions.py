@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from omoide.errors import InvalidInput, SessionNotFound, VersionConflict
 from omoide.models import KeyPolicy, Message, MessageId, Session, SessionId, SessionKey, SessionStatus
+from omoide.stores.sessions import SessionFilter
 from omoide.stores.sqlite._conn import format_ts
 from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, message_from_row, session_from_row
 
@@ -65,21 +65,12 @@ def messages(conn: sqlite3.Connection, session_id: int, after_seq: int, limit: i
     return [message_from_row(row) for row in rows]
 
 
-def list_sessions(
-    conn: sqlite3.Connection, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
-) -> list[Session]:
-    where: list[str] = []
-    params: list[Any] = []
-    if workspace_id is not None:
-        where.append("workspace_id = ?")
-        params.append(workspace_id)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status.value)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
+def list_sessions(conn: sqlite3.Connection, where: SessionFilter, limit: int, offset: int) -> list[Session]:
+    conditions = where.conditions()
+    clause = "WHERE " + " AND ".join(f"{column} = ?" for column, _ in conditions) if conditions else ""
     rows = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions {clause} ORDER BY last_active_at DESC, id DESC LIMIT ? OFFSET ?",
-        (*params, limit, offset),
+        (*(value for _, value in conditions), limit, offset),
     ).fetchall()
     return [session_from_row(row) for row in rows]
 

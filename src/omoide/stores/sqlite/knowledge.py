@@ -92,8 +92,10 @@ class SqliteKnowledge(KnowledgeStore):
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         return await self._db.write("put_unit_vectors", kops.put_unit_vectors, model, dimensions, rows)
 
-    async def _list_sources(self, workspace_id: str | None, limit: int, offset: int) -> list[KnowledgeSource]:
-        return await self._db.read("list_sources", kops.list_sources, workspace_id, limit, offset)
+    async def _list_sources(
+        self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
+    ) -> list[KnowledgeSource]:
+        return await self._db.read("list_sources", kops.list_sources, workspace_id, origin_session_id, limit, offset)
 
     async def _knowledge_status(self, workspace_id: str | None) -> KnowledgeStatus:
         return await self._db.read("knowledge_status", kops.knowledge_status, workspace_id)

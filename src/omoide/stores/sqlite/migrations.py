@@ -59,6 +59,15 @@ V11_MEMORY_EVENTS: tuple[str, ...] = (
 )
 """Memory history (issue 19): one row per change of a memory, written in the change's transaction."""
 
+V12_FILTER_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX sessions_workspace_channel_active_idx ON sessions (workspace_id, channel_id, last_active_at)",
+    "CREATE INDEX sessions_workspace_user_active_idx ON sessions (workspace_id, user_id, last_active_at)",
+    "CREATE INDEX knowledge_sources_origin_session_idx "
+    "ON knowledge_sources (workspace_id, json_extract(metadata, '$.origin_session_id'))",
+)
+"""Listing a workspace's sessions by channel or user, and the sources archived from one session (the
+inspector, ``omoide sessions list``), by index instead of a scan of the workspace."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -75,6 +84,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "erasure: per-workspace erasure generation and erased users (hashed)", V9),
     Migration(10, "retrieval units: per-line search tokens on chunks, unit vectors with a chunk's vector", V10),
     Migration(11, "memory history: memory_events (each change of a memory, by whom)", V11_MEMORY_EVENTS),
+    Migration(
+        12, "indexes: sessions by channel / user, sources by the session they were archived from", V12_FILTER_INDEXES
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from omoide.models import Message, Session, SessionKey, SessionStatus, utcnow
-from omoide.stores.sessions import SessionStore
+from omoide.stores.sessions import SessionFilter, SessionStore
 from omoide.stores.sqlite import _sessions as ops
 from omoide.stores.sqlite._db import SqliteDb
 
@@ -43,10 +43,8 @@ class SqliteSessions(SessionStore):
     async def _messages(self, session_id: int, after_seq: int, limit: int | None) -> list[Message]:
         return await self._db.read("messages", ops.messages, session_id, after_seq, limit)
 
-    async def _list_sessions(
-        self, workspace_id: str | None, status: SessionStatus | None, limit: int, offset: int
-    ) -> list[Session]:
-        return await self._db.read("list_sessions", ops.list_sessions, workspace_id, status, limit, offset)
+    async def _list_sessions(self, where: SessionFilter, limit: int, offset: int) -> list[Session]:
+        return await self._db.read("list_sessions", ops.list_sessions, where, limit, offset)
 
     async def _update_session(
         self, session_id: int, expected_version: int, status: SessionStatus | None, window_start_seq: int | None

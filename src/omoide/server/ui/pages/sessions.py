@@ -1,8 +1,6 @@
 """Sessions: the list with filters, one session's window, stored messages and archive, reset / delete.
 
-The store lists sessions by workspace and state; the platform, channel and user filters are
-applied here over the most recently active ``SCAN`` sessions (enough for an operator's look;
-the page says so).
+Every filter (platform, channel, user, state) is the store's, by index, paged ``PAGE`` at a time.
 """
 
 from __future__ import annotations
@@ -23,10 +21,9 @@ from omoide.server.ui.security import MemoryDep, Viewer, WorkspaceViewer, check_
 
 router = APIRouter(prefix="/sessions")
 
-SCAN = 1000
 PAGE = 50
 MESSAGES_SHOWN = 200
-SOURCES_SCANNED = 1000
+SOURCES_SHOWN = 50
 
 Text = Annotated[str | None, Query(max_length=256)]
 KeyField = Annotated[str, Form(max_length=2048)]
@@ -69,20 +66,25 @@ async def list_sessions(
     channel: Text = None,
     user: Text = None,
     state: Annotated[str | None, Query(max_length=32)] = None,
-    offset: Annotated[int, Query(ge=0, le=SCAN)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Response:
     status = _status(state)
-    found = await memory.sessions.list_sessions(workspace=viewer.workspace, status=status, limit=SCAN)
-    wanted = {"platform": platform or None, "channel_id": channel or None, "user_id": user or None}
-    rows = [s for s in found if all(v is None or getattr(s, k) == v for k, v in wanted.items())]
+    found = await memory.sessions.list_sessions(
+        workspace=viewer.workspace,
+        status=status,
+        platform=platform or None,
+        channel=channel or None,
+        user=user or None,
+        limit=PAGE + 1,
+        offset=offset,
+    )
     context: dict[str, Any] = {
-        "rows": rows[offset : offset + PAGE],
+        "rows": found[:PAGE],
         "offset": offset,
-        "next_offset": offset + PAGE if len(rows) > offset + PAGE else None,
+        "next_offset": offset + PAGE if len(found) > PAGE else None,
         "prev_offset": max(0, offset - PAGE) if offset else None,
         "filters": {"platform": platform or "", "channel": channel or "", "user": user or "", "state": status or ""},
         "states": [s.value for s in SessionStatus],
-        "scan": SCAN,
     }
     return page(request, "sessions.html", context)
 
@@ -103,13 +105,11 @@ async def view_session(
     messages = await memory.sessions.messages(session.key, after_seq=after, limit=MESSAGES_SHOWN + 1)
     more = messages[MESSAGES_SHOWN - 1].seq if len(messages) > MESSAGES_SHOWN else None
     messages = messages[:MESSAGES_SHOWN]
-    sources = [
-        s
-        for s in await memory.knowledge.sources(workspace=viewer.workspace, limit=SOURCES_SCANNED)
-        if s.metadata.get("origin_session_id") == int(session.id)
-    ]
+    sources = await memory.knowledge.sources(
+        workspace=viewer.workspace, origin_session=int(session.id), limit=SOURCES_SHOWN
+    )
     archived: list[dict[str, Any]] = []
-    for source in sources[:50]:
+    for source in sources:
         chunks = await memory.store.knowledge.chunks_of_source(source.id)
         archived.append({"source": source, "chunks": chunks})
     context = {
