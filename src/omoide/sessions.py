@@ -171,6 +171,10 @@ class Sessions:
             offset=offset,
         )
 
+    async def workspaces(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """The workspaces that have sessions, in id order (paged)."""
+        return await self.store.list_workspaces(limit=limit, offset=offset)
+
     # ------------------------------------------------------------------ writes
 
     async def append(self, key: KeyLike, message: Message) -> Message:

@@ -294,6 +294,15 @@ async def test_list_sessions_by_platform_channel_and_user(store):
             await store.sessions.list_sessions(**bad)
 
 
+async def test_list_workspaces_is_distinct_and_paged(store):
+    for ws, user in (("g2", "u1"), ("g1", "u1"), ("g2", "u2"), ("g3", "u1")):
+        await store.sessions.get_or_create_session(_key(user=user, workspace=ws))
+    assert await store.sessions.list_workspaces() == ["g1", "g2", "g3"]
+    assert await store.sessions.list_workspaces(limit=1, offset=1) == ["g2"]
+    with pytest.raises(InvalidInput):
+        await store.sessions.list_workspaces(limit=-1)
+
+
 async def test_expire_idle_in_batches(store):
     # last activity is never moved backwards, so "idle" here means: before a cutoff in the future
     now = datetime.now(UTC)

@@ -11,6 +11,8 @@ from urllib.parse import unquote
 
 import pytest
 
+from omoide.models import Message
+
 from .conftest import ADMIN_KEY, csrf_of, form_value, login
 from .seed import SECRET, WS_A, WS_B
 
@@ -236,6 +238,25 @@ async def test_admin_picks_a_workspace(client, seeded):
     assert chosen.status_code == 303
     memories = html.unescape((await client.get("/ui/memories", params={"user": "5"})).text)
     assert f"{SECRET} memory" in memories
+
+
+async def test_admin_workspace_list_pages_through_every_workspace(client, seeded, memory, monkeypatch):
+    from omoide.server.ui.pages import login as login_page
+
+    monkeypatch.setattr(login_page, "WORKSPACES_PAGE", 2)
+    for n in range(3):
+        await memory.append(
+            memory.session_key(platform="discord", workspace=f"zz{n}", channel="1", user="1"), Message.user("hi")
+        )
+    await login(client, ADMIN_KEY)
+    seen: list[str] = []
+    url = "/ui/workspaces"
+    while url:
+        listing = html.unescape((await client.get(url)).text)
+        seen += re.findall(r'name="workspace" value="([^"]+)"', listing)
+        found = re.search(r'href="\?offset=(\d+)">[^<]*(Next|次)', listing)
+        url = f"/ui/workspaces?offset={found.group(1)}" if found else ""
+    assert {WS_A, WS_B, "zz0", "zz1", "zz2"} <= set(seen)
 
 
 async def test_revoked_key_is_logged_out(client, seeded, memory):

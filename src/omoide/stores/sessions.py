@@ -196,6 +196,14 @@ class SessionStore(abc.ABC):
         off = check_int("offset", offset, minimum=0)
         return await self._list_sessions(where, lim, off)
 
+    async def list_workspaces(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """The workspaces that have sessions, in id order (paged; for an operator's list).
+
+        Raises:
+            InvalidInput: a negative ``limit`` / ``offset``.
+        """
+        return await self._list_workspaces(check_int("limit", limit, minimum=0), check_int("offset", offset, minimum=0))
+
     async def update_session(
         self,
         session_id: SessionId,
@@ -299,6 +307,10 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def _list_sessions(self, where: SessionFilter, limit: int, offset: int) -> list[Session]:
         """Sessions matching ``where``, most recently active first (ties: newest id first)."""
+
+    @abc.abstractmethod
+    async def _list_workspaces(self, limit: int, offset: int) -> list[str]:
+        """Distinct workspace ids of sessions, ascending."""
 
     @abc.abstractmethod
     async def _update_session(

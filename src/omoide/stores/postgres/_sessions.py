@@ -293,6 +293,13 @@ async def list_sessions(conn: asyncpg.Connection, where: SessionFilter, limit: i
     return [row_to_session(r) for r in await conn.fetch(sql, *args)]
 
 
+async def list_workspaces(conn: asyncpg.Connection, limit: int, offset: int) -> list[str]:
+    rows = await conn.fetch(
+        "SELECT DISTINCT workspace_id FROM sessions ORDER BY workspace_id LIMIT $1 OFFSET $2", limit, offset
+    )
+    return [str(r[0]) for r in rows]
+
+
 async def update_session(
     conn: asyncpg.Connection,
     session_id: int,

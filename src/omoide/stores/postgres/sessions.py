@@ -97,6 +97,10 @@ class PostgresSessions(SessionStore):
         async with self._db.acquire() as conn:
             return await ops.list_sessions(conn, where, limit, offset)
 
+    async def _list_workspaces(self, limit: int, offset: int) -> list[str]:
+        async with self._db.acquire() as conn:
+            return await ops.list_workspaces(conn, limit, offset)
+
     async def _update_session(
         self, session_id: int, expected_version: int, status: SessionStatus | None, window_start_seq: int | None
     ) -> Session:

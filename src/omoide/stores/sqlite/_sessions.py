@@ -75,6 +75,13 @@ def list_sessions(conn: sqlite3.Connection, where: SessionFilter, limit: int, of
     return [session_from_row(row) for row in rows]
 
 
+def list_workspaces(conn: sqlite3.Connection, limit: int, offset: int) -> list[str]:
+    rows = conn.execute(
+        "SELECT DISTINCT workspace_id FROM sessions ORDER BY workspace_id LIMIT ? OFFSET ?", (limit, offset)
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
 # ---------------------------------------------------------------------------- writes
 # Each runs inside the caller's BEGIN IMMEDIATE transaction.
 

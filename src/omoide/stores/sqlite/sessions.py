@@ -46,6 +46,9 @@ class SqliteSessions(SessionStore):
     async def _list_sessions(self, where: SessionFilter, limit: int, offset: int) -> list[Session]:
         return await self._db.read("list_sessions", ops.list_sessions, where, limit, offset)
 
+    async def _list_workspaces(self, limit: int, offset: int) -> list[str]:
+        return await self._db.read("list_workspaces", ops.list_workspaces, limit, offset)
+
     async def _update_session(
         self, session_id: int, expected_version: int, status: SessionStatus | None, window_start_seq: int | None
     ) -> Session:

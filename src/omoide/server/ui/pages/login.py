@@ -24,6 +24,8 @@ from omoide.server.ui.security import (
     set_cookie,
 )
 
+WORKSPACES_PAGE = 100
+
 router = APIRouter()
 
 Field = Annotated[str, Form(max_length=512)]
@@ -86,18 +88,30 @@ async def logout(request: Request, viewer: AnyViewer, csrf: OptionalField = None
 
 
 @router.get("/workspaces")
-async def workspaces(request: Request, memory: MemoryDep, viewer: AnyViewer) -> Response:
-    """The admin's list: every workspace with an API key or a session; a workspace key sees only its own."""
+async def workspaces(
+    request: Request,
+    memory: MemoryDep,
+    viewer: AnyViewer,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+) -> Response:
+    """The admin's list, ``WORKSPACES_PAGE`` at a time: every workspace with a session, and on the
+    first page those with only API keys; a workspace key sees only its own."""
     if not viewer.admin:
         return redirect(request, "/")
     keys = await memory.api_keys.list(include_revoked=False, limit=1000)
-    counts: dict[str, int] = {}
+    key_counts: dict[str, int] = {}
     for record in keys:
-        counts[record.workspace_id] = counts.get(record.workspace_id, 0) + 1
-    for session in await memory.sessions.list_sessions(limit=1000):
-        counts.setdefault(session.workspace_id, 0)
-    rows = sorted(counts.items())
-    return page(request, "workspaces.html", {"rows": rows})
+        key_counts[record.workspace_id] = key_counts.get(record.workspace_id, 0) + 1
+    listed = await memory.sessions.workspaces(limit=WORKSPACES_PAGE + 1, offset=offset)
+    shown = listed[:WORKSPACES_PAGE]
+    names = set(shown) | (set(key_counts) if offset == 0 else set())
+    rows = sorted((ws, key_counts.get(ws, 0)) for ws in names)
+    context = {
+        "rows": rows,
+        "next_offset": offset + WORKSPACES_PAGE if len(listed) > WORKSPACES_PAGE else None,
+        "prev_offset": max(0, offset - WORKSPACES_PAGE) if offset else None,
+    }
+    return page(request, "workspaces.html", context)
 
 
 @router.post("/workspace")
