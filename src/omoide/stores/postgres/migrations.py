@@ -55,13 +55,15 @@ class Migration:
     Attributes:
         version: its number; applied in increasing order.
         name: a short description, recorded with the version.
-        sql: the DDL, run as one multi-statement script inside the migration transaction.
+        sql: the DDL: one multi-statement script (migrations written before the tables could be distributed),
+        or a tuple of single statements, each run by its own ``execute`` (every migration that can meet
+        distributed tables on Citus: see :data:`MIGRATION_12_FILTER_INDEXES`); all in the migration transaction.
         needs_vector: create / check the pgvector extension before running ``sql``.
     """
 
     version: int
     name: str
-    sql: str
+    sql: str | tuple[str, ...]
     needs_vector: bool = False
 
 
@@ -85,13 +87,15 @@ SELECT workspace_id, user_id, id, 'created', 'migration', content, updated_at FR
 primary key leads with workspace_id so Citus can distribute it. Memories stored before history began get
 one 'created' event with their content now (actor 'migration')."""
 
-MIGRATION_12_FILTER_INDEXES = """
-CREATE INDEX sessions_workspace_channel_active ON sessions (workspace_id, channel_id, last_active_at);
-CREATE INDEX sessions_workspace_user_active ON sessions (workspace_id, user_id, last_active_at);
-CREATE INDEX knowledge_sources_origin_session ON knowledge_sources (workspace_id, (metadata->>'origin_session_id'));
-"""
+MIGRATION_12_FILTER_INDEXES = (
+    "CREATE INDEX sessions_workspace_channel_active ON sessions (workspace_id, channel_id, last_active_at)",
+    "CREATE INDEX sessions_workspace_user_active ON sessions (workspace_id, user_id, last_active_at)",
+    "CREATE INDEX knowledge_sources_origin_session ON knowledge_sources (workspace_id, (metadata->>'origin_session_id'))",
+)
 """Listing a workspace's sessions by channel or user, and the sources archived from one session (the
-inspector, ``omoide sessions list``), by index instead of a scan of the workspace."""
+inspector, ``omoide sessions list``), by index instead of a scan of the workspace. One statement per
+``execute``: on Citus, DDL on a distributed table is forwarded to the shards as its query string, and two
+statements in one string are refused ("cannot insert multiple commands into a prepared statement")."""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
@@ -183,7 +187,8 @@ async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]
             started = time.perf_counter()
             if migration.needs_vector:
                 await ensure_vector_extension(conn, where=where)
-            await conn.execute(migration.sql)
+            for statement in (migration.sql,) if isinstance(migration.sql, str) else migration.sql:
+                await conn.execute(statement)
             await conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", migration.version, migration.name
             )
