@@ -26,9 +26,11 @@ from omoide.stores.postgres.migrations import check_not_newer, current_version
 from omoide.stores.postgres.vector import register_vector_types, vector_extension
 
 _LIVE_COLUMNS = """
-SELECT table_name, column_name FROM information_schema.columns
-WHERE table_schema = current_schema() AND is_generated = 'NEVER'  -- generated columns are derived: rebuilt
-ORDER BY table_name, ordinal_position
+SELECT c.table_name, c.column_name FROM information_schema.columns c
+JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'  -- not views (Citus adds citus_tables, …)
+  AND c.is_generated = 'NEVER'  -- generated columns are derived: rebuilt
+ORDER BY c.table_name, c.ordinal_position
 """
 _PARAM = re.compile(r"(?<!:):([a-z_]+)\b")
 

@@ -5,6 +5,7 @@ How they stay correct with many writers is in :mod:`omoide.stores.postgres.sessi
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime
 
@@ -17,6 +18,8 @@ from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_t
 from omoide.stores.sessions import SessionFilter
 
 RETRIES = 3  # a row that vanishes between two statements (concurrent delete) is retried this often
+DEADLOCK_BACKOFF_SECONDS = 0.05
+"""Pause before re-running an append that Citus cancelled as part of a distributed deadlock (times the attempt)."""
 
 _SELECT_SESSION_BY_KEY = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1 AND workspace_id = $2"
 _SELECT_SESSION_BY_ID = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 AND workspace_id = $2"
@@ -231,7 +234,8 @@ async def append_message_routed(
     platform id found first returns the stored copy; one inserted concurrently hits the
     unique index and rolls the whole transaction back (no ``seq`` consumed), then is found.
     """
-    for _ in range(RETRIES):
+    attempt = 0
+    for _ in range(RETRIES * 2):
         try:
             async with conn.transaction():
                 if message.message_id is not None:
@@ -260,6 +264,14 @@ async def append_message_routed(
             if not _platform_id_conflict(exc):
                 raise
             # a concurrent append stored this platform id first: the next attempt finds it
+        except asyncpg.DeadlockDetectedError:
+            # Citus' distributed deadlock detector cancelled us (seen while a shard moves: the move's
+            # switch-over takes the shard's locks). The whole transaction rolled back, nothing was
+            # stored and no seq consumed, so appending again is safe; back off a little first.
+            attempt += 1
+            if attempt >= RETRIES:
+                raise
+            await asyncio.sleep(DEADLOCK_BACKOFF_SECONDS * attempt)
     raise StoreError(f"append to session {session_id} kept racing with deletes of message {message.message_id!r}")
 
 
