@@ -1,8 +1,8 @@
 """Fit the unit scorer's weights (``src/omoide/search/unit_weights.json``) on the dev sets.
 
 Usage:
-    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--l2 0.001] [--rows DIR]
-        [--limit-conversations N] [--cache FILE | --no-cache]
+    python benchmarks/fit_units.py [--sets locomo,ja] [--write] [--model trees|linear] [--l2 0.001]
+        [--modes hybrid,lexical,vector] [--rows DIR] [--limit-conversations N] [--cache FILE | --no-cache]
 
 What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese questions of
 ``benchmarks/data`` → the ``ja`` weights):
@@ -17,12 +17,16 @@ What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese ques
    ranking metric, not the per-turn loss), with **leave-one-conversation-out cross-validation**: the weights that rank a
    conversation's questions never saw that conversation. It prints Recall@10 (k counts turns)
    of the cross-validated weights next to the shipped ones and to the chunk ranking alone;
-4. with ``--write``, fits on all conversations of the set and writes the weights (with the
+4. with ``--model trees`` (the default since the third issue-16 session) the model is instead
+   100 LambdaMART regression trees of at most 7 leaves (LightGBM, one thread, fixed seed; the
+   parameters are ``TREE_PARAMS``, chosen once and used for both sets), under the same
+   cross-validation; the product evaluates the shipped trees with numpy
+   (``omoide.search.trees``), so LightGBM is needed here only (``pip install lightgbm``);
+5. with ``--write``, fits on all conversations of the set and writes the model (with the
    cross-validated figures and this command) into ``unit_weights.json``.
 
-Only the product's own features are used and the fit is linear (eight weights and a bias per
-language and mode), so there is little to overfit; the cross-validated figure is the one to
-trust. Progress goes to stderr.
+Only the product's own features are used (twelve), so there is little to overfit; the
+cross-validated figure is the one to trust. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import argparse
 import asyncio
 import json
 import pickle
+import re
 import tempfile
 import time
 from collections import defaultdict
@@ -57,6 +62,23 @@ ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = ROOT / "src" / "omoide" / "search" / "unit_weights.json"
 MODES = ("hybrid", "lexical", "vector")
 K_ALL = 1000
+TREE_ROUNDS = 100
+TREE_PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "lambdarank_truncation_level": 30,
+    "num_leaves": 7,
+    "learning_rate": 0.05,
+    "min_data_in_leaf": 200,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "seed": 1,
+    "num_threads": 1,
+    "deterministic": True,
+    "verbose": -1,
+}
+"""LambdaMART settings: shallow trees (7 leaves fit the evaluator's 8-bit masks), many rows per
+leaf (a question has ~250 units), one thread and a seed so a refit gives the same trees."""
 
 
 @dataclass
@@ -179,13 +201,38 @@ def train(asked: Sequence[Asked], l2: float) -> npt.NDArray[np.float64]:
     return np.append(raw, w[-1] - float(raw @ mu))
 
 
-def cross_validate(asked: Sequence[Asked], l2: float) -> dict[str, float]:
+def train_trees(asked: Sequence[Asked]) -> Any:
+    """LambdaMART trees (``TREE_PARAMS``) on the raw features; each question is one group,
+    labelled 1 for its evidence units. Returns an ``omoide.search.trees.TreeEnsemble``."""
+    try:
+        import lightgbm
+    except ImportError as exc:
+        raise SystemExit("--model trees needs LightGBM to fit: pip install lightgbm (or use --model linear)") from exc
+    from omoide.search.trees import TreeEnsemble
+
+    x = np.vstack([a.x for a in asked])
+    y = np.concatenate([[1.0 if set(t) & a.gold else 0.0 for t in a.turns] for a in asked])
+    data = lightgbm.Dataset(x, y, group=[len(a.turns) for a in asked])
+    booster = lightgbm.train(TREE_PARAMS, data, num_boost_round=TREE_ROUNDS)
+    return TreeEnsemble.from_lightgbm(booster.dump_model())
+
+
+def scorer(asked: Sequence[Asked], model: str, l2: float) -> Any:
+    """A function rows → scores, fitted on ``asked`` (``model``: trees or linear)."""
+    if model == "trees":
+        trees = train_trees(asked)
+        return trees.predict
+    w = train(asked, l2)
+    return lambda x: x @ w[:-1]
+
+
+def cross_validate(asked: Sequence[Asked], l2: float, model: str = "linear") -> dict[str, float]:
     per: dict[str, list[float]] = defaultdict(list)
     for c in sorted({a.conversation for a in asked}):
-        w = train([a for a in asked if a.conversation != c], l2)
+        score = scorer([a for a in asked if a.conversation != c], model, l2)
         for a in asked:
             if a.conversation == c:
-                r = recall10(a, a.x @ w[:-1])
+                r = recall10(a, score(a.x))
                 per["overall"].append(r)
                 per[a.category].append(r)
     return {k: float(np.mean(v)) for k, v in sorted(per.items())}
@@ -224,7 +271,7 @@ async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, A
                 mem._embedder = cached  # same model id; vectors through the on-disk cache
                 ids = await ingest(mem, conversations, platform)
                 await embed(mem, cached, first=True)
-                for mode in MODES:
+                for mode in args.modes:
                     started = time.perf_counter()
                     collected[mode] = await collect(mem, conversations, ids, mode)
                     progress(
@@ -234,26 +281,42 @@ async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, A
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_bytes(pickle.dumps(collected))
     fitted: dict[str, Any] = {}
-    for mode in MODES:
+    for mode in args.modes:
         asked = collected[mode]
         started = time.perf_counter()
-        cv = cross_validate(asked, args.l2)
-        w = train(asked, args.l2)
+        cv = cross_validate(asked, args.l2, args.model)
         progress(
             f"{name} {mode:<8} {len(asked)} questions ({time.perf_counter() - started:.0f} s): "
             f"R@10 chunk order {mean_recall(asked, 'chunks'):.3f}, shipped weights "
             f"{mean_recall(asked, 'shipped'):.3f}, cross-validated fit {cv['overall']:.3f}"
         )
         progress("    per category (cross-validated): " + ", ".join(f"{k} {v:.3f}" for k, v in cv.items()))
+        if args.model == "trees":
+            model: dict[str, Any] = {"weights": {}, "bias": 0.0, "trees": train_trees(asked).to_json()}
+        else:
+            w = train(asked, args.l2)
+            model = {
+                "weights": {n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
+                "bias": round(float(w[-1]), 6),
+            }
         fitted[mode] = {
-            "weights": {n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
-            "bias": round(float(w[-1]), 6),
+            **model,
+            "model": args.model,
             "cross_validated_recall_at_10": {k: round(v, 4) for k, v in cv.items()},
             "questions": len(asked),
             "conversations": len(conversations),
         }
     cached.close()
     return language, {"set": name, **fitted}
+
+
+_NUMBER_LIST = re.compile(r"\[[-+0-9.eE,\snul]*\]")
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """The weights file as JSON, one line per list of numbers (the trees are ~20k numbers)."""
+    text = json.dumps(document, indent=1, ensure_ascii=False)
+    return _NUMBER_LIST.sub(lambda m: re.sub(r"\s+", "", m.group(0)).replace(",", ", "), text) + "\n"
 
 
 def main() -> None:
@@ -268,6 +331,18 @@ def main() -> None:
         default=0.001,
         help="L2 regularisation (default 0.001, chosen by the cross-validated figures)",
     )
+    parser.add_argument(
+        "--model",
+        choices=("trees", "linear"),
+        default="trees",
+        help="trees: LambdaMART (needs lightgbm; default); linear: logistic start + ascent on Recall@10",
+    )
+    parser.add_argument(
+        "--modes",
+        type=lambda v: tuple(m.strip() for m in v.split(",") if m.strip()),
+        default=MODES,
+        help="comma-separated search modes to fit (default: hybrid,lexical,vector; the others stay as shipped)",
+    )
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--cache", type=Path, default=default_cache_path(), help="embedding cache (SQLite file)")
     parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")
@@ -278,26 +353,33 @@ def main() -> None:
         help="keep the collected features in this directory (SET.pickle) and reuse them on the next run",
     )
     args = parser.parse_args()
+    if unknown := set(args.modes) - set(MODES):
+        parser.error(f"unknown mode(s) {', '.join(sorted(unknown))}; expected some of {', '.join(MODES)}")
     progress(f"machine: {machine()}")
     fitted_now: dict[str, dict[str, Any]] = {}
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         language, fitted = asyncio.run(run_set(name, args))
-        fitted_now[language] = {mode: fitted[mode] for mode in MODES}
+        fitted_now[language] = {mode: fitted[mode] for mode in args.modes}
     if args.write:
         # read just before writing: another language may have been fitted meanwhile
         models = dict(json.loads(WEIGHTS.read_text(encoding="utf-8")).get("models", {}))
-        models.update(fitted_now)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
+        command = f"python benchmarks/fit_units.py --sets {args.sets} --model {args.model} --modes {','.join(args.modes)} --write"
+        for language, modes in fitted_now.items():  # the modes not fitted now stay as they were
+            stamped = {mode: {**model, "fitted_at": now, "command": command} for mode, model in modes.items()}
+            models[language] = {**models.get(language, {}), **stamped}
         document = {
             "about": (
-                "Unit scorer weights (omoide.search.units), fitted by benchmarks/fit_units.py with "
+                "Unit scorer models (omoide.search.units: linear weights and/or boosted trees, "
+                "omoide.search.trees), fitted by benchmarks/fit_units.py with "
                 "leave-one-conversation-out cross-validation; 'default' from LoCoMo dev, 'ja' from "
                 "benchmarks/data/ja_retrieval_questions.json."
             ),
-            "fitted_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
-            "command": "python benchmarks/fit_units.py --sets locomo,ja --write",
+            "fitted_at": now,
+            "command": f"{command}  (each model records its own fitted_at and command)",
             "models": models,
         }
-        WEIGHTS.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        WEIGHTS.write_text(dumps(document), encoding="utf-8")
         progress(f"wrote {WEIGHTS}")
 
 

@@ -10,7 +10,8 @@ Usage:
 pair, from the features ``benchmarks/fit_units.py --sets ja --rows DIR`` collected (run that
 first; it writes ``DIR/ja.pickle``). Per fold and mode it prints Recall@10 (k counts turns)
 of the weights fitted on the *other* pairs (the honest figure: the fit never saw the pair),
-of the shipped weights (``unit_weights.json``, fitted on all pairs: in-sample), and of the
+of the shipped model (``unit_weights.json``, fitted on all pairs: in-sample; the same kind of
+model, trees or linear, is refitted per fold), and of the
 chunk order alone, then mean ± sd and min–max over the folds: with ~24 questions a pair,
 one pair's figure moves by ±0.1, so the spread says how far a setting chosen on these
 pairs can be trusted.
@@ -107,30 +108,30 @@ def folds(rows_dir: Path, *, as_json: bool) -> None:
     import numpy as np
     from _machine import machine
 
-    from omoide.search.units import FEATURES
+    from omoide.search.units import shipped_weights
 
     saved = rows_dir / "ja.pickle"
     if not saved.exists():
         raise SystemExit(f"{saved} not found: run python benchmarks/fit_units.py --sets ja --rows {rows_dir} first")
     collected = _FitUnitsRows(saved.open("rb")).load()
-    shipped = json.loads(fit_units.WEIGHTS.read_text(encoding="utf-8"))["models"]["ja"]
+    raw = json.loads(fit_units.WEIGHTS.read_text(encoding="utf-8"))["models"]["ja"]
+    shipped = shipped_weights()["ja"]
     pairs = [c.workspace for c in load(QUESTIONS, DIALOGUES)]
     load_before = os.getloadavg()[0]
     report: dict[str, Any] = {"machine": machine(), "load_average": load_before, "modes": {}}
-    for mode in fit_units.MODES:
+    for mode in [m for m in fit_units.MODES if m in collected]:  # the modes fit_units collected
         asked = collected[mode]
-        w_shipped = np.array([shipped[mode]["weights"].get(f, 0.0) for f in FEATURES])
-        b_shipped = float(shipped[mode]["bias"])
+        model = str(raw[mode].get("model", "linear"))  # refit the kind of model that ships
         per: list[dict[str, Any]] = []
         for fold in sorted({a.conversation for a in asked}):
             held = [a for a in asked if a.conversation == fold]
-            w = fit_units.train([a for a in asked if a.conversation != fold], 0.001)
+            score = fit_units.scorer([a for a in asked if a.conversation != fold], model, 0.001)
             per.append(
                 {
                     "pair": pairs[fold] if fold < len(pairs) else str(fold),
                     "questions": len(held),
-                    "cross_validated": statistics.fmean(fit_units.recall10(a, a.x @ w[:-1]) for a in held),
-                    "shipped": statistics.fmean(fit_units.recall10(a, a.x @ w_shipped + b_shipped) for a in held),
+                    "cross_validated": statistics.fmean(fit_units.recall10(a, score(a.x)) for a in held),
+                    "shipped": statistics.fmean(fit_units.recall10(a, shipped[mode].score(a.x)) for a in held),
                     "chunk_order": statistics.fmean(
                         fit_units.recall10(a, a.x[:, 2] - 1e-6 * np.arange(len(a.turns))) for a in held
                     ),

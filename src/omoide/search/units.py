@@ -23,10 +23,14 @@ vector), and scores every unit with a small linear model over these features:
   time ("yesterday", "last week", "2022", 「先週」, 「去年」);
 * ``length``: ``log(1 + tokens)`` of the line (a one-word reply is rarely the evidence).
 
-The weights are fitted on the dev sets with cross-validation across conversations by
-``benchmarks/fit_units.py`` and shipped as data (``unit_weights.json``), one set per
-query language (``ja`` when the query reads as Japanese, else ``default``) and search mode;
-a mode only uses the features it has (a lexical search has no vectors).
+The model is fitted on the dev sets with cross-validation across conversations by
+``benchmarks/fit_units.py`` and shipped as data (``unit_weights.json``), one per query
+language (``ja`` when the query reads as Japanese, else ``default``) and search mode: linear
+weights, or (the hybrid default since the third issue-16 session) 100 shallow LambdaMART
+trees over the same features, evaluated with numpy by :mod:`omoide.search.trees` — they
+capture interactions a weighted sum cannot ("the line's own match counts more when its chunk
+ranks low in the vector list") and ranked better on both dev sets under cross-validation.
+A mode only uses the features it has (a lexical search has no vectors).
 
 A chunk without units (a document, or a chunk written before units existed, until
 ``omoide reindex --units``) competes as one ``chunk`` unit whose unit features are those of
@@ -49,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.search.results import SearchMode
+from omoide.search.trees import TreeEnsemble
 from omoide.stores._erasure_common import LineSpan, line_spans
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit, SearchFilters
@@ -136,23 +141,37 @@ def _names_time(text: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class UnitWeights:
-    """One fitted linear model: a weight per feature name (missing: 0) and a bias."""
+    """One fitted model: a weight per feature name (missing: 0) and a bias, plus boosted
+    trees over the same features when the fit chose them (:mod:`omoide.search.trees`);
+    the score is the sum of both parts."""
 
     weights: Mapping[str, float]
     bias: float = 0.0
+    trees: TreeEnsemble | None = None
 
     def vector(self) -> npt.NDArray[np.float64]:
         return np.array([float(self.weights.get(name, 0.0)) for name in FEATURES])
 
+    def score(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The score of each row of ``x`` (rows × :data:`FEATURES`)."""
+        linear: npt.NDArray[np.float64] = x @ self.vector() + self.bias
+        return linear if self.trees is None else linear + self.trees.predict(x)
+
+
+def _model(raw: Mapping[str, Any]) -> UnitWeights:
+    trees = raw.get("trees")
+    return UnitWeights(
+        dict(raw.get("weights") or {}),
+        float(raw.get("bias", 0.0)),
+        None if trees is None else TreeEnsemble.from_json(trees, columns=len(FEATURES)),
+    )
+
 
 @cache
 def shipped_weights() -> dict[str, dict[str, UnitWeights]]:
-    """The fitted weights in the package: ``{language: {mode: UnitWeights}}``."""
+    """The fitted models in the package: ``{language: {mode: UnitWeights}}``."""
     raw = json.loads(resources.files("omoide.search").joinpath("unit_weights.json").read_text(encoding="utf-8"))
-    return {
-        language: {mode: UnitWeights(dict(w["weights"]), float(w.get("bias", 0.0))) for mode, w in modes.items()}
-        for language, modes in raw["models"].items()
-    }
+    return {language: {mode: _model(w) for mode, w in modes.items()} for language, modes in raw["models"].items()}
 
 
 def query_language(query: str) -> str:
@@ -414,7 +433,7 @@ def score_units(
         if missing.any():
             present = column[~missing]
             column[missing] = float(np.median(present)) if present.size else 0.0
-    scores = x @ weights.vector() + weights.bias
+    scores = weights.score(x)
     order = np.lexsort((rows_at, -scores))
     out: list[ScoredUnit] = []
     seen: set[tuple[int, Any]] = set()
