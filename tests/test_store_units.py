@@ -185,6 +185,9 @@ async def test_fetch_chunks_with_units_reads_both_in_one_call(store: Any) -> Non
             else:
                 np.testing.assert_array_equal(got.vectors, alone[chunk_id].vectors)
     assert (await store.search.fetch_chunks_with_units(ids, model=MODEL))[1][a].vectors is not None
+    # the workspace the ids were ranked in (a routing hint on Citus) reads the same chunks
+    routed, routed_units = await store.search.fetch_chunks_with_units(ids, model=MODEL, workspace_id=WS)
+    assert routed == await store.search.fetch_chunks(ids) and set(routed_units) == {a, b, doc}
     assert await store.search.fetch_chunks_with_units([], model=MODEL) == ([], {})
     with pytest.raises(InvalidInput):
         await store.search.fetch_chunks_with_units(["x"], model=None)

@@ -160,7 +160,7 @@ async def test_stage_scores_are_each_kinds_best_even_when_a_list_repeats_an_id(m
     lists.add("vector", [RankedChunk(a, 0.9), RankedChunk(b, 0.8)])
     lists.add("vector#2", [RankedChunk(b, 0.95), RankedChunk(a, 0.7)])
     lists.add("lexical", [RankedChunk(c, 7.0), RankedChunk(c, 6.0), RankedChunk(a, 5.0)])  # c twice
-    hits = await mem.search_pipeline()._fuse(lists, 3, units=False)
+    hits = await mem.search_pipeline()._fuse(lists, 3, units=False, workspace="g1")
     scores = {h.chunk.chunk_id: h.scores for h in hits}
     assert (scores[a].vector, scores[a].lexical) == (0.9, 5.0)  # a's rank in "lexical" is 2, its entry 3rd
     assert (scores[b].vector, scores[b].lexical) == (0.95, None)

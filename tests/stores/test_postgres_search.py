@@ -261,6 +261,7 @@ async def test_ranking_by_term_scans_equals_testing_each_row(pg_store):
                 terms=terms,
                 k=50,
                 common=common_terms(terms, pruning),
+                docs=None if pruning is None else pruning.rows,  # N of the IDFs: the statistics' row count
             )
             got = [(r["id"], r["score"]) for r in await conn.fetch(by_term, *args)]
             want = [(r["id"], r["score"]) for r in await conn.fetch(by_row, *row_args)]

@@ -246,7 +246,9 @@ class SearchPipeline:
 
         started = time.perf_counter()
         unit_chunks = min(MAX_K, self.config.unit_chunks)
-        candidates = await self._fuse(lists, max(fused_n, unit_chunks), units=unit_chunks > 0)
+        candidates = await self._fuse(
+            lists, max(fused_n, unit_chunks), units=unit_chunks > 0, workspace=filters.workspace_id
+        )
         timings["fetch"] = _ms(started)
         if unit_chunks and candidates:
             started = time.perf_counter()
@@ -428,8 +430,9 @@ class SearchPipeline:
             )
         return current
 
-    async def _fuse(self, lists: _Lists, limit: int, *, units: bool) -> list[SearchHit]:
-        """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only."""
+    async def _fuse(self, lists: _Lists, limit: int, *, units: bool, workspace: str) -> list[SearchHit]:
+        """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only (read in
+        ``workspace``, the lists' own: on Citus the read goes to its shard only)."""
         fused = reciprocal_rank_fusion(
             [[r.chunk_id for r in ranking] for ranking in lists.hits], k=self.config.rrf_k, limit=limit
         )
@@ -451,7 +454,7 @@ class SearchPipeline:
 
         ids = [ChunkId(f.key) for f in fused]
         if units:  # the units stage reads them: one query for both
-            rows, lists.units = await self.store.fetch_chunks_with_units(ids, model=lists.model)
+            rows, lists.units = await self.store.fetch_chunks_with_units(ids, model=lists.model, workspace_id=workspace)
         else:
             rows = await self.store.fetch_chunks(ids)
         chunks = {int(c.chunk_id): c for c in rows}

@@ -363,16 +363,21 @@ class SearchStore(abc.ABC):
         return await self._fetch_units(ids, model) if ids else {}
 
     async def fetch_chunks_with_units(
-        self, chunk_ids: Sequence[ChunkId], *, model: str | None
+        self, chunk_ids: Sequence[ChunkId], *, model: str | None, workspace_id: str | None = None
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
         """:meth:`fetch_chunks` and :meth:`fetch_units` of the same ids in one query: the
         search pipeline reads the fused chunks and their units together (one round trip).
+
+        ``workspace_id``: the workspace the ids were ranked in, a routing hint — on Citus a read by
+        id alone runs on every shard, with the workspace on the one shard holding it. Ids of
+        another workspace may then be left out; SQLite ignores it.
 
         Raises:
             InvalidInput: an id is not an integer, or a bad model name.
         """
         ids = _unit_ids(chunk_ids, model)
-        return await self._fetch_chunks_with_units(ids, model) if ids else ([], {})
+        workspace = None if workspace_id is None else str(workspace_id)
+        return await self._fetch_chunks_with_units(ids, model, workspace) if ids else ([], {})
 
     async def lexical_tokenizer(self) -> str | None:
         """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
@@ -405,9 +410,10 @@ class SearchStore(abc.ABC):
 
     @abc.abstractmethod
     async def _fetch_chunks_with_units(
-        self, ids: list[int], model: str | None
+        self, ids: list[int], model: str | None, workspace_id: str | None
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
-        """Read checked, distinct, non-empty ``ids`` in that order, and their units (backend)."""
+        """Read checked, distinct, non-empty ``ids`` in that order, and their units (backend;
+        ``workspace_id`` a routing hint)."""
 
     @abc.abstractmethod
     async def _lexical_tokenizer(self) -> str | None:

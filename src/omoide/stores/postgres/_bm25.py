@@ -37,6 +37,7 @@ at 1M chunks these two changes and the conditional sample took the ranking's p95
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,16 +97,56 @@ FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = $1::text
 """
 
 
-async def lexeme_stats(conn: asyncpg.Connection, table: str) -> LexemeStats | None:
-    """The statistics of ``table.lexical_tsv``, or ``None`` before the table was analysed."""
+CITUS_SHARD_STATS_SQL = """
+SELECT result FROM run_command_on_shards($1::text::regclass, $shard$
+SELECT json_build_object('elems', s.most_common_elems::text::text[], 'freqs', s.most_common_elem_freqs,
+                         'reltuples', c.reltuples)::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'lexical_tsv'
+WHERE c.oid = '%1$s'::regclass
+$shard$) WHERE success
+"""
+"""Citus: the same statistics from every shard (the coordinator's table is an empty shell with
+none; ``run_command_on_shards`` puts each shard's name where ``%1$s`` is)."""
+
+
+def _stats_of(
+    elems: Sequence[str] | None, freqs: Sequence[float] | None, reltuples: float | None
+) -> LexemeStats | None:
+    if elems is None or freqs is None or (reltuples or 0) <= 0 or len(freqs) < len(elems) + 2:
+        return None
+    return LexemeStats(dict(zip(elems, freqs, strict=False)), float(freqs[len(elems)]), float(reltuples or 0))
+
+
+def merge_stats(parts: Sequence[LexemeStats]) -> LexemeStats | None:
+    """One table's statistics from its shards': shares weighted by each shard's rows (a lexeme a
+    shard does not list counts as half that shard's floor, as :meth:`LexemeStats.rows_with` does)."""
+    rows = sum(p.rows for p in parts)
+    if rows <= 0:
+        return None
+    lexemes = {lexeme for p in parts for lexeme in p.shares}
+    shares = {lexeme: sum(p.rows_with(lexeme) for p in parts) / rows for lexeme in lexemes}
+    return LexemeStats(shares, sum(p.floor * p.rows for p in parts) / rows, rows)
+
+
+async def lexeme_stats(conn: asyncpg.Connection, table: str, *, citus: bool = False) -> LexemeStats | None:
+    """The statistics of ``table.lexical_tsv``, or ``None`` before the table was analysed.
+
+    ``citus``: the table is distributed; its statistics are its shards' (read on the workers,
+    merged by :func:`merge_stats`), so common-word pruning and the IDFs' N are the same as on
+    one server holding the same rows."""
+    if citus:
+        parts = []
+        for record in await conn.fetch(CITUS_SHARD_STATS_SQL, table):
+            shard = json.loads(record["result"] or "null") or {}
+            part = _stats_of(shard.get("elems"), shard.get("freqs"), shard.get("reltuples"))
+            if part is not None:
+                parts.append(part)
+        return merge_stats(parts)
     row = await conn.fetchrow(LEXEME_STATS_SQL, table)
-    if row is None or row["elems"] is None or row["freqs"] is None or (row["reltuples"] or 0) <= 0:
+    if row is None:
         return None
-    elems = list(row["elems"])
-    freqs = list(row["freqs"])
-    if len(freqs) < len(elems) + 2:
-        return None
-    return LexemeStats(dict(zip(elems, freqs, strict=False)), float(freqs[len(elems)]), float(row["reltuples"]))
+    return _stats_of(row["elems"], row["freqs"], row["reltuples"])
 
 
 def common_terms(terms: Sequence[str], stats: LexemeStats | None) -> dict[str, float]:
@@ -145,6 +186,7 @@ def bm25_sql(
     k: int,
     common: Mapping[str, float] | None = None,
     length: str | None = None,
+    docs: float | None = None,
 ) -> str:
     """The ranking query over the rows of ``from_`` (``table`` as ``alias``, with any joins the
     filters need) passing ``where``; returns ``columns``, ``bm25_dl``, ``bm25_mask`` (bit ``i``:
@@ -153,6 +195,9 @@ def bm25_sql(
     ``args`` holds the parameters ``where`` refers to; the tokens' and ``k``'s are appended.
     ``common``: terms not to score every match of (:func:`common_terms`), with their estimated
     row counts, which stand in for their document frequencies.
+
+    ``docs``: the table's row count for the IDFs' N (:attr:`LexemeStats.rows`); without it the
+    query reads ``pg_class.reltuples`` itself — which on a Citus worker is the empty shell's.
 
     ``length``: an SQL expression for a row's length in distinct lexemes that does not read the
     ``tsvector`` (a stored column). With it, ``columns`` must be ``{alias}.id`` and the
@@ -190,13 +235,18 @@ def bm25_sql(
         f"ln(1 + greatest(n.docs - s.df{i} + 0.5, 0) / (s.df{i} + 0.5)) AS idf{i}" for i in range(len(terms))
     )
     score = " + ".join(f"CASE WHEN m.bm25_mask & {_bit(i)} <> 0 THEN t.idf{i} ELSE 0 END" for i in range(len(terms)))
+    table_rows = (
+        f"(SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass)"
+        if docs is None
+        else f"{param(float(docs))}::float8"
+    )
     # bm25_t is materialised, so the logarithms are taken once, not once per row; the per-row
     # arithmetic is float8 (an integer length times a bare decimal would be numeric, ~10× slower)
     return (
         f"WITH bm25_q AS MATERIALIZED (SELECT {', '.join(queries)}), {matches}, "
         f"bm25_s AS (SELECT {df}, avg(bm25_dl)::float8 AS avgdl, count(*) AS matched FROM bm25_m), "
         f"bm25_t AS MATERIALIZED (SELECT greatest(s.avgdl, 1) AS avgdl, {idf} FROM bm25_s s, "
-        f"(SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass), "
+        f"(SELECT greatest({table_rows}, "
         f"(SELECT matched FROM bm25_s), 1)::float8 AS docs) n) "
         f"SELECT m.*, ({score}) * {BM25_K1 + 1}::float8 / "
         f"(1 + {BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * m.bm25_dl / t.avgdl)) AS score "

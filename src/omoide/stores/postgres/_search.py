@@ -23,6 +23,12 @@ return fewer rows than asked)::
   exact ranking of just those chunks (:data:`EXACT_LIMIT`): their ids are read first, then
   their vectors by primary key (:func:`exact_vector_sql`). Measured at 100k chunks, the
   iterative scan for a 5 % filter and k=200 took ~170 ms, the exact ranking 14 ms.
+* A filter keeping more than that but a small share of the index (one channel of a big guild:
+  40k of 1M chunks) stays on the HNSW scan, which must walk about ``k / share`` candidates
+  (~4,000 for k 200 at 5 %) — too many to join each to its chunk row: at 1M chunks that join
+  was 40 % of the search. The chunks passing the filter are read first (their ids, from an
+  index), sent back as a bitmap, and each candidate is tested against it on its own row
+  (:func:`bitmap_vector_sql`, :data:`BITMAP_LIMIT`); no join.
 * Score = ``1 - distance`` (cosine similarity).
 * Visibility (``viewer`` / ``public_only``) is a condition on the chunk row the scan joins
   anyway (``NOT c.private OR c.members ? viewer``): the iterative scan skips hidden chunks
@@ -60,6 +66,17 @@ from omoide.stores.units import ChunkUnits
 
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
+BITMAP_LIMIT = 100_000
+"""At most this many chunks passing a filter are ever sent as a bitmap (see :func:`filter_limits`)."""
+EXACT_COST_RATIO = 3
+"""An HNSW candidate (walking the graph, reading its row, testing the bitmap) costs about this many
+exact distances read by primary key (measured at 1M chunks: ~18 µs against ~6 µs of CPU)."""
+BITMAP_COST_RATIO = 20
+"""The join a bitmap saves costs about this many chunk ids read and sent as a bitmap (measured at 1M
+chunks: ~6.5 µs a candidate against ~0.3 µs an id)."""
+MAX_BITMAP_BYTES = 8 << 20
+"""A bitmap spans the ids from the smallest to the largest passing id: past 8 MB (64M ids apart) the
+join is used instead."""
 TOKENIZER_KEY = "lexical_tokenizer"
 MIXED_TOKENIZERS = "mixed"
 
@@ -194,6 +211,54 @@ def vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str 
     return sql, args
 
 
+def bitmap_vector_sql(model: str, dimensions: int, schema: str | None) -> str:
+    """The HNSW ranking of the chunks in a bitmap, without a join: ``$1`` the query vector, ``$2``
+    the workspace, ``$3`` / ``$4`` the smallest and largest id in the bitmap, ``$5`` the bitmap
+    (bit ``i``: chunk ``$3 + i`` passes; :func:`id_bitmap`), ``$6`` k. The test is a ``CASE`` so
+    that ``get_bit`` never reads outside the bitmap and no B-tree range plan replaces the HNSW
+    scan."""
+    distance = _distance(dimensions, schema)
+    return (
+        f"SELECT e.chunk_id AS id, {distance} AS distance FROM chunk_embeddings e "
+        f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND e.workspace_id = $2 "
+        "AND CASE WHEN e.chunk_id BETWEEN $3 AND $4 THEN get_bit($5::bytea, (e.chunk_id - $3)::integer) = 1 "
+        "ELSE false END "
+        f"ORDER BY {distance} LIMIT $6"
+    )
+
+
+def id_bitmap(ids: Sequence[int]) -> tuple[int, int, bytes] | None:
+    """``(smallest, largest, bitmap)`` of ``ids`` in ``get_bit``'s order (bit 0 the least significant
+    of the first byte), or ``None`` when empty or wider than :data:`MAX_BITMAP_BYTES`."""
+    if not ids:
+        return None
+    arr = np.asarray(ids, dtype=np.int64)
+    lo, hi = int(arr.min()), int(arr.max())
+    if (hi - lo) // 8 + 1 > MAX_BITMAP_BYTES:
+        return None
+    bits = np.zeros(hi - lo + 1, dtype=bool)
+    bits[arr - lo] = True
+    return lo, hi, np.packbits(bits, bitorder="little").tobytes()
+
+
+def filter_limits(k: int, indexed_rows: float) -> tuple[int, int]:
+    """``(exact_limit, bitmap_limit)`` of a filtered search for ``k`` rows over an index of
+    ``indexed_rows`` vectors: rank exactly up to ``exact_limit`` passing chunks, test HNSW
+    candidates against a bitmap up to ``bitmap_limit`` (0: never), join them beyond.
+
+    A filter passing ``n`` chunks makes the HNSW scan walk about ``k × rows / n`` candidates,
+    so exact wins while ``n² < EXACT_COST_RATIO × k × rows`` (at 1M vectors and k 200: 24k
+    chunks), and the bitmap beats the join while ``n² < BITMAP_COST_RATIO × k × rows`` (63k),
+    capped at :data:`BITMAP_LIMIT`. Unknown ``indexed_rows`` (≤ 0: never analysed, or a Citus
+    coordinator's empty shell table): :data:`EXACT_LIMIT` and no bitmap, the planner choosing
+    between the joined scan and an exact plan as before."""
+    if indexed_rows <= 0:
+        return EXACT_LIMIT, 0
+    exact = max(EXACT_LIMIT, int((EXACT_COST_RATIO * k * indexed_rows) ** 0.5))
+    bitmap = min(BITMAP_LIMIT, int((BITMAP_COST_RATIO * k * indexed_rows) ** 0.5))
+    return exact, bitmap if bitmap > exact else 0
+
+
 def hnsw_ef_search(ef_search: int, k: int) -> int:
     """The ``hnsw.ef_search`` a search for ``k`` rows runs with: at least ``k``, at most 1,000."""
     return min(max(ef_search, k), 1000)
@@ -241,6 +306,45 @@ def _vector_statement(
     return sql, args
 
 
+async def _matching_count(conn: asyncpg.Connection, filters: SearchFilters, limit: int) -> int:
+    """How many chunks pass ``filters``, counted up to ``limit + 1`` (an index-only scan)."""
+    args: list[Any] = []
+    where = filter_sql(filters, args)
+    return int(
+        await conn.fetchval(
+            f"SELECT count(*) FROM (SELECT 1 FROM {_from_chunks(filters)} WHERE {where} LIMIT {int(limit) + 1}) AS m",
+            *args,
+        )
+    )
+
+
+async def _bitmap_statement(
+    conn: asyncpg.Connection,
+    model: str,
+    query: npt.NDArray[np.float32],
+    filters: SearchFilters,
+    k: int,
+    schema: str | None,
+) -> tuple[str, list[Any]] | None:
+    """The bitmap ranking (:func:`bitmap_vector_sql`) of the chunks passing ``filters`` with its
+    parameters, or ``None`` when their ids span too wide a range for a bitmap."""
+    args: list[Any] = []
+    where = filter_sql(filters, args)
+    ids = await conn.fetchval(f"SELECT array_agg(c.id) FROM {_from_chunks(filters)} WHERE {where}", *args)
+    found = id_bitmap(ids or [])
+    if found is None:
+        return None
+    lo, hi, bitmap = found
+    return bitmap_vector_sql(model, int(query.shape[0]), schema), [
+        HalfVector(query),
+        filters.workspace_id,
+        lo,
+        hi,
+        bitmap,
+        k,
+    ]
+
+
 async def _vector_rows_in_transaction(
     conn: asyncpg.Connection, sql: str, args: list[Any], *, exact: bool, ef: int, citus: bool = False
 ) -> list[asyncpg.Record]:
@@ -265,6 +369,7 @@ async def vector_ranking(
     ef_search: int,
     schema: str | None,
     exact_limit: int = EXACT_LIMIT,
+    bitmap_limit: int = 0,
     session_ef_search: int | None = None,
     citus: bool = False,
 ) -> list[RankedChunk]:
@@ -283,16 +388,14 @@ async def vector_ranking(
     always the latter, with the settings propagated to the workers (:data:`CITUS_SET_LOCAL`).
     """
     exact = False
-    if filters.narrows and exact_limit > 0:
-        count_args: list[Any] = []
-        where = filter_sql(filters, count_args)
-        matching = await conn.fetchval(
-            f"SELECT count(*) FROM (SELECT 1 FROM {_from_chunks(filters)} WHERE {where} LIMIT {int(exact_limit) + 1}) AS m",
-            *count_args,
-        )
-        exact = int(matching) <= exact_limit
+    statement: tuple[str, list[Any]] | None = None
+    if filters.narrows and max(exact_limit, bitmap_limit) > 0:
+        matching = await _matching_count(conn, filters, max(exact_limit, bitmap_limit))
+        exact = matching <= exact_limit
+        if not exact and matching <= bitmap_limit:
+            statement = await _bitmap_statement(conn, model, query, filters, k, schema)
     ef = hnsw_ef_search(ef_search, k)
-    sql, args = _vector_statement(model, query, filters, k, schema, exact=exact)
+    sql, args = statement or _vector_statement(model, query, filters, k, schema, exact=exact)
     if not exact and ef == session_ef_search:
         rows = await conn.fetch(sql, *args)  # the session's settings are the ones needed
     else:
@@ -330,6 +433,7 @@ def lexical_ranking_sql(
         k=k,
         common=common_terms(terms, stats),
         length="c.lexical_len",
+        docs=None if stats is None else stats.rows,
     )
     return sql, args
 
@@ -361,15 +465,21 @@ async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[Chu
 
 
 async def fetch_chunks_with_units(
-    conn: asyncpg.Connection, ids: Sequence[int], model: str | None
+    conn: asyncpg.Connection, ids: Sequence[int], model: str | None, *, workspace_id: str | None = None
 ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
     """The chunks of ``ids`` in that order and their units, in one query by primary keys
-    (``model`` ``None``: the join matches no vector row)."""
-    found = await (
-        conn.fetch(_FETCH_CHUNKS_WITHOUT_VECTORS, list(ids))
-        if model is None
-        else conn.fetch(_FETCH_CHUNKS_WITH_UNITS, list(ids), model)
-    )
+    (``model`` ``None``: the join matches no vector row).
+
+    ``workspace_id``: the workspace the ids were ranked in. On Citus a statement by id alone runs
+    on every shard (32 by default) — at 100k chunks it cost the workers more CPU than the rest of
+    the search (``benchmarks/scale.py``, ``fetch-with-units``); with the workspace it is routed
+    to the one shard holding it. On one server it changes nothing but one more index condition."""
+    args: list[Any] = [list(ids)] if model is None else [list(ids), model]
+    sql = _FETCH_CHUNKS_WITHOUT_VECTORS if model is None else _FETCH_CHUNKS_WITH_UNITS
+    if workspace_id is not None:
+        args.append(workspace_id)
+        sql += f" AND c.workspace_id = ${len(args)}"
+    found = await conn.fetch(sql, *args)
     rows = {int(r["id"]): r for r in found}
     return chunks_with_units(ids, rows, lambda r: hit_from_row(r, score=0.0, rank=0), _row_units)
 
@@ -457,14 +567,18 @@ async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
 
 
 __all__ = [
+    "BITMAP_LIMIT",
     "CITUS_SET_LOCAL",
     "MIXED_TOKENIZERS",
     "TOKENIZER_KEY",
+    "bitmap_vector_sql",
     "exact_vector_sql",
     "fetch_chunks",
     "fetch_chunks_with_units",
+    "filter_limits",
     "filter_sql",
     "hnsw_ef_search",
+    "id_bitmap",
     "lexical_batch",
     "lexical_ranking",
     "lexical_ranking_sql",

@@ -97,6 +97,17 @@ inspector, ``omoide sessions list``), by index instead of a scan of the workspac
 ``execute``: on Citus, DDL on a distributed table is forwarded to the shards as its query string, and two
 statements in one string are refused ("cannot insert multiple commands into a prepared statement")."""
 
+MIGRATION_13_CHANNEL_IDS = (
+    "CREATE INDEX IF NOT EXISTS knowledge_chunks_workspace_channel_ids "
+    "ON knowledge_chunks (workspace_id, channel_id, started_at) INCLUDE (id)",
+    "DROP INDEX IF EXISTS knowledge_chunks_workspace_channel_started",
+)
+"""The chunks of a channel by index only: migration 1's ``(workspace_id, channel_id, started_at)`` index
+again, now carrying the chunk ids, so a channel-filtered vector search reads the ids of the channel's
+chunks (40k of 1M: 4 ms) without visiting their rows (a chunk row is kilobytes: ~10x slower), then tests
+the HNSW candidates against them (``omoide.stores.postgres._search.bitmap_vector_sql``). It replaces the old
+index (same columns, same uses). Builds in seconds per million chunks; nothing is rewritten."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
@@ -115,6 +126,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         12,
         "indexes: sessions by channel / user, sources by the session they were archived from",
         MIGRATION_12_FILTER_INDEXES,
+    ),
+    Migration(
+        13,
+        "search: the chunk ids of a channel by index only (channel-filtered vector search without a join)",
+        MIGRATION_13_CHANNEL_IDS,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -3,6 +3,8 @@ and :mod:`._bm25`)."""
 
 from __future__ import annotations
 
+import time
+
 import asyncpg
 import numpy as np
 import numpy.typing as npt
@@ -19,20 +21,28 @@ LEXEME_STATS_TTL = 300.0
 """Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
 TOKENIZER_TTL = 10.0
 """Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
+INDEXED_ROWS_TTL = 300.0
+"""Seconds the planner's row count of ``chunk_embeddings`` is reused (it sizes the bitmap filter)."""
 
 
 class PostgresSearch(SearchStore):
     """Vector rankings with the ``hnsw_ef_search`` setting (at least ``k``; a pooled connection
-    already runs with the pipeline's, ``db.session_ef_search``); lexical rankings with the
+    already runs with the pipeline's, ``db.session_ef_search``), filtered ones ranked exactly,
+    through a bitmap or joined by the size of the filter against the index
+    (:func:`~omoide.stores.postgres._search.filter_limits`); lexical rankings with the
     chunks' lexeme statistics (``db.stats``, reused for :data:`LEXEME_STATS_TTL` seconds)."""
 
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
+        self._indexed_rows: tuple[float, float] | None = None  # (rows, when read)
 
     async def _vector_ranking(
         self, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
     ) -> list[RankedChunk]:
         async with self._db.acquire() as conn:
+            exact_limit, bitmap_limit = (
+                sops.filter_limits(k, await self._rows(conn)) if filters.narrows else (sops.EXACT_LIMIT, 0)
+            )
             return await sops.vector_ranking(
                 conn,
                 model,
@@ -41,9 +51,20 @@ class PostgresSearch(SearchStore):
                 k,
                 ef_search=self._db.settings.hnsw_ef_search,
                 schema=self._db.vector_schema,
+                exact_limit=exact_limit,
+                bitmap_limit=bitmap_limit,
                 session_ef_search=self._db.session_ef_search,
                 citus=self._db.citus,
             )
+
+    async def _rows(self, conn: asyncpg.Connection) -> float:
+        """The planner's estimate of the vectors stored (``pg_class.reltuples``; ≤ 0 when unknown,
+        e.g. on a Citus coordinator), reused for :data:`INDEXED_ROWS_TTL` seconds."""
+        now = time.monotonic()
+        if self._indexed_rows is None or now - self._indexed_rows[1] > INDEXED_ROWS_TTL:
+            rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass")
+            self._indexed_rows = (float(rows or 0), now)
+        return self._indexed_rows[0]
 
     async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         async with self._db.acquire() as conn:
@@ -51,7 +72,7 @@ class PostgresSearch(SearchStore):
 
     async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
         if not self._db.stats.fresh(LEXEME_STATS_TTL):
-            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks"))
+            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks", citus=self._db.citus))
         return self._db.stats.value
 
     async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
@@ -64,11 +85,12 @@ class PostgresSearch(SearchStore):
             return await uops.fetch_units(conn, ids, model)
 
     async def _fetch_chunks_with_units(
-        self, ids: list[int], model: str | None
+        self, ids: list[int], model: str | None, workspace_id: str | None
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
-        """One query by primary keys: the chunks with their sources, units and unit vectors."""
+        """One query by primary keys: the chunks with their sources, units and unit vectors (with
+        the workspace: routed to its shard on Citus)."""
         async with self._db.acquire() as conn:
-            return await sops.fetch_chunks_with_units(conn, ids, model)
+            return await sops.fetch_chunks_with_units(conn, ids, model, workspace_id=workspace_id)
 
     async def _lexical_tokenizer(self) -> str | None:
         """Reused for :data:`TOKENIZER_TTL` seconds (``db.tokenizer``); chunk writes and reindexes forget it."""
@@ -78,4 +100,4 @@ class PostgresSearch(SearchStore):
         return self._db.tokenizer.value
 
 
-__all__ = ["LEXEME_STATS_TTL", "TOKENIZER_TTL", "PostgresSearch"]
+__all__ = ["INDEXED_ROWS_TTL", "LEXEME_STATS_TTL", "TOKENIZER_TTL", "PostgresSearch"]
