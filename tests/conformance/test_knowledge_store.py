@@ -727,6 +727,18 @@ async def test_chunks_missing_embedding_filters_and_pages(store):
         await store.knowledge.chunks_missing_embedding(model="m", limit=0)
 
 
+async def test_settled_only_leaves_the_waiting_sources_to_the_claims(store):
+    pending, ready, failed = await _sources(store, 3, chunks=2)
+    await store.knowledge.finish_source(ready, status=SourceStatus.READY)
+    await store.knowledge.finish_source(failed, status=SourceStatus.FAILED, error="gave up")
+    settled = await store.knowledge.chunks_missing_embedding(model="m", settled_only=True)
+    assert {c.source_id for c in settled} == {ready, failed} and len(settled) == 4
+    everything = await store.knowledge.chunks_missing_embedding(model="m")
+    assert {c.source_id for c in everything} == {pending, ready, failed}
+    with pytest.raises(InvalidInput):
+        await store.knowledge.chunks_missing_embedding(model="m", source_ids=[ready], settled_only=True)
+
+
 async def test_bad_vectors_are_refused_and_nothing_is_written(store):
     await _sources(store, 1, chunks=2)
     a, b = await store.knowledge.chunks_missing_embedding(model="m8")

@@ -19,8 +19,9 @@ from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_common import vector_index_name
 from omoide.stores.knowledge import ArchivePlan, ChunkDraft, EmbeddingRow, SourceDraft, SourceStatus
 from omoide.stores.postgres import PostgresStore
-from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL, list_sources_query
+from omoide.stores.postgres._knowledge import CLAIM_SQL, SESSIONS_TO_ARCHIVE_SQL
 from omoide.stores.postgres._sessions import list_sessions_query
+from omoide.stores.postgres._source_reads import list_sources_query
 from omoide.stores.postgres.vector import register_vector_types
 from omoide.stores.sessions import SessionFilter
 

@@ -450,6 +450,7 @@ class EmbeddingProcessor:
         stop: asyncio.Event | None = None,
         on_chunks: OnChunks | None = None,
         create_index: bool = True,
+        settled_only: bool = False,
     ) -> EmbedReport:
         """Embed every chunk that has no vector for this model, whatever its source's status.
 
@@ -462,6 +463,9 @@ class EmbeddingProcessor:
             stop: when set, stop after the batch in flight.
             on_chunks: progress callback.
             create_index: create the ANN index at the end (faster than growing it row by row).
+            settled_only: only chunks of sources no claim will embed (``ready`` / ``failed``): the
+                worker's catch-up, so N workers starting at once leave the waiting sources to the
+                claims (one worker each) instead of all embedding them.
 
         Raises:
             ProviderError: a transient error persisted, or the credentials were rejected.
@@ -472,7 +476,7 @@ class EmbeddingProcessor:
 
         async def missing(after: int) -> list[ChunkText]:
             return await self.store.chunks_missing_embedding(
-                model=self.model, source_ids=None, after_id=after, limit=size
+                model=self.model, source_ids=None, after_id=after, limit=size, settled_only=settled_only
             )
 
         await self._page_through(missing, self._put, report, units_only=False, stop=stop, on_chunks=on_chunks)
@@ -507,6 +511,9 @@ class EmbeddingProcessor:
                 report.chunks += written
                 report.units += units
                 report.batches += 1
+                # the same event as a claimed batch: a worker's first run stores its batches here, and
+                # whoever watches the log (the SIGKILL test, an operator) must see the progress
+                log.debug("embed_batch_stored", model=self.model, chunks=written, units=units, catch_up=True)
                 progress(part)
         if stop is not None and stop.is_set():
             report.stopped = True

@@ -86,7 +86,8 @@ def embed_job(mem: Memory) -> Job:
         tracker = _Tracker(mem, processor.model)
         try:
             if first:
-                catch_up = await processor.backfill(stop=stop, on_chunks=tracker)
+                # the chunks of waiting sources are the claims' (one worker each): not caught up here
+                catch_up = await processor.backfill(stop=stop, on_chunks=tracker, settled_only=True)
                 return _merge(catch_up, await processor.run(stop=stop, on_chunks=tracker))
             return await processor.run(stop=stop, on_chunks=tracker)
         finally:

@@ -152,6 +152,12 @@ ORDER BY c.id
 LIMIT $3
 """
 _MISSING_ALL = _MISSING.format(sources="")
+_MISSING_SETTLED = _MISSING.format(
+    sources="AND EXISTS (SELECT 1 FROM knowledge_sources s WHERE s.id = c.source_id "
+    "AND s.workspace_id = c.workspace_id AND s.status IN ('ready', 'failed'))"
+)
+"""Chunks whose source no claim will embed (a worker's catch-up pass; the join keeps to the
+workspace so Citus runs it shard by shard)."""
 _MISSING_OF_SOURCES = _MISSING.format(sources="AND c.source_id = ANY($4::bigint[])")
 _MISSING_OF_SOURCES_IN_WORKSPACE = _MISSING.format(
     sources="AND c.workspace_id = $5 AND c.source_id = ANY($4::bigint[])"
@@ -479,11 +485,13 @@ async def chunks_missing_embedding(
     limit: int,
     *,
     source_workspaces: Mapping[int, str] | None = None,
+    settled_only: bool = False,
 ) -> list[ChunkText]:
     """``source_workspaces`` (Citus): the workspace of each source id; then one routed query per
-    workspace instead of one spanning every shard, merged in id order (the same rows)."""
+    workspace instead of one spanning every shard, merged in id order (the same rows).
+    ``settled_only`` (with every source): chunks of ``ready`` / ``failed`` sources only."""
     if source_ids is None:
-        rows = list(await conn.fetch(_MISSING_ALL, model, after_id, limit))
+        rows = list(await conn.fetch(_MISSING_SETTLED if settled_only else _MISSING_ALL, model, after_id, limit))
     elif source_workspaces is None:
         rows = list(await conn.fetch(_MISSING_OF_SOURCES, model, after_id, limit, list(source_ids)))
     else:
@@ -505,46 +513,6 @@ async def chunks_missing_embedding(
         )
         for r in rows
     ]
-
-
-async def get_source(conn: asyncpg.Connection, source_id: int) -> KnowledgeSource | None:
-    row = await conn.fetchrow(f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s WHERE s.id = $1", source_id)
-    return None if row is None else source_from_row(row)
-
-
-def list_sources_query(
-    workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
-) -> tuple[str, list[object]]:
-    """The SQL and arguments of :func:`list_sources`."""
-    where: list[str] = []
-    args: list[object] = []
-    if workspace_id is not None:
-        args.append(workspace_id)
-        where.append(f"s.workspace_id = ${len(args)}")
-    if origin_session_id is not None:
-        # the expression of knowledge_sources_origin_session, so the index serves it
-        args.append(str(origin_session_id))
-        where.append(f"s.metadata->>'origin_session_id' = ${len(args)}")
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
-    sql = (
-        f"SELECT {SOURCE_COLUMNS} FROM knowledge_sources s {clause}"
-        f"ORDER BY s.id DESC LIMIT ${len(args) + 1} OFFSET ${len(args) + 2}"
-    )
-    return sql, [*args, limit, offset]
-
-
-async def list_sources(
-    conn: asyncpg.Connection, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
-) -> list[KnowledgeSource]:
-    sql, args = list_sources_query(workspace_id, origin_session_id, limit, offset)
-    return [source_from_row(r) for r in await conn.fetch(sql, *args)]
-
-
-async def chunks_of_source(conn: asyncpg.Connection, source_id: int) -> list[KnowledgeChunk]:
-    rows = await conn.fetch(
-        f"SELECT {CHUNK_COLUMNS} FROM knowledge_chunks WHERE source_id = $1 ORDER BY chunk_index", source_id
-    )
-    return [chunk_from_row(r) for r in rows]
 
 
 async def get_embedding(conn: asyncpg.Connection, chunk_id: int, model: str) -> npt.NDArray[np.float32] | None:
@@ -575,15 +543,12 @@ __all__ = [
     "SESSIONS_TO_ARCHIVE_SQL",
     "archive_session",
     "chunks_missing_embedding",
-    "chunks_of_source",
     "claim_sources",
     "ensure_vector_index",
     "finish_source",
     "get_embedding",
-    "get_source",
     "insert_source",
     "knowledge_status",
-    "list_sources",
     "put_embeddings",
     "quote_ident",
     "release_sources",

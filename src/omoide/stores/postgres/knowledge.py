@@ -30,6 +30,7 @@ from omoide.stores.knowledge import (
 )
 from omoide.stores.postgres import _erasure as erasure
 from omoide.stores.postgres import _knowledge as kops
+from omoide.stores.postgres import _source_reads as source_reads
 from omoide.stores.postgres import _units as uops
 from omoide.stores.postgres._db import PostgresDb
 
@@ -86,14 +87,14 @@ class PostgresKnowledge(KnowledgeStore):
         return [source_id for source_id, _ in claimed]
 
     async def _chunks_missing_embedding(
-        self, model: str, source_ids: list[int] | None, after_id: int, limit: int
+        self, model: str, source_ids: list[int] | None, after_id: int, limit: int, settled_only: bool
     ) -> list[ChunkText]:
         async with self._db.acquire() as conn:
             by_source = None
             if self._db.citus and source_ids is not None:  # routed per workspace (claimed sources: cached)
                 by_source = await self._db.workspaces.lookup_many(conn, "knowledge_sources", list(source_ids))
             return await kops.chunks_missing_embedding(
-                conn, model, source_ids, after_id, limit, source_workspaces=by_source
+                conn, model, source_ids, after_id, limit, source_workspaces=by_source, settled_only=settled_only
             )
 
     async def _put_embeddings(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
@@ -147,7 +148,7 @@ class PostgresKnowledge(KnowledgeStore):
         self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
     ) -> list[KnowledgeSource]:
         async with self._db.acquire() as conn:
-            return await kops.list_sources(conn, workspace_id, origin_session_id, limit, offset)
+            return await source_reads.list_sources(conn, workspace_id, origin_session_id, limit, offset)
 
     async def _knowledge_status(self, workspace_id: str | None) -> KnowledgeStatus:
         async with self._db.acquire() as conn:
@@ -155,11 +156,11 @@ class PostgresKnowledge(KnowledgeStore):
 
     async def _get_source(self, source_id: int) -> KnowledgeSource | None:
         async with self._db.acquire() as conn:
-            return await kops.get_source(conn, source_id)
+            return await source_reads.get_source(conn, source_id)
 
     async def _chunks_of_source(self, source_id: int) -> list[KnowledgeChunk]:
         async with self._db.acquire() as conn:
-            return await kops.chunks_of_source(conn, source_id)
+            return await source_reads.chunks_of_source(conn, source_id)
 
     async def _get_embedding(self, chunk_id: int, model: str) -> npt.NDArray[np.float32] | None:
         async with self._db.acquire() as conn:

@@ -447,10 +447,17 @@ def _chunk_text(row: Sequence[Any]) -> ChunkText:
 
 
 def chunks_missing_embedding(
-    conn: sqlite3.Connection, model: str, source_ids: Sequence[int] | None, after_id: int, limit: int
+    conn: sqlite3.Connection,
+    model: str,
+    source_ids: Sequence[int] | None,
+    after_id: int,
+    limit: int,
+    settled_only: bool = False,
 ) -> list[ChunkText]:
     where = "c.id > ? AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.chunk_id = c.id AND e.model = ?)"
     params: list[Any] = [after_id, model]
+    if settled_only:
+        where += f" AND {_SETTLED}"
     if source_ids is not None:
         where += " AND c.source_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(source_ids)))
@@ -458,6 +465,10 @@ def chunks_missing_embedding(
         f"SELECT {_CHUNK_TEXT} FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?", (*params, limit)
     ).fetchall()
     return [_chunk_text(r) for r in rows]
+
+
+_SETTLED = "EXISTS (SELECT 1 FROM knowledge_sources s WHERE s.id = c.source_id AND s.status IN ('ready', 'failed'))"
+"""A chunk whose source no claim will embed (see ``KnowledgeStore.chunks_missing_embedding``)."""
 
 
 def chunks_missing_units(conn: sqlite3.Connection, after_id: int, limit: int) -> list[ChunkText]:

@@ -61,10 +61,10 @@ class SqliteKnowledge(KnowledgeStore):
         return await self._db.write("claim_sources", kops.claim_sources, limit, lease_seconds, utcnow())
 
     async def _chunks_missing_embedding(
-        self, model: str, source_ids: list[int] | None, after_id: int, limit: int
+        self, model: str, source_ids: list[int] | None, after_id: int, limit: int, settled_only: bool
     ) -> list[ChunkText]:
         return await self._db.read(
-            "chunks_missing_embedding", kops.chunks_missing_embedding, model, source_ids, after_id, limit
+            "chunks_missing_embedding", kops.chunks_missing_embedding, model, source_ids, after_id, limit, settled_only
         )
 
     async def _put_embeddings(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
