@@ -59,12 +59,17 @@ class Migration:
         or a tuple of single statements, each run by its own ``execute`` (every migration that can meet
         distributed tables on Citus: see :data:`MIGRATION_12_FILTER_INDEXES`); all in the migration transaction.
         needs_vector: create / check the pgvector extension before running ``sql``.
+        vacuum_after: tables the migration rewrote, vacuumed (and analysed) once the migration
+            transaction has committed: a rewritten table starts with an empty visibility map, so
+            until autovacuum gets to it (a rewrite leaves no dead rows to trigger it) every
+            index-only scan reads the table's rows too.
     """
 
     version: int
     name: str
     sql: str | tuple[str, ...]
     needs_vector: bool = False
+    vacuum_after: tuple[str, ...] = ()
 
 
 MIGRATION_10_MEMORY_EVENTS = """
@@ -120,7 +125,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "retrieval units: per-line tokens of chunks, unit vectors with their embeddings", MIGRATION_9),
     Migration(10, "memory history: memory_events (each change of a memory, by whom)", MIGRATION_10_MEMORY_EVENTS),
     Migration(
-        11, "search: chunk length in lexemes beside the tsvector (BM25 without reading it)", MIGRATION_LEXICAL_LENGTH
+        11,
+        "search: chunk length in lexemes beside the tsvector (BM25 without reading it)",
+        MIGRATION_LEXICAL_LENGTH,
+        vacuum_after=("knowledge_chunks",),
     ),
     Migration(
         12,
@@ -218,6 +226,18 @@ async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]
                 },
             )
         await distribute_tables(conn)  # Citus only: a no-op on single-node PostgreSQL
+    # VACUUM cannot run in a transaction; a second process found nothing pending and skips it
+    for table in dict.fromkeys(t for m in pending for t in m.vacuum_after):
+        started = time.perf_counter()
+        await conn.execute(f"VACUUM (ANALYZE) {table}")
+        logger.info(
+            "migration_vacuumed",
+            extra={
+                "store": "postgresql",
+                "table": table,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+        )
     return [m.version for m in pending]
 
 
