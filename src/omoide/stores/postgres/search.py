@@ -3,8 +3,6 @@ and :mod:`._bm25`)."""
 
 from __future__ import annotations
 
-import time
-
 import asyncpg
 import numpy as np
 import numpy.typing as npt
@@ -13,7 +11,7 @@ from omoide.stores.knowledge import ChunkId
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _units as uops
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
-from omoide.stores.postgres._db import PostgresDb
+from omoide.stores.postgres._db import PostgresDb, Reused
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
 from omoide.stores.units import ChunkUnits
 
@@ -34,7 +32,7 @@ class PostgresSearch(SearchStore):
 
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
-        self._indexed_rows: tuple[float, float] | None = None  # (rows, when read)
+        self._indexed_rows: Reused[float] = Reused()  # pg_class.reltuples of chunk_embeddings
 
     async def _vector_ranking(
         self, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
@@ -60,11 +58,10 @@ class PostgresSearch(SearchStore):
     async def _rows(self, conn: asyncpg.Connection) -> float:
         """The planner's estimate of the vectors stored (``pg_class.reltuples``; ≤ 0 when unknown,
         e.g. on a Citus coordinator), reused for :data:`INDEXED_ROWS_TTL` seconds."""
-        now = time.monotonic()
-        if self._indexed_rows is None or now - self._indexed_rows[1] > INDEXED_ROWS_TTL:
+        if not self._indexed_rows.fresh(INDEXED_ROWS_TTL):
             rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass")
-            self._indexed_rows = (float(rows or 0), now)
-        return self._indexed_rows[0]
+            self._indexed_rows.keep(float(rows or 0))
+        return self._indexed_rows.value or 0.0
 
     async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         async with self._db.acquire() as conn:
