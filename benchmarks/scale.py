@@ -423,21 +423,11 @@ async def _backlog(url: str, sessions: int, messages: int) -> None:
     """Idle sessions to archive (as ``benchmarks/workers.py`` writes them, in sessions of their own
     each run: ten a workspace, named after the run)."""
     import workers as drain_bench
-    from omoide.engine import Memory
-    from omoide.models import Message
 
-    turns = drain_bench._turns()
     run = f"r{os.getpid()}-{time.monotonic_ns() % 10**9}"
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    async with Memory.open(_settings(url, migrate_on_start=False)) as mem:
-        n = 0
-        for s in range(sessions):
-            key = mem.session_key(platform="discord", workspace=f"{run}-{s // 10}", channel=f"c{s}", user="u1")
-            for i in range(messages):
-                speaker, text = turns[n % len(turns)]
-                n += 1
-                when = start + timedelta(minutes=s * messages + i)
-                await mem.append(key, Message.user(text, author_id=speaker, author_name=speaker, created_at=when))
+    await drain_bench._backlog(
+        url, sessions, messages, prefix=f"{run}-", settings=_settings(url, migrate_on_start=False)
+    )
 
 
 def ingest(backend: Backend, workers: int, sessions: int, messages: int, meter: CpuMeter) -> dict[str, Any]:

@@ -55,17 +55,18 @@ def _turns() -> list[tuple[str, str]]:
     ]
 
 
-async def _backlog(url: str, sessions: int, messages: int) -> None:
+async def _backlog(url: str, sessions: int, messages: int, *, prefix: str = "w", settings: Any = None) -> None:
+    """``sessions`` idle sessions of ``messages`` LoCoMo turns each, ten a workspace (``{prefix}{n}``)."""
     from omoide.engine import Memory
     from omoide.models import Message
     from omoide.settings import load_settings
 
     turns = _turns()
     start = datetime(2024, 1, 1, tzinfo=UTC)
-    async with Memory.open(load_settings(database_url=url, embedder="hashing")) as mem:
+    async with Memory.open(settings or load_settings(database_url=url, embedder="hashing")) as mem:
         n = 0
         for s in range(sessions):
-            key = mem.session_key(platform="discord", workspace=f"w{s // 10}", channel=f"c{s}", user="u1")
+            key = mem.session_key(platform="discord", workspace=f"{prefix}{s // 10}", channel=f"c{s}", user="u1")
             for i in range(messages):
                 speaker, text = turns[n % len(turns)]
                 n += 1
