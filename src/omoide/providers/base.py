@@ -151,6 +151,17 @@ class Embedder(Protocol):
         """Embed a search query (may differ from documents, e.g. e5's ``query:`` prefix)."""
 
 
+@runtime_checkable
+class PartsEmbedder(Protocol):
+    """An :class:`Embedder` that can also embed a document and each of its parts (a chunk and
+    its lines) from one pass over the document (``OMOIDE_UNIT_VECTORS=pooled``)."""
+
+    async def embed_document_parts(self, documents: Sequence[Sequence[str]]) -> list[tuple[Vector, Vector]] | None:
+        """``(document vector, part vectors [parts, dimensions])`` per document given as its
+        parts (each document's text is its parts joined by newlines), or ``None`` when the
+        model in use cannot (the caller then embeds the parts as texts)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RerankResult:
     index: int  # position in the candidates passed in

@@ -32,11 +32,12 @@ windows sorted by length, so padding waste stays small.
 
 from __future__ import annotations
 
+import itertools
 import math
 import mmap
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,27 +351,46 @@ class E5Numpy:
         """
         windows = split_windows(contents, self.bos, self.eos, self.MAXP - 2)
         windows.sort(key=lambda w: len(w[1]))
-        total = sum(len(ids) for _, ids in windows)
+        pooled = self._run_passes([ids for _, ids in windows], self._forward)
+        return combine_windows(len(contents), windows, pooled, self.H)
+
+    def window_states(self, windows: Sequence[list[int]]) -> list[F32]:
+        """The final hidden states ``[len(window), H]`` of each window (ids include
+        ``<s>``/``</s>``), in the order given — what :mod:`._e5_parts` pools per span."""
+        order = sorted(range(len(windows)), key=lambda k: len(windows[k]))
+        states = self._run_passes([windows[k] for k in order], self._window_states)
+        out: list[F32] = [states[0]] * len(windows) if states else []
+        for k, state in zip(order, states, strict=True):
+            out[k] = state
+        return out
+
+    def _run_passes(
+        self, windows: Sequence[list[int]], run: Callable[[Sequence[list[int]]], Sequence[F32] | F32]
+    ) -> list[F32]:
+        """``run`` over passes of about equal tokens (``windows`` sorted by length), each ≤
+        ``_TOKEN_BUDGET``; its per-window results in the windows' order."""
+        total = sum(len(ids) for ids in windows)
+        if not total:
+            return []
         workers = worker_threads() if total >= 2 * _MIN_PASS_TOKENS else 1
         # a multiple of `workers` passes of about equal tokens, each ≤ _TOKEN_BUDGET
         n_passes = workers * -(-total // (workers * _TOKEN_BUDGET))
         budget = -(-total // n_passes)
-        passes: list[list[tuple[int, list[int]]]] = []
+        passes: list[list[list[int]]] = []
         tokens = 0
         for window in windows:
-            if not passes or (tokens + len(window[1]) > budget and tokens > 0):
+            if not passes or (tokens + len(window) > budget and tokens > 0):
                 passes.append([])
                 tokens = 0
             passes[-1].append(window)
-            tokens += len(window[1])
-        jobs = [[ids for _, ids in p] for p in passes]
+            tokens += len(window)
         with single_threaded_blas():
             if workers > 1 and len(passes) > 1:
                 with ThreadPoolExecutor(max_workers=min(workers, len(passes))) as pool:
-                    pooled = list(pool.map(self._forward, jobs))
+                    results = list(pool.map(run, passes))
             else:
-                pooled = [self._forward(job) for job in jobs]
-        return combine_windows(len(contents), windows, [v for vectors in pooled for v in vectors], self.H)
+                results = [run(job) for job in passes]
+        return [v for per_pass in results for v in per_pass]
 
     def _embed_tokens(self, ids: npt.NDArray[np.intp], pos: npt.NDArray[np.intp]) -> F32:
         blocks = self._word[ids]  # [T, nb, 18] uint8
@@ -383,6 +403,19 @@ class E5Numpy:
 
     def _forward(self, windows: Sequence[list[int]]) -> F32:
         """Mean-pooled final hidden states of each window (ids include ``<s>``/``</s>``)."""
+        x, offsets, lengths = self._states(windows)
+        sums: F32 = np.add.reduceat(x, offsets[:-1], axis=0)
+        sums /= lengths[:, None].astype(np.float32)
+        return sums
+
+    def _window_states(self, windows: Sequence[list[int]]) -> list[F32]:
+        """Each window's final hidden states (copies: the pass's buffer is freed)."""
+        x, offsets, _ = self._states(windows)
+        return [x[a:b].copy() for a, b in itertools.pairwise(offsets)]
+
+    def _states(self, windows: Sequence[list[int]]) -> tuple[F32, npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The final hidden states of windows packed together: ``(states [tokens, H],
+        offsets [windows + 1], lengths [windows])``."""
         lengths = np.array([len(w) for w in windows], dtype=np.intp)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         total = int(offsets[-1])
@@ -415,9 +448,7 @@ class E5Numpy:
                 ffn += ly.bf
                 xb += ffn
             _layernorm(x, ly.ln2_w, ly.ln2_b, self.eps)
-        sums: F32 = np.add.reduceat(x, offsets[:-1], axis=0)
-        sums /= lengths[:, None].astype(np.float32)
-        return sums
+        return x, offsets, lengths
 
     def _attend(self, qkv: F32, ctx: F32, group: _Group) -> None:
         """Scaled dot-product attention of one group of windows, each over its own tokens.

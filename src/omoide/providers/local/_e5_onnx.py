@@ -290,13 +290,35 @@ class E5Onnx:
                 pooled[part] = self._forward(np.array([windows[k][1] for k in part], dtype=np.intp))
         return combine_windows(len(contents), windows, list(pooled), self.H)
 
+    def window_states(self, windows: Sequence[list[int]]) -> list[F32]:
+        """The final hidden states ``[len(window), H]`` of each window (ids include
+        ``<s>``/``</s>``), in the order given — what :mod:`._e5_parts` pools per span."""
+        by_length: dict[int, list[int]] = {}
+        for k, ids in enumerate(windows):
+            by_length.setdefault(len(ids), []).append(k)
+        out: list[F32] = [np.empty((0, self.H), dtype=np.float32)] * len(windows)
+        for length in sorted(by_length):
+            group = by_length[length]
+            step = max(1, _TOKEN_BUDGET // length)
+            for a in range(0, len(group), step):
+                part = group[a : a + step]
+                states = self._states(np.array([windows[k] for k in part], dtype=np.intp))
+                for k, state in zip(part, states, strict=True):
+                    out[k] = state
+        return out
+
     def _forward(self, ids: npt.NDArray[np.intp]) -> F32:
         """Mean-pooled final hidden states of ``[B, S]`` windows of one length (with ``<s>``/``</s>``)."""
+        out: F32 = self._states(ids).mean(axis=1)
+        return out
+
+    def _states(self, ids: npt.NDArray[np.intp]) -> F32:
+        """The final hidden states ``[B, S, H]`` of ``[B, S]`` windows of one length."""
         b, s = ids.shape
         pos = np.broadcast_to(np.arange(s, dtype=np.intp), (b, s)).reshape(-1)
         emb = self._tables._embed_tokens(ids.reshape(-1), pos).reshape(b, s, self.H)
         (hidden,) = self._session.run(["hidden"], {"embeddings": emb})
-        out: F32 = np.asarray(hidden, dtype=np.float32).mean(axis=1)
+        out: F32 = np.asarray(hidden, dtype=np.float32)
         return out
 
 

