@@ -42,14 +42,13 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
+from omoide.knowledge.chunk_vectors import ChunkVectors, UnitVectors, chunk_text, pooled_vectors, unit_texts
 from omoide.knowledge.embed_report import (
     ERROR_CHARS,
     PROGRESS_TEXTS,
@@ -64,42 +63,8 @@ from omoide.providers.base import Embedder, PartsEmbedder, Vector
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, content_hash
 from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
-from omoide.stores.units import chunk_lines, line_embedding_source, unit_embedding_texts
-from omoide.text.chat_lines import chunk_embedding_text
 
 log = structlog.get_logger(__name__)
-
-
-UnitVectors = npt.NDArray[np.float32]
-"""The unit vectors of one chunk: float32, ``(lines, dimensions)``."""
-
-
-def chunk_text(content: str) -> str:
-    """What a chunk's own vector is computed from (``speaker: text`` lines, see
-    :func:`~omoide.text.chat_lines.chunk_embedding_text`; the content itself if that is empty)."""
-    return chunk_embedding_text(content) or content
-
-
-def unit_texts(chunk: ChunkText) -> list[str] | None:
-    """What the unit vectors of a chunk are computed from, one text per line record, or ``None``
-    when the chunk has no (usable) line records (an imported document, an old chunk).
-
-    Each text is the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`);
-    a blank one is the raw line instead, since providers refuse empty inputs."""
-    lines = chunk_lines(chunk.content, chunk.location)
-    if not lines:
-        return None
-    texts = unit_embedding_texts(lines)
-    return [t if t.strip() else (line.raw.strip() or "…") for t, line in zip(texts, lines, strict=True)]
-
-
-@dataclass(frozen=True, slots=True)
-class _Embedded:
-    """One chunk's vectors from one provider call: its own (``None`` when only the units were
-    asked for) and its units' (``None`` when it has no line records)."""
-
-    vector: Vector | None
-    units: UnitVectors | None
 
 
 class EmbeddingProcessor:
@@ -145,10 +110,10 @@ class EmbeddingProcessor:
             )
         return vectors
 
-    async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[_Embedded]:
+    async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[ChunkVectors]:
         """The vectors of ``chunks`` and of their units (``units_only``: the units only), from one provider call."""
         if self.settings.unit_vectors == "pooled" and isinstance(self.embedder, PartsEmbedder):
-            pooled = await self._embed_pooled(chunks)
+            pooled = await pooled_vectors(self.embedder, chunks, self._embed_texts, self.call_timeout)
             if pooled is not None:
                 return pooled
         texts: list[str] = []
@@ -163,48 +128,11 @@ class EmbeddingProcessor:
             texts.extend(units)
         vectors = await self._embed_texts(texts) if texts else []
         return [
-            _Embedded(
+            ChunkVectors(
                 vectors[at] if at >= 0 else None,
                 np.stack(vectors[first : first + n]).astype(np.float32, copy=False) if n else None,
             )
             for at, first, n in plan
-        ]
-
-    async def _embed_pooled(self, chunks: Sequence[ChunkText]) -> list[_Embedded] | None:
-        """``unit_vectors = "pooled"``: a chunk with line records and its lines from one pass
-        over the chunk (:meth:`PartsEmbedder.embed_document_parts`; its text is then its lines
-        joined); a chunk without line records as a text. ``None`` when the model cannot pool."""
-        assert isinstance(self.embedder, PartsEmbedder)
-        documents: list[list[str]] = []
-        where: list[int] = []  # per chunk: its document's index, or -1 (no line records)
-        for chunk in chunks:
-            lines = chunk_lines(chunk.content, chunk.location)
-            parts = [line_embedding_source(x) or x.raw.strip() or "…" for x in lines or ()]
-            where.append(len(documents) if parts else -1)
-            if parts:
-                documents.append(parts)
-        plain = [chunk_text(c.content) for c, at in zip(chunks, where, strict=True) if at < 0]
-        timeout = self.call_timeout * max(1, math.ceil(len(documents) / 64))
-        try:
-            async with asyncio.timeout(timeout):
-                pooled = await self.embedder.embed_document_parts(documents) if documents else []
-        except TimeoutError as exc:
-            raise ProviderUnavailable(
-                f"the embedder {self.model} did not answer within {timeout:.0f} s", provider=self.model
-            ) from exc
-        if pooled is None:
-            return None
-        if len(pooled) != len(documents):
-            raise ProviderUnavailable(
-                f"the embedder {self.model} returned {len(pooled)} results for {len(documents)} chunks",
-                provider=self.model,
-            )
-        vectors = iter(await self._embed_texts(plain) if plain else [])
-        return [
-            _Embedded(next(vectors), None)
-            if at < 0
-            else _Embedded(pooled[at][0], np.asarray(pooled[at][1], dtype=np.float32))
-            for at in where
         ]
 
     def _slices(self, chunks: Sequence[ChunkText], progress: ChunkProgress) -> list[Sequence[ChunkText]]:
@@ -223,7 +151,7 @@ class EmbeddingProcessor:
                 start, size = end, 0
         return out
 
-    async def _put(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
+    async def _put(self, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]) -> tuple[int, int]:
         """Store chunk vectors with their unit vectors; ``(chunks written, unit vectors written)``."""
         rows: list[EmbeddingRow] = []
         for chunk, got in zip(chunks, embedded, strict=True):
@@ -241,7 +169,7 @@ class EmbeddingProcessor:
         written = await self.store.put_embeddings(model=self.model, dimensions=self.embedder.dimensions, rows=rows)
         return written, units_written(rows, written)
 
-    async def _put_units(self, chunks: Sequence[ChunkText], embedded: Sequence[_Embedded]) -> tuple[int, int]:
+    async def _put_units(self, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]) -> tuple[int, int]:
         """Add unit vectors to stored chunk vectors; ``(chunks given units, unit vectors written)``."""
         dims = self.embedder.dimensions
         placeholder = np.zeros(dims, dtype=np.float32)  # put_unit_vectors ignores the chunk vector
@@ -401,7 +329,7 @@ class EmbeddingProcessor:
                 continue
             await self._store_batch(group, embedded, report, progress)
 
-    async def _embed_or_error(self, chunks: Sequence[ChunkText]) -> list[_Embedded] | ProviderError:
+    async def _embed_or_error(self, chunks: Sequence[ChunkText]) -> list[ChunkVectors] | ProviderError:
         """:meth:`_embed`, with a permanent provider error returned (the caller fails the batch's
         sources); an authentication failure and a retryable error (as :class:`Transient`) raise."""
         try:
@@ -414,7 +342,7 @@ class EmbeddingProcessor:
             return exc
 
     async def _store_batch(
-        self, chunks: Sequence[ChunkText], embedded: list[_Embedded], report: EmbedReport, progress: ChunkProgress
+        self, chunks: Sequence[ChunkText], embedded: list[ChunkVectors], report: EmbedReport, progress: ChunkProgress
     ) -> None:
         written, units = await self._put(chunks, embedded)
         report.chunks += written
@@ -529,7 +457,7 @@ class EmbeddingProcessor:
     async def _page_through(
         self,
         missing: Callable[[int], Awaitable[list[ChunkText]]],
-        put: Callable[[Sequence[ChunkText], Sequence[_Embedded]], Awaitable[tuple[int, int]]],
+        put: Callable[[Sequence[ChunkText], Sequence[ChunkVectors]], Awaitable[tuple[int, int]]],
         report: EmbedReport,
         *,
         units_only: bool,
@@ -561,7 +489,7 @@ class EmbeddingProcessor:
 
     async def _embed_retrying(
         self, chunks: Sequence[ChunkText], report: EmbedReport, *, units_only: bool = False
-    ) -> list[_Embedded | None]:
+    ) -> list[ChunkVectors | None]:
         """Embed with retries on transient errors; a refused batch is retried chunk by chunk
         (``None``: the provider refused that chunk, counted in ``report.skipped``)."""
         try:
@@ -575,12 +503,12 @@ class EmbeddingProcessor:
                 report.skipped += 1
                 log.warning("embed_chunk_skipped", chunk_id=chunks[0].id, model=self.model, error=short_error(exc))
                 return [None]
-        out: list[_Embedded | None] = []
+        out: list[ChunkVectors | None] = []
         for chunk in chunks:
             out.extend(await self._embed_retrying([chunk], report, units_only=units_only))
         return out
 
-    async def _with_retries(self, chunks: Sequence[ChunkText], *, units_only: bool) -> list[_Embedded]:
+    async def _with_retries(self, chunks: Sequence[ChunkText], *, units_only: bool) -> list[ChunkVectors]:
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, ProviderError) and exc.retryable
 

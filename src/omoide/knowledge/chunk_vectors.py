@@ -1,0 +1,101 @@
+"""What a chunk's vectors are computed from, and the pooled way of computing them.
+
+* :func:`chunk_text`: a chunk's own vector reads its lines as ``speaker: text``;
+* :func:`unit_texts`: each line's (unit's) vector reads the line with its neighbours, embedded
+  as its own text (``unit_vectors = "texts"``, the default);
+* :func:`pooled_vectors` (``unit_vectors = "pooled"``): the chunk and each of its lines from one
+  pass over the chunk (:class:`~omoide.providers.base.PartsEmbedder`), about a quarter of the
+  embedding work (docs/search.md, "Pooled unit vectors").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.errors import ProviderUnavailable
+from omoide.providers.base import PartsEmbedder, Vector
+from omoide.stores.knowledge import ChunkText
+from omoide.stores.units import chunk_lines, line_embedding_source, unit_embedding_texts
+from omoide.text.chat_lines import chunk_embedding_text
+
+UnitVectors = npt.NDArray[np.float32]
+"""The unit vectors of one chunk: float32, ``(lines, dimensions)``."""
+
+
+def chunk_text(content: str) -> str:
+    """What a chunk's own vector is computed from (``speaker: text`` lines, see
+    :func:`~omoide.text.chat_lines.chunk_embedding_text`; the content itself if that is empty)."""
+    return chunk_embedding_text(content) or content
+
+
+def unit_texts(chunk: ChunkText) -> list[str] | None:
+    """What the unit vectors of a chunk are computed from, one text per line record, or ``None``
+    when the chunk has no (usable) line records (an imported document, an old chunk).
+
+    Each text is the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`);
+    a blank one is the raw line instead, since providers refuse empty inputs."""
+    lines = chunk_lines(chunk.content, chunk.location)
+    if not lines:
+        return None
+    texts = unit_embedding_texts(lines)
+    return [t if t.strip() else (line.raw.strip() or "…") for t, line in zip(texts, lines, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkVectors:
+    """One chunk's vectors from one provider call: its own (``None`` when only the units were
+    asked for) and its units' (``None`` when it has no line records)."""
+
+    vector: Vector | None
+    units: UnitVectors | None
+
+
+async def pooled_vectors(
+    embedder: PartsEmbedder,
+    chunks: Sequence[ChunkText],
+    embed_texts: Callable[[Sequence[str]], Awaitable[list[Vector]]],
+    call_timeout: float,
+) -> list[ChunkVectors] | None:
+    """``unit_vectors = "pooled"``: a chunk with line records and its lines from one pass over
+    the chunk (:meth:`PartsEmbedder.embed_document_parts`; its text is then its lines joined); a
+    chunk without line records through ``embed_texts``. ``None`` when the model cannot pool."""
+    model = str(getattr(embedder, "model_id", "the embedder"))
+    documents: list[list[str]] = []
+    where: list[int] = []  # per chunk: its document's index, or -1 (no line records)
+    for chunk in chunks:
+        lines = chunk_lines(chunk.content, chunk.location)
+        parts = [line_embedding_source(x) or x.raw.strip() or "…" for x in lines or ()]
+        where.append(len(documents) if parts else -1)
+        if parts:
+            documents.append(parts)
+    plain = [chunk_text(c.content) for c, at in zip(chunks, where, strict=True) if at < 0]
+    timeout = call_timeout * max(1, math.ceil(len(documents) / 64))
+    try:
+        async with asyncio.timeout(timeout):
+            pooled = await embedder.embed_document_parts(documents) if documents else []
+    except TimeoutError as exc:
+        raise ProviderUnavailable(
+            f"the embedder {model} did not answer within {timeout:.0f} s", provider=model
+        ) from exc
+    if pooled is None:
+        return None
+    if len(pooled) != len(documents):
+        raise ProviderUnavailable(
+            f"the embedder {model} returned {len(pooled)} results for {len(documents)} chunks", provider=model
+        )
+    vectors = iter(await embed_texts(plain) if plain else [])
+    return [
+        ChunkVectors(next(vectors), None)
+        if at < 0
+        else ChunkVectors(pooled[at][0], np.asarray(pooled[at][1], dtype=np.float32))
+        for at in where
+    ]
+
+
+__all__ = ["ChunkVectors", "UnitVectors", "chunk_text", "pooled_vectors", "unit_texts"]
