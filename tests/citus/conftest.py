@@ -141,6 +141,8 @@ async def _empty_database(url: str) -> None:
         tables = ", ".join(r["t"] for r in rows)
         if tables:
             await conn.execute(f"TRUNCATE {tables} CASCADE")
+        if await conn.fetchval("SELECT to_regclass('worker_state') IS NOT NULL"):  # coordinator-local
+            await conn.execute("TRUNCATE worker_state")
     finally:
         await conn.close()
 

@@ -8,8 +8,7 @@ from omoide.workers.progress import ProgressRecorder
 from .conftest import WS_A
 
 
-async def test_status_says_what_waits_and_how_fast_the_job_goes(client, tenants, memory, monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # PostgreSQL: the record lives there
+async def test_status_says_what_waits_and_how_fast_the_job_goes(client, tenants, memory):
     h = tenants.ha
     export = next(p for p in discord_export_paths() if "random" in p.name)
     imported = await client.post(
@@ -26,9 +25,10 @@ async def test_status_says_what_waits_and_how_fast_the_job_goes(client, tenants,
     assert status["lexical_index_tokenizer"] == status["search_tokenizer"]
     assert status["embedding_job"] is None
 
-    recorder = ProgressRecorder(memory.settings.database_url, job="embedder", model=memory.embedder.model_id)
+    recorder = ProgressRecorder(memory.store, job="embedder", model=memory.embedder.model_id)
     recorder.set_total(chunks)
     await memory.knowledge.embed(on_chunks=recorder.advance)
+    await recorder.flush()
     job = (await client.get("/v1/status", headers=h)).json()["embedding_job"]
     assert job["running"] is True and job["model"] == memory.embedder.model_id and job["rate"] > 0
     assert job["workspace_eta_seconds"] == 0  # nothing of this workspace waits any more
@@ -41,5 +41,6 @@ async def test_status_says_what_waits_and_how_fast_the_job_goes(client, tenants,
         "updated_at",
     }  # no counts of other workspaces
     recorder.finish()
+    await recorder.flush()
     status = (await client.get("/v1/status", headers=tenants.hb)).json()
     assert status["chunks_to_embed"] == 0 and status["embedding_job"]["running"] is False

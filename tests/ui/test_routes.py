@@ -338,9 +338,9 @@ async def test_search_filters_and_message_pages(client, seeded):
 async def test_worker_errors_are_for_the_admin(client, seeded, memory):
     from omoide.workers.health import WorkerReporter
 
-    reporter = WorkerReporter(memory.settings.database_url, jobs=["embedder"])
-    reporter.heartbeat()
-    reporter.error("embedder", "PROVIDER_UNAVAILABLE", "503 from the embedding API")
+    reporter = WorkerReporter(memory.store, jobs=["embedder"])
+    await reporter.heartbeat()
+    await reporter.error("embedder", "PROVIDER_UNAVAILABLE", "503 from the embedding API")
     await login(client, seeded.a_token)
     own = html.unescape((await client.get("/ui/")).text)
     assert "503 from the embedding API" not in own and "admin key only" in own

@@ -152,7 +152,7 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
                     status = await mem.knowledge.status()
                     model = mem.embedder.model_id
                     todo = max(0, status.chunks - status.embedded.get(model, 0))
-                    recorder = ProgressRecorder(mem.settings.database_url, job="embed", model=model)
+                    recorder = ProgressRecorder(mem.store, job="embed", model=model)
                     recorder.set_total(todo)
                     with progress_bars(not json_) as progress:
                         task = progress.add_task(f"Embedding with {model}", total=todo or None, unit="chunks")
@@ -165,6 +165,7 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
                             report = await mem.knowledge.embed(on_chunks=advance, stop=stop)
                         finally:
                             recorder.finish()
+                            await recorder.flush()
             except asyncio.CancelledError:
                 if not signals:
                     raise

@@ -26,7 +26,7 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
             counts = await mem.knowledge.status()
             model = mem.embedder.model_id
             indexed = await mem.store.search.lexical_tokenizer()
-            job = read_progress(mem.settings.database_url)
+            job = await read_progress(mem.store)
         japanese = japanese_tokenizer()  # the same answer as `omoide providers`
         return {
             "sessions": dict(counts.sessions),

@@ -170,9 +170,11 @@ DERIVED_TABLES = frozenset(
         "memory_generations",
         "knowledge_chunks_fts",
         "memories_fts",
+        "worker_state",  # what running workers report (omoide.stores.worker_state): not data, never restored
     }
 )
-"""Tables a backup leaves out: the target rebuilds them (see the module docstring)."""
+"""Tables a backup leaves out: the target rebuilds them (see the module docstring), or they only describe
+running processes (``worker_state``)."""
 
 DERIVED_COLUMNS = frozenset({"lexical_tsv", "lexical_len"})
 """PostgreSQL generated columns (computed from ``lexical``); the readers skip every generated column anyway."""

@@ -1,38 +1,39 @@
-"""What the workers tell other processes: that they are alive, and their recent errors.
+"""What the workers tell every other process and host: that they are alive, and their recent errors.
 
 The HTTP server's ``/readyz`` asks whether the workers are alive, and the inspector's overview
-shows their recent errors, while the workers may run in another process (``omoide worker``)
-on the same host. Like the embedding progress (:mod:`.progress`), this is a small JSON file
-beside the database (SQLite: ``<database>.workers.json``; PostgreSQL:
-``$XDG_STATE_HOME/omoide/workers/<hash of the URL>.json``), rewritten atomically under a
-file lock, so several worker processes can share it:
+shows their recent errors, while the workers run in another process (``omoide worker``), often on
+another host. Both live in the store's ``worker_state`` table (:mod:`omoide.stores.worker_state`),
+so whoever reaches the store sees them:
 
-* ``runners``: one record per worker process (``host:pid``): its jobs, when it started, when it
-  last reported (every :data:`HEARTBEAT_SECONDS` while it runs) and whether it stopped cleanly;
-* ``errors``: the newest :data:`KEEP_ERRORS` failed runs, newest first: when, which job, the
-  error's code and message (cut to :data:`MESSAGE_CHARS`), the process.
+* a ``runner`` row per worker process (``host:pid``): its jobs, when it started, whether it stopped
+  cleanly, rewritten every :data:`HEARTBEAT_SECONDS` while it runs. Its age is measured by the
+  database's clock, so a reader on a host whose clock differs still sees a fresh heartbeat as fresh;
+* an ``error`` row per failed run (the newest :data:`KEEP_ERRORS` are kept): when, which job,
+  omoide's error code and message (cut to :data:`MESSAGE_CHARS`), the process.
 
-A database in memory keeps both in this process only. Writing never fails a job: an unwritable
-place is logged once at DEBUG and skipped.
+A heartbeat is one upsert (PostgreSQL: on a pooled connection; Citus: on the coordinator only;
+SQLite: one short write transaction). Runner rows not rewritten for :data:`FORGET_SECONDS` are
+deleted by the next reporter that starts (and hourly after). Reporting never fails a job: a failed
+write is logged once at DEBUG and skipped; a failed read says nothing is known.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
 import socket
-import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from omoide.workers.progress import progress_path
+from omoide.errors import OmoideError
+from omoide.stores.worker_state import WorkerStateRow, WorkerStateStore, worker_state_of
+
+if TYPE_CHECKING:
+    from omoide.stores.base import Store
 
 log = structlog.get_logger(__name__)
 
@@ -42,10 +43,15 @@ HEARTBEAT_SECONDS = 10.0
 ALIVE_SECONDS = 60.0
 """A running record not rewritten for this long means the worker is stuck or gone."""
 
+FORGET_SECONDS = 24 * 3600.0
+"""Runner records not rewritten for this long are deleted (stopped or dead long ago)."""
+
+PRUNE_EVERY_SECONDS = 3600.0
+"""How often a running reporter deletes the forgotten runner records."""
+
 KEEP_ERRORS = 50
 MESSAGE_CHARS = 500
-
-_IN_PROCESS: dict[str, dict[str, Any]] = {}
+READ_RUNNERS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +86,16 @@ class WorkerError:
 
 @dataclass(frozen=True, slots=True)
 class RunnerRecord:
-    """One worker process as it last reported."""
+    """One worker process as it last reported.
+
+    Attributes:
+        host / pid: the process.
+        jobs: its jobs' names.
+        started_at / updated_at: when it started and last reported (UTC, ISO 8601; ``updated_at`` by the
+            database's clock).
+        running: ``False`` once it stopped cleanly.
+        age: seconds since it last reported, by the database's clock (``None``: computed from ``updated_at``).
+    """
 
     host: str
     pid: int
@@ -88,8 +103,12 @@ class RunnerRecord:
     started_at: str
     updated_at: str
     running: bool
+    age: float | None = None
 
     def age_seconds(self, now: datetime | None = None) -> float:
+        """Seconds since the last report (the database's measure unless ``now`` is given)."""
+        if now is None and self.age is not None:
+            return self.age
         return ((now or _now()) - datetime.fromisoformat(self.updated_at)).total_seconds()
 
     def alive(self, now: datetime | None = None) -> bool:
@@ -116,147 +135,105 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def state_path(database_url: str) -> Path | None:
-    """Where the workers of ``database_url`` report (``None``: a database in memory, this process only)."""
-    progress = progress_path(database_url)
-    if progress is None:
-        return None
-    if progress.name.endswith(".progress.json"):  # SQLite: beside the database
-        return progress.with_name(progress.name.removesuffix(".progress.json") + ".workers.json")
-    return progress.parent.parent / "workers" / progress.name
-
-
-def _empty() -> dict[str, Any]:
-    return {"runners": {}, "errors": []}
-
-
-def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return _empty()
-    if not isinstance(data, dict):
-        return _empty()
-    data.setdefault("runners", {})
-    data.setdefault("errors", [])
-    return data
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _write_file(path: Path, data: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".workers-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, ensure_ascii=False)
-        os.chmod(tmp, 0o644)  # the HTTP server may run as another user
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class WorkerReporter:
-    """Reports one worker process's liveness and errors for ``database_url`` (see the module docstring).
+    """Reports one worker process's liveness and errors to ``store`` (see the module docstring).
+
+    Args:
+        store: the store the worker works on.
+        jobs: its jobs' names.
 
     Example:
-        >>> reporter = WorkerReporter("sqlite:///./omoide.db", jobs=["embedder"])  # doctest: +SKIP
-        >>> reporter.heartbeat(); reporter.error("embedder", "PROVIDER_UNAVAILABLE", "503 from the API")  # doctest: +SKIP
+        >>> reporter = WorkerReporter(mem.store, jobs=["embedder"])  # doctest: +SKIP
+        >>> await reporter.heartbeat()                                # doctest: +SKIP
+        >>> await reporter.error("embedder", "PROVIDER_UNAVAILABLE", "503 from the API")  # doctest: +SKIP
     """
 
-    def __init__(self, database_url: str, *, jobs: Sequence[str]) -> None:
-        self.key = database_url
-        self.path = state_path(database_url)
+    def __init__(self, store: Store, *, jobs: Sequence[str]) -> None:
+        self.state: WorkerStateStore = worker_state_of(store)
         self.jobs = tuple(jobs)
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.started_at = _now().isoformat()
+        self._pruned_at = -float("inf")
         self._warned = False
 
     @property
-    def _me(self) -> str:
+    def key(self) -> str:
+        """This process's runner row: ``host:pid``."""
         return f"{self.host}:{self.pid}"
 
-    def _update(self, change: Any) -> None:
-        if self.path is None:
-            change(_IN_PROCESS.setdefault(self.key, _empty()))
-            return
-        try:
-            with _locked(self.path):
-                data = _read_file(self.path)
-                change(data)
-                _write_file(self.path, data)
-        except OSError as exc:
-            if not self._warned:
-                self._warned = True
-                log.debug("worker_state_not_recorded", path=str(self.path), error=str(exc))
-
-    def heartbeat(self, *, running: bool = True) -> None:
-        """This process is alive (``running`` false: it stopped cleanly)."""
+    async def heartbeat(self, *, running: bool = True) -> bool:
+        """This process is alive (``running`` false: it stopped cleanly). Returns whether it was recorded."""
         record = RunnerRecord(self.host, self.pid, self.jobs, self.started_at, _now().isoformat(), running)
+        payload = record.as_dict()
+        del payload["age"]
+        try:
+            await self.state.put("runner", self.key, payload)
+            if time.monotonic() - self._pruned_at >= PRUNE_EVERY_SECONDS:
+                self._pruned_at = time.monotonic()
+                await self.state.prune("runner", older_than=FORGET_SECONDS)
+        except Exception as exc:  # best effort: a heartbeat never fails the worker
+            self._warn(exc)
+            return False
+        return True
 
-        def change(data: dict[str, Any]) -> None:
-            data["runners"][self._me] = record.as_dict()
-            # forget processes that stopped or went silent long ago
-            for key, value in list(data["runners"].items()):
-                with contextlib.suppress(KeyError, TypeError, ValueError):
-                    if key != self._me and _record(value).age_seconds() > 24 * 3600:
-                        del data["runners"][key]
-
-        self._update(change)
-
-    def error(self, job: str, code: str, message: str) -> None:
-        """A run of ``job`` failed with omoide's ``code`` and ``message``."""
+    async def error(self, job: str, code: str, message: str) -> bool:
+        """A run of ``job`` failed with omoide's ``code`` and ``message``. Returns whether it was recorded."""
         entry = WorkerError(_now().isoformat(), job, code, message[:MESSAGE_CHARS], self.host, self.pid)
+        try:
+            await self.state.put("error", f"{entry.at} {self.key} {job}", entry.as_dict())
+            await self.state.prune("error", keep=KEEP_ERRORS)
+        except Exception as exc:  # best effort: the run's own log line has the error anyway
+            self._warn(exc)
+            return False
+        return True
 
-        def change(data: dict[str, Any]) -> None:
-            data["errors"] = [entry.as_dict(), *data["errors"]][:KEEP_ERRORS]
+    def _warn(self, exc: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            log.debug("worker_state_not_recorded", error=f"{type(exc).__name__}: {exc}")
 
-        self._update(change)
+
+async def _rows(store: Store, kind: str, limit: int) -> list[WorkerStateRow]:
+    try:
+        return await worker_state_of(store).rows(kind, limit=limit)
+    except (OmoideError, OSError) as exc:
+        log.debug("worker_state_not_read", kind=kind, error=str(exc))
+        return []
 
 
-def _record(value: dict[str, Any]) -> RunnerRecord:
+def _runner(row: WorkerStateRow) -> RunnerRecord:
+    value = row.payload
     return RunnerRecord(
         host=str(value["host"]),
         pid=int(value["pid"]),
-        jobs=tuple(value.get("jobs", ())),
+        jobs=tuple(str(j) for j in value.get("jobs", ())),
         started_at=str(value["started_at"]),
-        updated_at=str(value["updated_at"]),
+        updated_at=row.updated_at.isoformat(),
         running=bool(value["running"]),
+        age=row.age_seconds,
     )
 
 
-def _state(database_url: str) -> dict[str, Any]:
-    path = state_path(database_url)
-    if path is None:
-        return _IN_PROCESS.get(database_url, _empty())
-    return _read_file(path)
-
-
-def worker_runners(database_url: str) -> list[RunnerRecord]:
-    """Every worker process that reported for ``database_url`` (alive or not), latest report first."""
+async def worker_runners(store: Store) -> list[RunnerRecord]:
+    """Every worker process that reported to ``store`` (alive or not), latest report first."""
     out: list[RunnerRecord] = []
-    for value in _state(database_url)["runners"].values():
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            out.append(_record(value))
-    return sorted(out, key=lambda r: r.updated_at, reverse=True)
+    for row in await _rows(store, "runner", READ_RUNNERS):
+        try:
+            out.append(_runner(row))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
 
 
-def recent_worker_errors(database_url: str, *, limit: int = 20) -> list[WorkerError]:
-    """The newest failed worker runs for ``database_url``, newest first (for the inspector's overview)."""
+async def recent_worker_errors(store: Store, *, limit: int = 20) -> list[WorkerError]:
+    """The newest failed worker runs recorded in ``store``, newest first (for the inspector's overview)."""
+    if limit < 1:
+        return []
     out: list[WorkerError] = []
-    for value in _state(database_url)["errors"][: max(limit, 0)]:
-        with contextlib.suppress(KeyError, TypeError, ValueError):
+    for row in await _rows(store, "error", limit):
+        value = row.payload
+        try:
             out.append(
                 WorkerError(
                     str(value["at"]),
@@ -267,6 +244,8 @@ def recent_worker_errors(database_url: str, *, limit: int = 20) -> list[WorkerEr
                     int(value["pid"]),
                 )
             )
+        except (KeyError, TypeError, ValueError):
+            continue
     return out
 
 
@@ -280,6 +259,7 @@ class WorkersHealth:
             not part of this deployment, or have not started), ``stopped`` (every one stopped
             cleanly) or ``dead`` (the latest stopped reporting without stopping).
         reason: for people, when not ``alive``.
+        alive: how many worker processes report.
     """
 
     ok: bool
@@ -288,13 +268,12 @@ class WorkersHealth:
     alive: int = 0
 
 
-def workers_health(database_url: str) -> WorkersHealth:
-    """Whether the workers of ``database_url`` are alive (see :class:`WorkersHealth`)."""
-    runners = worker_runners(database_url)
+async def workers_health(store: Store) -> WorkersHealth:
+    """Whether the workers of ``store`` are alive (see :class:`WorkersHealth`)."""
+    runners = await worker_runners(store)
     if not runners:
         return WorkersHealth(True, "none", "no worker has reported for this database")
-    now = _now()
-    alive = [r for r in runners if r.alive(now)]
+    alive = [r for r in runners if r.alive()]
     if alive:
         return WorkersHealth(True, "alive", alive=len(alive))
     latest = runners[0]
@@ -305,20 +284,22 @@ def workers_health(database_url: str) -> WorkersHealth:
     return WorkersHealth(
         False,
         "dead",
-        f"the worker pid {latest.pid} on {latest.host} last reported {round(latest.age_seconds(now))} s ago "
+        f"the worker pid {latest.pid} on {latest.host} last reported {round(latest.age_seconds())} s ago "
         f"(over {ALIVE_SECONDS:.0f} s): it is stuck or gone",
     )
 
 
 __all__ = [
     "ALIVE_SECONDS",
+    "FORGET_SECONDS",
     "HEARTBEAT_SECONDS",
+    "KEEP_ERRORS",
+    "MESSAGE_CHARS",
     "RunnerRecord",
     "WorkerError",
     "WorkerReporter",
     "WorkersHealth",
     "recent_worker_errors",
-    "state_path",
     "worker_runners",
     "workers_health",
 ]

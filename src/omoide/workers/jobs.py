@@ -112,8 +112,7 @@ class _Tracker:
 
     def __call__(self, chunks: int) -> None:
         if self.recorder is None:
-            url = self.mem.settings.database_url
-            self.recorder = ProgressRecorder(url, job="embedder", model=self.model, started=self.started)
+            self.recorder = ProgressRecorder(self.mem.store, job="embedder", model=self.model, started=self.started)
             self.counting = asyncio.get_running_loop().create_task(self._count())
         self.recorder.advance(chunks)
 
@@ -136,6 +135,7 @@ class _Tracker:
             self.counting.cancel()
         if self.recorder is not None:  # a run cut short keeps its total: "18/144 chunks" says so
             self.recorder.finish()
+            await self.recorder.flush()
 
 
 async def _rebuild_stale_lexical_index(mem: Memory) -> None:
@@ -217,7 +217,7 @@ def worker_runner(mem: Memory, **switches: Unpack[JobSwitches]) -> WorkerRunner:
     return WorkerRunner(
         build_jobs(mem, **switches),
         shutdown_timeout=mem.settings.worker_shutdown_timeout_seconds,
-        database_url=mem.settings.database_url,
+        store=mem.store,
     )
 
 

@@ -20,8 +20,8 @@ Each run is logged as one structured ``worker_run`` event with the job's counts 
 ``duration_ms``: at INFO when it did something, at DEBUG when there was nothing to do.
 It is also measured (``omoide_worker_job_seconds`` / ``omoide_worker_job_runs`` /
 ``omoide_worker_job_failures`` when metrics are on), traced (a ``omoide.worker.<job>`` span),
-and, given the database URL, the runner reports its liveness and its failed runs to other
-processes (:mod:`omoide.workers.health`: ``/readyz``, the inspector's recent errors).
+and, given the store, the runner reports its liveness and its failed runs in it for other
+processes and hosts (:mod:`omoide.workers.health`: ``/readyz``, the inspector's recent errors).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -39,6 +39,9 @@ from omoide.errors import OmoideError
 from omoide.observability.metrics import active_metrics
 from omoide.observability.tracing import span
 from omoide.workers.health import HEARTBEAT_SECONDS, WorkerReporter
+
+if TYPE_CHECKING:
+    from omoide.stores.base import Store
 
 
 class RunReport(Protocol):
@@ -86,8 +89,8 @@ class WorkerRunner:
     Args:
         jobs: the jobs to run, each in its own task.
         shutdown_timeout: seconds the jobs get to finish once stopped, before cancellation.
-        database_url: the store's URL: the runner reports its liveness and errors for it
-            (:mod:`omoide.workers.health`); ``None``: it reports nothing.
+        store: the store the jobs work on: the runner reports its liveness and errors in it
+            (:mod:`omoide.workers.health`), for every process and host; ``None``: it reports nothing.
 
     Example:
         >>> runner = WorkerRunner(jobs, shutdown_timeout=30)   # doctest: +SKIP
@@ -95,11 +98,11 @@ class WorkerRunner:
         >>> runner.stop(); await task                           # doctest: +SKIP
     """
 
-    def __init__(self, jobs: Sequence[Job], *, shutdown_timeout: float, database_url: str | None = None) -> None:
+    def __init__(self, jobs: Sequence[Job], *, shutdown_timeout: float, store: Store | None = None) -> None:
         if not jobs:
             raise ValueError("WorkerRunner needs at least one job")
         self.jobs = tuple(jobs)
-        self.reporter = None if database_url is None else WorkerReporter(database_url, jobs=[j.name for j in jobs])
+        self.reporter = None if store is None else WorkerReporter(store, jobs=[j.name for j in jobs])
         self.shutdown_timeout = shutdown_timeout
         self.stopping = asyncio.Event()
         self._forced = asyncio.Event()
@@ -130,7 +133,7 @@ class WorkerRunner:
                     group.create_task(self._heartbeat(), name="omoide-worker-heartbeat")
         finally:
             if self.reporter is not None:
-                await asyncio.to_thread(self.reporter.heartbeat, running=False)
+                await self.reporter.heartbeat(running=False)
         self.log.info(
             "worker_stopped",
             runs=dict(self.runs),
@@ -166,12 +169,12 @@ class WorkerRunner:
         """Tell other processes this one is alive, every ``HEARTBEAT_SECONDS`` until stopping."""
         assert self.reporter is not None
         while not self.stopping.is_set():
-            await asyncio.to_thread(self.reporter.heartbeat)
+            await self.reporter.heartbeat()
             await self._sleep(HEARTBEAT_SECONDS)
 
     async def _report_error(self, job: str, code: str, message: str) -> None:
         if self.reporter is not None:
-            await asyncio.to_thread(self.reporter.error, job, code, message)
+            await self.reporter.error(job, code, message)
 
     def _measure(self, job: str, outcome: str, seconds: float, code: str | None = None) -> None:
         m = active_metrics()

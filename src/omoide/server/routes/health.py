@@ -73,7 +73,7 @@ async def readyz(request: Request, memory: MemoryDep) -> Any:
         checks["migrations"] = "current" if version >= latest else "pending"
         if version < latest:
             reasons.append(f"the schema is at version {version}, this omoide needs {latest}: run `omoide migrate`")
-    workers = workers_health(memory.settings.database_url)
+    workers = await workers_health(memory.store)
     checks["workers"] = workers.state
     if not workers.ok:
         reasons.append(workers.reason)

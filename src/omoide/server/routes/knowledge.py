@@ -193,7 +193,7 @@ def _without_folder(exc: OmoideError, folder: Path) -> OmoideError:
 
 
 class EmbeddingJobOut(BaseModel):
-    """The embedding job running on this host (``omoide worker`` or ``omoide embed``), as it last recorded itself."""
+    """The embedding job (``omoide worker`` or ``omoide embed``, any host), as it last recorded itself in the store."""
 
     running: bool = Field(description="False once the job has finished (it then says what it did).")
     model: str
@@ -220,7 +220,7 @@ class StatusOut(schemas.StatusOut):
         description="The tokenizer that wrote the full-text index (queries use it until `omoide reindex --lexical`)."
     )
     embedding_job: EmbeddingJobOut | None = Field(
-        description="The running (or just finished) embedding job's progress, when it runs on this host."
+        description="The running (or just finished) embedding job's progress, as recorded in the database by any host."
     )
 
 
@@ -235,7 +235,7 @@ async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
     except OmoideError:  # a misconfigured embedder must not take the counts down with it
         model = None
     waiting = None if model is None else max(0, found.chunks - found.embedded.get(model, 0))
-    job = read_progress(memory.settings.database_url)
+    job = await read_progress(memory.store)
     return StatusOut(
         workspace_id=key.workspace_id,
         sessions=dict(found.sessions),

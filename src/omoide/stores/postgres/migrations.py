@@ -113,6 +113,19 @@ chunks (40k of 1M: 4 ms) without visiting their rows (a chunk row is kilobytes: 
 the HNSW candidates against them (``omoide.stores.postgres._search.bitmap_vector_sql``). It replaces the old
 index (same columns, same uses). Builds in seconds per million chunks; nothing is rewritten."""
 
+MIGRATION_14_WORKER_STATE = (
+    "CREATE TABLE worker_state ("
+    " kind text NOT NULL CHECK (kind IN ('runner', 'progress', 'error')),"
+    " key text NOT NULL,"
+    " payload jsonb NOT NULL,"
+    " updated_at timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (kind, key))",
+)
+"""What the workers tell other processes and hosts (issue 17): heartbeats, job progress and recent errors, one
+row per ``(kind, key)`` with a JSON payload (:mod:`omoide.stores.worker_state`); replaces the per-host JSON files
+under ``$XDG_STATE_HOME``. It has no ``workspace_id``: on Citus it stays a plain coordinator table (neither
+distributed nor a reference table), so a heartbeat is one local upsert. Not backed up (it describes processes)."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
@@ -139,6 +152,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         13,
         "search: the chunk ids of a channel by index only (channel-filtered vector search without a join)",
         MIGRATION_13_CHANNEL_IDS,
+    ),
+    Migration(
+        14,
+        "workers: worker_state (heartbeats, job progress, recent errors for every process and host)",
+        MIGRATION_14_WORKER_STATE,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -68,6 +68,21 @@ V12_FILTER_INDEXES: tuple[str, ...] = (
 """Listing a workspace's sessions by channel or user, and the sources archived from one session (the
 inspector, ``omoide sessions list``), by index instead of a scan of the workspace."""
 
+V13_WORKER_STATE: tuple[str, ...] = (
+    """
+    CREATE TABLE worker_state (
+        kind        TEXT NOT NULL CHECK (kind IN ('runner', 'progress', 'error')),
+        key         TEXT NOT NULL,
+        payload     TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        PRIMARY KEY (kind, key)
+    ) WITHOUT ROWID
+    """,
+)
+"""What the workers tell other processes (issue 17): heartbeats, job progress and recent errors, one row per
+``(kind, key)`` with a JSON payload (:mod:`omoide.stores.worker_state`); replaces the JSON files beside the
+database. Not backed up: it describes running processes, not data."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -86,6 +101,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "memory history: memory_events (each change of a memory, by whom)", V11_MEMORY_EVENTS),
     Migration(
         12, "indexes: sessions by channel / user, sources by the session they were archived from", V12_FILTER_INDEXES
+    ),
+    Migration(
+        13, "workers: worker_state (heartbeats, job progress, recent errors for every process)", V13_WORKER_STATE
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -31,7 +31,7 @@ def _model_id(build: Any) -> str | None:
     return None if provider is None else str(provider.model_id)
 
 
-def worker_errors(memory: Memory, viewer: Viewer, *, limit: int = 20) -> list[WorkerError] | None:
+async def worker_errors(memory: Memory, viewer: Viewer, *, limit: int = 20) -> list[WorkerError] | None:
     """The workers' recent failed runs, newest first, for the admin; ``None`` for a workspace key.
 
     A worker run spans every workspace (its messages may name any of them), so only the admin
@@ -39,7 +39,7 @@ def worker_errors(memory: Memory, viewer: Viewer, *, limit: int = 20) -> list[Wo
     """
     if not viewer.admin:
         return None
-    return recent_worker_errors(memory.settings.database_url, limit=limit)
+    return await recent_worker_errors(memory.store, limit=limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ async def overview(request: Request, memory: MemoryDep, viewer: WorkspaceViewer)
     reranker = _model_id(lambda: memory.reranker)
     chat_model = _model_id(lambda: memory.chat_model)
     to_embed = None if embedder is None else max(0, status.chunks - status.embedded.get(embedder, 0))
-    job = read_progress(memory.settings.database_url)
+    job = await read_progress(memory.store)
     context = {
         "status": status,
         "embedder": embedder,
@@ -90,8 +90,8 @@ async def overview(request: Request, memory: MemoryDep, viewer: WorkspaceViewer)
         "job": job,
         "tokenizer": search_tokenizer_name(),
         "backend": memory.store.backend,
-        "errors": worker_errors(memory, viewer),
-        "workers": workers_health(memory.settings.database_url),
+        "errors": await worker_errors(memory, viewer),
+        "workers": await workers_health(memory.store),
         "summaries": await summary_backlog(memory, str(viewer.workspace)),
         "summary_hours": f"{memory.settings.summary_window_hours:g}",
     }
