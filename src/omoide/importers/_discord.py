@@ -47,7 +47,8 @@ from omoide.importers._common import (
     require_str,
 )
 from omoide.importers._errors import UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, Rejected, checked, error_line, iter_items, load_whole, read_header
+from omoide.importers._jsonfast import fast_items
+from omoide.importers._jsonstream import JSONError, Rejected, checked, error_line, load_whole, read_header
 from omoide.importers._model import ImportedAttachment, ImportedChannel, ImportedMessage, ImportReport, MessageKind
 
 DM_GUILD_ID = "0"
@@ -380,7 +381,7 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
         return
     report.files.append(source)
     report.add_channel(channel.info)
-    items: Iterator[Any] = iter(whole) if whole is not None else iter_items(path, "messages")
+    items: Iterator[Any] = iter(whole) if whole is not None else fast_items(path, "messages")
     done = 0  # records handled so far
     while True:
         try:

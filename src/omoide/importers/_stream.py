@@ -22,6 +22,7 @@ sorted together by the whole read). Within a file:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -66,11 +67,13 @@ def stream_plan(paths: Sequence[Path | str]) -> StreamPlan | None:
         conversations: list[ConversationKey] = []
         total: int | None = 0
         for path in files:
-            header, has_messages = read_header(path, stop_at="messages", needed=_HEADER_KEYS | {"messageCount"})
+            header, has_messages = read_header(path, stop_at="messages", needed=_HEADER_KEYS)
             if not has_messages:
                 return None
             conversations.append(_Channel(header, str(path)).info.conversation)
             count = header.get("messageCount")
+            if count is None:
+                count = _tail_count(path)
             total = total + count if total is not None and isinstance(count, int) and count >= 0 else None
     except Exception:
         return None
@@ -79,8 +82,38 @@ def stream_plan(paths: Sequence[Path | str]) -> StreamPlan | None:
     return StreamPlan(tuple(files), tuple(conversations), total)
 
 
+_TAIL_BYTES = 4096
+_TAIL_COUNT = re.compile(rb'\]\s*,\s*"messageCount"\s*:\s*(\d{1,15})\s*\}\s*$')
+
+
+def _tail_count(path: Path) -> int | None:
+    """The ``messageCount`` a DiscordChatExporter file ends with, read from its last bytes.
+
+    The exporter writes it after the ``messages`` array, so reading it from the header
+    parsed the whole file a second time (~40 µs a message, a tenth of an import's time).
+    A file that does not end that way (hand-edited) is read whole for it, as before; the
+    count is only a progress bar's total, never trusted for anything else.
+    """
+    with path.open("rb") as handle:
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - _TAIL_BYTES))
+        found = _TAIL_COUNT.search(handle.read())
+    if found is not None:
+        return int(found.group(1))
+    header, _ = read_header(path, stop_at="messages", needed=_HEADER_KEYS | {"messageCount"})
+    count = header.get("messageCount")
+    return count if isinstance(count, int) else None
+
+
 def _order_key(message: ImportedMessage) -> tuple[Any, ...]:
     return (message.created_at, natural_key(message.message_id))
+
+
+def _before(message: ImportedMessage, other: ImportedMessage) -> bool:
+    """``_order_key(message) < _order_key(other)``, reading the ids only for equal times (once a message)."""
+    if message.created_at != other.created_at:
+        return message.created_at < other.created_at
+    return _order_key(message) < _order_key(other)
 
 
 def _runs(messages: Iterator[ImportedMessage]) -> Iterator[Iterable[ImportedMessage]]:
@@ -93,7 +126,7 @@ def _runs(messages: Iterator[ImportedMessage]) -> Iterator[Iterable[ImportedMess
     if second is None:
         yield [first]
         return
-    if _order_key(second) < _order_key(first):  # newest first (--reverse): read whole, sort
+    if _before(second, first):  # newest first (--reverse): read whole, sort
         rest = [first, second, *messages]
         rest.sort(key=_order_key)
         yield rest
@@ -104,7 +137,7 @@ def _runs(messages: Iterator[ImportedMessage]) -> Iterator[Iterable[ImportedMess
         last = first
         yield first
         for message in chain((second,), messages):
-            if _order_key(message) < _order_key(last):
+            if _before(message, last):
                 tail.append(message)
                 tail.extend(messages)
                 return
@@ -126,6 +159,7 @@ def stream_windows(
     counter: TextCounter,
     batch: int,
     include_system: bool = False,
+    render_chunks: bool = False,
 ) -> Iterator[list[MessageWindow]]:
     """The windows of the plan's files, ``batch`` at a time (a batch never spans two files).
 
@@ -137,6 +171,7 @@ def stream_windows(
         max_tokens / counter: as :func:`~omoide.importers.split_windows`.
         batch: windows per yielded list.
         include_system: keep platform notifications.
+        render_chunks: as :func:`~omoide.importers.split_windows` (an import's chunk lines and counts).
 
     Blocking (file I/O, parsing, token counts): run it on a thread.
     """
@@ -144,7 +179,7 @@ def stream_windows(
     for path in plan.files:
         out: list[MessageWindow] = []
         for messages in _runs(m for m in _read_file(path, run) if keep(m)):
-            for window in split_windows(messages, max_tokens=max_tokens, counter=counter):
+            for window in split_windows(messages, max_tokens=max_tokens, counter=counter, render_chunks=render_chunks):
                 out.append(window)
                 if len(out) >= batch:
                     yield out

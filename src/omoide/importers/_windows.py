@@ -14,7 +14,17 @@ Windows never overlap: every message is in exactly one window, and a message lar
 ``max_tokens`` on its own gets a window to itself (flagged ``oversized``; splitting it
 further is the chunker's job). Each window keeps its messages, time span, message ids and
 participants; :func:`window_text` renders it as ``name: text`` lines, the text that is
-counted, embedded and shown as evidence.
+counted by default.
+
+An import also needs each message as the line its knowledge chunk stores
+(:func:`chunk_line`, ``[2025-11-08 12:00] **name**: text``) and that line's count
+(``render_chunks=True``): both lines are counted with **one** tokenisation of the message's
+text. cl100k cuts text into pieces before it encodes them, and both lines cut between their
+header and `` text`` (the header ends in ``:``, a run of punctuation that a space ends), so a
+line's count is its header's plus the text's; the headers (name; date; time of day) repeat
+and are counted once each (:class:`LineCounter`). The windows are exactly those of
+counting each line whole (issue 17: counting every message in both formats was a third of
+an import's time).
 
 These are pure functions of their input: the same messages always give the same windows.
 """
@@ -66,6 +76,8 @@ class MessageWindow:
         token_count: tokens of :func:`window_text` as charged against ``max_tokens``
             (each line's count plus one per separating newline).
         oversized: one message alone exceeds ``max_tokens``.
+        rendered / rendered_tokens: with ``render_chunks``, each message's :func:`chunk_line`
+            and its token count (the chunker's input, counted once); else empty.
     """
 
     conversation: ConversationKey
@@ -76,6 +88,8 @@ class MessageWindow:
     participants: tuple[Participant, ...]
     token_count: int
     oversized: bool = False
+    rendered: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    rendered_tokens: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def platform(self) -> str:
@@ -115,6 +129,58 @@ def message_line(message: ImportedMessage) -> str:
     return f"{name}: {text}"
 
 
+def chunk_line(message: ImportedMessage) -> str:
+    """One message as a line of an imported knowledge chunk: ``[2025-11-08 12:00] **name**: text``
+    (continuation lines indented; ``*`` dropped from the name so the bold stays one span)."""
+    name = (message.author_name or message.author_id).replace("*", "")
+    text = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
+    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}**: {text}"
+
+
+class LineCounter:
+    """Token counts of a message's two lines (:func:`message_line`, :func:`chunk_line`) from one
+    count of its text (see the module docstring): ``count(line) == count(header) + count(" " + text)``
+    for both, the headers counted once per name, date and time of day.
+
+    Exact, not an estimate: cl100k's pieces never span the ``:`` + space between a header and
+    its text, nor the ``]`` + space after the time, and a piece is encoded on its own
+    (``tests/importers/test_fast_ingest.py`` compares with whole-line counts).
+    """
+
+    __slots__ = ("_count", "_headers")
+
+    def __init__(self, counter: TextCounter) -> None:
+        self._count = counter.count
+        self._headers: dict[str, int] = {}
+
+    def _header(self, text: str) -> int:
+        found = self._headers.get(text)
+        if found is None:
+            if len(self._headers) > 65_536:  # names, dates, minutes of a day: a bound, never reached in practice
+                self._headers.clear()
+            found = self._headers[text] = self._count(text)
+        return found
+
+    def lines(self, message: ImportedMessage) -> tuple[int, str, int]:
+        """``(count of message_line, chunk_line, count of chunk_line)``."""
+        name = message.author_name or message.author_id
+        stamp = f"{message.created_at:%Y-%m-%d %H:%M}"
+        raw = message.text
+        window_text = raw.replace("\n", "\n  ")
+        body = self._count(" " + window_text)
+        if "\r\n" in raw:
+            chunk_text = raw.replace("\r\n", "\n").replace("\n", "\n  ")
+            chunk_body = self._count(" " + chunk_text)
+        else:
+            chunk_text, chunk_body = window_text, body
+        bold = name.replace("*", "")
+        line = f"[{stamp}] **{bold}**: {chunk_text}"
+        if len(stamp) != 16:  # a year before 1000 or after 9999: not the pieces the split relies on
+            return self._count(f"{name}: {window_text}"), line, self._count(line)
+        chunk = self._header("[" + stamp[:10]) + self._header(stamp[10:] + "]") + self._header(f" **{bold}**:")
+        return self._header(name + ":") + body, line, chunk + chunk_body
+
+
 def window_text(window: MessageWindow, *, timestamps: bool = False) -> str:
     """The window as text, one :func:`message_line` per message.
 
@@ -146,7 +212,9 @@ def _participants(messages: Sequence[ImportedMessage]) -> tuple[Participant, ...
     return tuple(Participant(a, m.author_name, m.is_bot, counts[a]) for a, m in first.items())
 
 
-def _window(messages: list[ImportedMessage], tokens: int, oversized: bool) -> MessageWindow:
+def _window(
+    messages: list[ImportedMessage], tokens: int, oversized: bool, rendered: list[str], rendered_tokens: list[int]
+) -> MessageWindow:
     return MessageWindow(
         conversation=messages[0].conversation,
         messages=tuple(messages),
@@ -156,6 +224,8 @@ def _window(messages: list[ImportedMessage], tokens: int, oversized: bool) -> Me
         participants=_participants(messages),
         token_count=tokens,
         oversized=oversized,
+        rendered=tuple(rendered),
+        rendered_tokens=tuple(rendered_tokens),
     )
 
 
@@ -166,6 +236,7 @@ def split_windows(
     max_messages: int = DEFAULT_MAX_MESSAGES,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     counter: TextCounter | None = None,
+    render_chunks: bool = False,
 ) -> Iterator[MessageWindow]:
     """Cut one conversation's messages, already in time order, into windows (streaming).
 
@@ -176,6 +247,8 @@ def split_windows(
         max_tokens: at most this many tokens per window (see :class:`MessageWindow`),
             unless a single message is larger.
         counter: the token counter (default: tiktoken ``cl100k_base``, offline).
+        render_chunks: also render each message's :func:`chunk_line` and count it, from the same
+            count of its text (:class:`LineCounter`): ``rendered`` / ``rendered_tokens``.
 
     Raises:
         InvalidInput: a non-positive limit, messages from more than one conversation, or
@@ -187,10 +260,17 @@ def split_windows(
         from omoide.providers.tokens import get_token_counter
 
         counter = get_token_counter()
+    count = counter.count
+    both = LineCounter(counter).lines if render_chunks else None
     current: list[ImportedMessage] = []
+    rendered: list[str] = []
+    rendered_tokens: list[int] = []
     tokens = 0
     for message in messages:
-        cost = counter.count(message_line(message))
+        if both is None:
+            cost = count(message_line(message))
+        else:
+            cost, line, line_tokens = both(message)
         if current:
             last = current[-1]
             if message.conversation != last.conversation:
@@ -207,12 +287,15 @@ def split_windows(
                 or len(current) >= max_messages
                 or tokens + SEPARATOR_TOKENS + cost > max_tokens
             ):
-                yield _window(current, tokens, oversized=tokens > max_tokens)
-                current, tokens = [], 0
+                yield _window(current, tokens, tokens > max_tokens, rendered, rendered_tokens)
+                current, rendered, rendered_tokens, tokens = [], [], [], 0
         tokens += cost if not current else SEPARATOR_TOKENS + cost
         current.append(message)
+        if both is not None:
+            rendered.append(line)
+            rendered_tokens.append(line_tokens)
     if current:
-        yield _window(current, tokens, oversized=tokens > max_tokens)
+        yield _window(current, tokens, tokens > max_tokens, rendered, rendered_tokens)
 
 
 def message_windows(
@@ -222,6 +305,7 @@ def message_windows(
     max_messages: int = DEFAULT_MAX_MESSAGES,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     counter: TextCounter | None = None,
+    render_chunks: bool = False,
 ) -> list[MessageWindow]:
     """Group messages by channel and thread, sort each by time, and cut them into windows.
 
@@ -243,7 +327,14 @@ def message_windows(
     for group in groups.values():
         group.sort(key=lambda m: (m.created_at, natural_key(m.message_id)))
         out.extend(
-            split_windows(group, max_gap=max_gap, max_messages=max_messages, max_tokens=max_tokens, counter=counter)
+            split_windows(
+                group,
+                max_gap=max_gap,
+                max_messages=max_messages,
+                max_tokens=max_tokens,
+                counter=counter,
+                render_chunks=render_chunks,
+            )
         )
     return out
 
@@ -253,9 +344,11 @@ __all__ = [
     "DEFAULT_MAX_MESSAGES",
     "DEFAULT_MAX_TOKENS",
     "SEPARATOR_TOKENS",
+    "LineCounter",
     "MessageWindow",
     "Participant",
     "TextCounter",
+    "chunk_line",
     "message_line",
     "message_windows",
     "split_windows",

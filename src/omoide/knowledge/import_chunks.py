@@ -4,8 +4,11 @@ A window that fits ``chunk_max_tokens`` is one chunk of ``[2025-11-08 12:00] **n
 lines (the archiver's format, which answers cite with times and speakers); a longer one is
 packed into as few chunks as fit, a message too long on its own cut into ``(2/5)`` parts
 (:func:`window_chunks`). Each chunk carries its line records and the search tokens of the
-whole and of each line, computed in one pass (:func:`_lexicals`): tokenising is most of an
+whole and of each line, computed in one pass (:func:`_line_lexicals`): tokenising is most of an
 import's time.
+
+An import's windows carry these lines and their counts already (``render_chunks=True``,
+see :func:`omoide.importers.split_windows`): no line is rendered or counted twice.
 """
 
 from __future__ import annotations
@@ -15,26 +18,23 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
-from omoide.importers import ImportedMessage, MessageWindow
+from omoide.importers import ImportedMessage, MessageWindow, chunk_line
 from omoide.knowledge.chunking import split_text
 from omoide.providers.tokens import get_token_counter
-from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores._erasure_common import LINES_KEY
 from omoide.stores.knowledge import ChunkDraft
 from omoide.stores.units import chunk_lines, line_lexical_source, unit_lexical_of
 from omoide.text import lexical_text, tokenize_for_search
-from omoide.text.chat_lines import chunk_lexical_text, split_chat_lines
-
-
-def chunk_line(message: ImportedMessage) -> str:
-    """``[2025-11-08 12:00] **name**: text`` (continuation lines indented)."""
-    name = (message.author_name or message.author_id).replace("*", "")
-    text = message.text.replace("\r\n", "\n").replace("\n", "\n  ")
-    return f"[{message.created_at:%Y-%m-%d %H:%M}] **{name}**: {text}"
+from omoide.text.chat_lines import HEADER, chunk_lexical_text, speaker_of, split_chat_lines
+from omoide.text.lexical import MAX_DISTINCT_BYTES, MAX_TOKEN_BYTES
 
 
 def window_chunk(window: MessageWindow) -> ChunkDraft:
     """One chunk for one message window."""
-    return _piece_chunk(window, [(m, chunk_line(m), 0) for m in window.messages], window.token_count)
+    lines = window.rendered or [chunk_line(m) for m in window.messages]
+    return _piece_chunk(
+        window, [(m, line, 0) for m, line in zip(window.messages, lines, strict=True)], window.token_count
+    )
 
 
 def _header(message: ImportedMessage, part: int, parts: int) -> str:
@@ -44,20 +44,27 @@ def _header(message: ImportedMessage, part: int, parts: int) -> str:
 
 def _piece_chunk(window: MessageWindow, lines: Sequence[tuple[ImportedMessage, str, int]], tokens: int) -> ChunkDraft:
     messages = list({id(m): m for m, _, _ in lines}.values())
-    content, spans = join_lines([(line, m.author_id, m.message_id) for m, line, _ in lines], "\n")
+    texts = [line for _, line, _ in lines]
+    content = "\n".join(texts)
+    spans: list[list[Any]] = []  # join_lines + spans_json, without a LineSpan per line
+    pos = 0
+    for m, line, _ in lines:
+        end = pos + len(line)
+        spans.append([pos, end, m.author_id, m.message_id])
+        pos = end + 1
     url = next((m.url for m in messages if m.url), None)
-    location: dict[str, Any] = {
-        "message_ids": [m.message_id for m in messages],
-        "key": window.key,
-        LINES_KEY: spans_json(spans),
-    }
+    location: dict[str, Any] = {"message_ids": [m.message_id for m in messages], "key": window.key, LINES_KEY: spans}
     if url:
         location["jump_url"] = url
     head = _PART.match(lines[0][1]) if len(lines) == 1 else None
     if head is not None:
         location["part"], location["parts"] = int(head.group(1)), int(head.group(2))
     times = [m.created_at for m in messages]
-    lexical, unit_lexical = _lexicals(content, location)
+    per_line = _line_lexicals(texts)
+    if per_line is None:
+        lexical, unit_lexical = _lexicals(content, location)
+    else:
+        lexical, unit_lexical = _joined(list(chain.from_iterable(per_line))), tuple(map(_joined, per_line))
     return ChunkDraft(
         content=content,
         lexical=lexical,
@@ -92,6 +99,36 @@ def _lexicals(content: str, location: Mapping[str, Any]) -> tuple[str, tuple[str
     return lexical_text(chain.from_iterable(per_line)), tuple(lexical_text(tokens) for tokens in per_line)
 
 
+_SAFE_TOKEN_CHARS = MAX_TOKEN_BYTES // 4
+_SAFE_TOTAL_CHARS = MAX_DISTINCT_BYTES // 4
+
+
+def _joined(tokens: list[str]) -> str:
+    """:func:`~omoide.text.lexical_text` of ``tokens``, without its per-token work when no
+    bound can apply (a UTF-8 character is at most 4 bytes): then it only joins them."""
+    if tokens and (max(map(len, tokens)) > _SAFE_TOKEN_CHARS or sum(map(len, tokens)) > _SAFE_TOTAL_CHARS):
+        return lexical_text(tokens)
+    return " ".join(filter(None, tokens))
+
+
+def _line_lexicals(lines: Sequence[str]) -> list[list[str]] | None:
+    """Each line's search tokens, read off the line itself — what :func:`_lexicals` finds from
+    the chunk's line records (the same header, speaker and text), without parsing the chunk
+    again; ``None`` when a line is not one this module writes (no header, no text), and then
+    :func:`_lexicals` decides. The lines' own continuation lines are indented, so no header
+    hides inside one: the two readings :func:`_lexicals` compares always agree here."""
+    out: list[list[str]] = []
+    for line in lines:
+        head = HEADER.match(line)
+        if head is None:
+            return None
+        said = line[head.end() :].strip()
+        if not said:
+            return None
+        out.append(tokenize_for_search(f"{speaker_of(head.group('label')) or ''}\n{said}"))
+    return out
+
+
 _PART = re.compile(r"^\[[^\]]*\] \*\*.*?\*\* \((\d+)/(\d+)\): ")
 
 
@@ -105,14 +142,13 @@ def window_chunks(window: MessageWindow, *, max_tokens: int) -> list[ChunkDraft]
     ``[time] **name** (2/5):``, each recording ``part`` / ``parts`` in its ``location``.
     """
     counter = get_token_counter()
-    lines = [chunk_line(m) for m in window.messages]
-    whole = "\n".join(lines)
-    tokens = counter.count(whole)
+    lines = list(window.rendered) or [chunk_line(m) for m in window.messages]
+    tokens = counter.count("\n".join(lines))
     if tokens <= max_tokens:
         return [window_chunk(window)]
+    costs = window.rendered_tokens or [counter.count(line) for line in lines]
     units: list[tuple[ImportedMessage, str, int]] = []
-    for message, line in zip(window.messages, lines, strict=True):
-        cost = counter.count(line)
+    for message, line, cost in zip(window.messages, lines, costs, strict=True):
         if cost <= max_tokens:
             units.append((message, line, cost))
             continue

@@ -395,7 +395,9 @@ async def _write_messages(
     known = await known_message_ids(store, workspaces, set(groups))
     fresh = [m for key, msgs in groups.items() for m in msgs if m.message_id not in known[key]]
     counter = get_token_counter()
-    windows = await asyncio.to_thread(message_windows, fresh, max_tokens=settings.chunk_max_tokens, counter=counter)
+    windows = await asyncio.to_thread(
+        message_windows, fresh, max_tokens=settings.chunk_max_tokens, counter=counter, render_chunks=True
+    )
     by_conversation: dict[str, list[MessageWindow]] = {}
     for window in windows:
         by_conversation.setdefault(conversation_key(window.conversation), []).append(window)
@@ -453,6 +455,7 @@ async def _stream_import(
         counter=get_token_counter(),
         batch=BUILD_WINDOWS,
         include_system=include_system,
+        render_chunks=True,
     )
 
     def progress(_: int) -> None:
@@ -489,7 +492,9 @@ async def _write_part(part: list[MessageWindow], drafts: list[ChunkDraft], w: _W
             ]
             w.erased += sum(len(x.messages) for x in part) - len(kept)
             max_tokens = w.settings.chunk_max_tokens
-            part = await asyncio.to_thread(message_windows, kept, max_tokens=max_tokens, counter=get_token_counter())
+            part = await asyncio.to_thread(
+                message_windows, kept, max_tokens=max_tokens, counter=get_token_counter(), render_chunks=True
+            )
             if not part:
                 return
             drafts = await asyncio.to_thread(drafts_of, part, max_tokens)
