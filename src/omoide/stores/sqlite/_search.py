@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -383,11 +384,54 @@ def fts_query(tokens: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
 
 
+_FTS_RANKED = (
+    "SELECT rowid, bm25(knowledge_chunks_fts) AS rank_ FROM knowledge_chunks_fts "
+    "WHERE knowledge_chunks_fts MATCH ? ORDER BY rank_, rowid"
+)
+FIRST_BATCH = 1.25
+"""The first batch of ranked matches tested against the filters, as a multiple of ``k`` (each
+next batch twice the last): a workspace that holds most chunks fills ``k`` in one batch."""
+RANKED_FIRST_SHARE = 0.5
+"""A workspace holding at least this share of the chunks is searched ranked-first (see
+:func:`lexical_ranking`); a smaller one, or a narrower filter, by the join."""
+SHARE_TTL = 60.0
+"""Seconds a workspace's share of the chunks is reused (it only picks a plan: never a result)."""
+_SHARES: dict[tuple[int, str], tuple[float, float]] = {}  # (id(conn), workspace) -> (share, when)
+
+
+def _workspace_share(conn: sqlite3.Connection, workspace_id: str) -> float:
+    """The workspace's share of all chunks (counted from indexes), reused :data:`SHARE_TTL` s."""
+    key = (id(conn), workspace_id)
+    now = time.monotonic()
+    found = _SHARES.get(key)
+    if found is not None and now - found[1] < SHARE_TTL:
+        return found[0]
+    total = conn.execute("SELECT count(*) FROM knowledge_chunks").fetchone()[0]
+    mine = conn.execute("SELECT count(*) FROM knowledge_chunks WHERE workspace_id = ?", (workspace_id,)).fetchone()[0]
+    share = mine / total if total else 0.0
+    if len(_SHARES) > 4096:
+        _SHARES.clear()
+    _SHARES[key] = (share, now)
+    return share
+
+
 def lexical_ranking(
     conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int
 ) -> list[RankedChunk]:
     """Ids and ``-bm25`` scores of the ``k`` best matches of any of ``tokens`` among the
-    chunks passing ``filters``, best first (ties by lower id)."""
+    chunks passing ``filters``, best first (ties by lower id).
+
+    Two plans, the same ranking (same scores, same order): joining every match to its chunk row
+    to test the filters reads each match's row — at 100k chat chunks a common word's 2,000
+    matches, ~3 MB of pages per search — where ``k`` = 200 in a workspace holding most chunks
+    needs ~250 of them. So when the filter is a workspace holding at least
+    :data:`RANKED_FIRST_SHARE` of the chunks, the full-text index ranks all its matches first
+    (BM25 needs only the index and its document lengths) and the filters are tested on the
+    best ones, a batch at a time, until ``k`` pass (:func:`_ranked_first`); otherwise (a small
+    workspace, a channel…), most of the best matches would fail the filters, and the join
+    is cheaper."""
+    if not filters.narrows and _workspace_share(conn, filters.workspace_id) >= RANKED_FIRST_SHARE:
+        return _ranked_first(conn, tokens, filters, k)
     where, params = filter_sql(filters)
     rows = conn.execute(
         "SELECT c.id, bm25(knowledge_chunks_fts) AS rank_ FROM knowledge_chunks_fts "
@@ -396,6 +440,35 @@ def lexical_ranking(
         [fts_query(tokens), *params, k],
     ).fetchall()
     return [RankedChunk(ChunkId(int(r[0])), -float(r[1])) for r in rows]
+
+
+def _ranked_first(conn: sqlite3.Connection, tokens: Sequence[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
+    """:func:`lexical_ranking` by the index's own ranking, the filters tested on its best
+    matches in batches (by rowid) until ``k`` pass."""
+    where, params = filter_sql(filters)
+    # by rowid: the planner would otherwise walk the workspace's index and test the id list per entry
+    table = "knowledge_chunks c NOT INDEXED" + (
+        " JOIN knowledge_sources s ON s.id = c.source_id" if filters.source_types else ""
+    )
+    check = f"SELECT c.id FROM {table} WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}"
+    ranked = conn.execute(_FTS_RANKED, (fts_query(tokens),))
+    out: list[RankedChunk] = []
+    size = int(k * FIRST_BATCH) + 16
+    try:
+        while len(out) < k:
+            batch = ranked.fetchmany(size)
+            if not batch:
+                break
+            passing = {row[0] for row in conn.execute(check, [json.dumps([r[0] for r in batch]), *params])}
+            for chunk_id, rank in batch:
+                if chunk_id in passing:
+                    out.append(RankedChunk(ChunkId(int(chunk_id)), -float(rank)))
+                    if len(out) == k:
+                        break
+            size *= 2
+    finally:
+        ranked.close()
+    return out
 
 
 # ------------------------------------------------------------------------- store_meta
