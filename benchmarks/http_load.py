@@ -41,7 +41,7 @@ from typing import Any  # noqa: E402
 
 HERE = Path(_HERE)
 sys.path.append(_HERE)
-from _machine import machine, percentiles  # noqa: E402
+from _machine import machine, percentiles, tree_cpu  # noqa: E402
 
 P95_TARGET_MS = 50.0
 WORDS = ["天気会議", "予定確認", "kariton", "準備完了", "mone", "資料共有", "時間設定", "deposa", "開発試験", "lusa"]
@@ -96,31 +96,6 @@ async def generate(base: str, token: str, seconds: float, concurrency: int) -> d
 
 
 # --------------------------------------------------------------------------- CPU of process trees
-
-
-def _proc_cpu(pid: int, *, children: bool = False) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-                if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(entry))
-    return out
-
-
-def tree_cpu(pid: int) -> float:
-    """CPU-seconds of ``pid``, its reaped children and its live children (one level: a postmaster's
-    backends, uvicorn's worker processes)."""
-    return _proc_cpu(pid, children=True) + sum(_proc_cpu(c) for c in _children(pid))
 
 
 # --------------------------------------------------------------------------- the server and the ramp

@@ -73,32 +73,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from _bulk_load import DIMS, MODEL, PER_SOURCE, SEED, WORKSPACES, Target, bulk_load, workspace_of  # noqa: E402
-from _machine import machine, percentiles  # noqa: E402
+from _machine import machine, percentiles, tree_cpu  # noqa: E402
 
 # --------------------------------------------------------------------------- CPU per node
-
-
-def _proc_cpu(pid: int, *, children: bool = False) -> float:
-    """User + system seconds of a process (+ its reaped children's with ``children``)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                continue
-            if ppid == pid:
-                out.append(int(entry))
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +87,7 @@ class Node:
 
     def cpu(self) -> float:
         """The server's CPU-seconds so far: the postmaster, its live backends and the exited ones."""
-        return _proc_cpu(self.pid, children=True) + sum(_proc_cpu(c) for c in _children(self.pid))
+        return tree_cpu(self.pid)
 
 
 def _postmaster(data: Path) -> int:
