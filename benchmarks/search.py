@@ -73,10 +73,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -317,10 +319,13 @@ async def _reload(
         if (done // PER_SOURCE) % 5 != 4:
             vecs.append(batch)
         done += count
-    async with store.pool.acquire() as conn:
-        ids = [
-            r["id"] for r in await conn.fetch("SELECT id FROM knowledge_chunks WHERE workspace_id = 'g1' ORDER BY id")
-        ]
+    sql = "SELECT id FROM knowledge_chunks WHERE workspace_id = 'g1' ORDER BY id"
+    if store.backend == "postgresql":
+        async with store.pool.acquire() as conn:
+            ids = [r["id"] for r in await conn.fetch(sql)]
+    else:  # the kept SQLite file (--sqlite-db)
+        with contextlib.closing(sqlite3.connect(str(store.path))) as db:
+            ids = [r[0] for r in db.execute(sql)]
     return np.array(ids, dtype=np.int64), np.concatenate(vecs), 0.0
 
 
@@ -507,9 +512,14 @@ async def bench(
         tokenizer = get_search_tokenizer()  # the query's tokens, as the pipeline takes them
         qtokens = [drop_stopwords(tokenizer.tokenize(t)) for t in texts]
         if units and reuse:
-            async with store.pool.acquire() as conn:
-                have = await conn.fetchval("SELECT count(*) FROM knowledge_chunks WHERE unit_lexical IS NOT NULL")
-            assert have, "--pgdata holds data loaded with --no-units: use another directory"
+            sql = "SELECT count(*) FROM knowledge_chunks WHERE unit_lexical IS NOT NULL"
+            if store.backend == "postgresql":
+                async with store.pool.acquire() as conn:
+                    have = await conn.fetchval(sql)
+            else:
+                with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
+                    have = db.execute(sql).fetchone()[0]
+            assert have, "the kept database holds data loaded with --no-units: use another path"
         ws = SearchFilters("g1")
         chan = SearchFilters("g1", channel_ids=("c3",))
 
@@ -705,6 +715,12 @@ def main() -> None:
         "load and index build take ~20 min): the second run only queries",
     )
     parser.add_argument(
+        "--sqlite-db",
+        type=Path,
+        help="keep the SQLite database here (one --chunks size) and reuse it when run again: the second run "
+        "only queries (the same seeded data is generated again, not written)",
+    )
+    parser.add_argument(
         "--pg-set",
         action="append",
         default=[],
@@ -718,12 +734,20 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="omoide-search-bench-"))
     try:
         if args.backend in ("sqlite", "both"):
-            for n in args.chunks or [10_000, 100_000]:
-                url = f"sqlite:///{tmp / f's{n}.db'}"
+            sizes = args.chunks or [10_000, 100_000]
+            if args.sqlite_db is not None and len(sizes) != 1:
+                parser.error("--sqlite-db keeps one database: give one --chunks size")
+            for n in sizes:
+                path = args.sqlite_db.resolve() if args.sqlite_db is not None else tmp / f"s{n}.db"
+                reuse = args.sqlite_db is not None and path.exists()
+                url = f"sqlite:///{path}"
                 results["runs"].append(
                     {
                         "backend": "sqlite",
-                        **asyncio.run(bench(url, n, args.dims, args.queries, args.k, units=not args.no_units)),
+                        "reused": reuse,
+                        **asyncio.run(
+                            bench(url, n, args.dims, args.queries, args.k, reuse=reuse, units=not args.no_units)
+                        ),
                     }
                 )
                 if not args.json:

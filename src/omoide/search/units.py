@@ -321,7 +321,9 @@ class _Prepared:
 
     def __init__(self, content: str, records: list[list[Any]], lexical: Sequence[str]) -> None:
         self.content = content
-        self.records = records
+        # tuples of atomic values: the collector stops tracking them, so the thousands of chunks
+        # remembered here do not lengthen every full garbage collection (lists would)
+        self.records = tuple(tuple(r) for r in records)
         heads = {m.start(): m for m in HEADER.finditer(content)}
         starts: list[int] = []  # where each line's text starts
         speaker_lines: dict[str, list[int]] = {}  # each named speaker's lines
@@ -341,9 +343,9 @@ class _Prepared:
             speaker = _speaker(head.group("label"))
             if speaker:
                 speaker_lines.setdefault(speaker, []).append(i)
-        self.starts = starts
-        self.speaker_lines = speaker_lines
-        self.tokens = [t.split() for t in lexical]  # each line's search tokens
+        self.starts = tuple(starts)
+        self.speaker_lines = {speaker: tuple(lines) for speaker, lines in speaker_lines.items()}
+        self.tokens = tuple(tuple(t.split()) for t in lexical)  # each line's search tokens
         self.vocabulary = frozenset(" ".join(lexical).split())
         self.lengths = np.array([len(t) for t in self.tokens], dtype=np.float64)
         self._names_time: npt.NDArray[np.float64] | None = None
