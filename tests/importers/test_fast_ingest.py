@@ -7,7 +7,8 @@
 * a streamed plan reads ``messageCount`` from the file's last bytes;
 * an import's windows carry each chunk line and its count from one count of the text,
   exact (:class:`~omoide.importers.LineCounter`): the same windows and the same chunks as
-  counting every line whole, with the careful path's search tokens.
+  counting every line whole, with the careful path's search tokens;
+* a window's whole count is derived from its lines' counts (:func:`joined_tokens`), exact.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from omoide.importers import (
 from omoide.importers._jsonfast import fast_items
 from omoide.importers._jsonstream import Rejected, iter_items
 from omoide.importers._stream import _tail_count, stream_plan, stream_windows
-from omoide.knowledge.import_chunks import _lexicals, _line_lexicals, drafts_of
+from omoide.knowledge.import_chunks import _lexicals, _line_lexicals, _tail_piece, drafts_of, joined_tokens
 from omoide.providers.tokens import get_token_counter
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
@@ -239,6 +240,57 @@ def test_rendered_windows_count_each_text_once() -> None:
         name, stamp = m.author_name or m.author_id, f"{m.created_at:%Y-%m-%d %H:%M}"
         headers |= {name + ":", f" **{name.replace('*', '')}**:", "[" + stamp[:10], stamp[10:] + "]"}
     assert sorted(counter.texts) == sorted(bodies + sorted(headers))  # each text once, each header once
+
+
+ENDINGS = [
+    *(chr(c) for c in range(128)),
+    *"éß山ア。、！？～…—¡¿©½٣ⅫＡ１",
+    "\u0301",  # a combining mark
+    "\ufe0f",
+    "\u3000",  # ideographic space
+    "\u00a0",
+    "\u200b",
+    "\u2028",
+    "\U0001f389",
+    "\U000e0041",  # a tag character
+]
+
+
+def test_joined_count_equals_counting_the_joined_text() -> None:
+    """A window's count from its lines' counts is the count of the joined text: every kind of
+    line ending (letters, digits, punctuation runs with or without a space before them,
+    whitespace, controls, marks, emoji), then LoCoMo and Japanese lines grouped at random."""
+    import random
+
+    counter = get_token_counter()
+    after = "[2025-01-01 09:00] **Ann**: next"
+    derived = 0
+    for end in ENDINGS:
+        for line in ("ab" + end, "ab " + end, "1" + end + "!", end, "x" + end + end):
+            for nxt in (after, " leading", "\nnewline", end):
+                want = counter.count(line + "\n" + nxt)
+                assert joined_tokens([line, nxt], [counter.count(line), counter.count(nxt)]) == want, (line, nxt)
+            derived += _tail_piece(line) is not None
+    assert derived > len(ENDINGS) * 3  # most endings are derived, not counted again
+    turns = json.loads(LOCOMO.read_text(encoding="utf-8")) if LOCOMO.exists() else []
+    texts = [*TEXTS, *EDGE_TEXTS]
+    texts += [
+        t["text"]
+        for conv in turns[:3]
+        for k, s in conv["conversation"].items()
+        if k.startswith("session_")
+        for t in (s if isinstance(s, list) else [])
+    ]
+    ja = LOCOMO.parents[1] / "ja" / "realpersonachat_sample_dialogues.json"
+    if ja.exists():
+        texts += [u["text"] for d in json.loads(ja.read_text(encoding="utf-8"))[:40] for u in d["utterances"]]
+    messages = _messages(len(texts), edge=True)
+    lines = [chunk_line(dataclasses.replace(m, text=text)) for m, text in zip(messages, texts, strict=True)]
+    rnd = random.Random(17)
+    for _ in range(600):
+        group = rnd.sample(lines, rnd.randint(2, 12))
+        costs = [counter.count(line) for line in group]
+        assert joined_tokens(group, costs) == counter.count("\n".join(group)), group
 
 
 def test_a_line_this_module_did_not_write_takes_the_careful_path() -> None:

@@ -46,20 +46,23 @@ from omoide.importers import (
 )
 from omoide.importers._stream import StreamPlan, stream_plan, stream_windows
 from omoide.knowledge.import_chunks import chunk_line, drafts_of, window_chunk, window_chunks
+from omoide.knowledge.import_sources import (
+    CONVERSATION_KEY,
+    SOURCE_TYPES,
+    channel_info,
+    conversation_key,
+    known_message_ids,
+    source_for,
+)
 from omoide.providers.tokens import get_token_counter
 from omoide.settings import Settings
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores.knowledge import ChunkDraft, KnowledgeStore, SourceDraft
-
-CONVERSATION_KEY = "conversation_key"
-"""``metadata`` key of an imported source: ``platform:workspace:channel:thread-or--``."""
+from omoide.stores.knowledge import ChunkDraft, KnowledgeStore
 
 _ERASURE_ATTEMPTS = 3
 """How often one conversation's write is re-filtered after erasures that happened while the import ran."""
 
 log = structlog.get_logger(__name__)
-
-SOURCE_TYPES = {"discord": "discord_channel", "slack": "slack_channel", "omoide": "transcript"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,93 +101,6 @@ class ImportSummary:
             "system_skipped": self.report.system_skipped,
             "empty_skipped": self.report.empty_skipped,
         }
-
-
-def conversation_key(conversation: ConversationKey) -> str:
-    platform, workspace, channel, thread = conversation
-    return f"{platform}:{workspace}:{channel}:{thread or '-'}"
-
-
-def _title(window: MessageWindow) -> str:
-    channel = window.channel_name or window.channel_id
-    title = f"#{channel}"
-    if window.thread_id is not None:
-        title += f" › {window.thread_name or window.thread_id}"
-    return title
-
-
-def channel_info(
-    channels: Mapping[ConversationKey, ImportedChannel], conversation: ConversationKey
-) -> ImportedChannel | None:
-    """What the export says about a conversation: its own entry, else its parent channel's (a thread)."""
-    found = channels.get(conversation)
-    if found is None and conversation[3] is not None:
-        found = channels.get((conversation[0], conversation[1], conversation[2], None))
-    return found
-
-
-def source_for(
-    windows: Sequence[MessageWindow],
-    files: Sequence[str],
-    *,
-    channel: ImportedChannel | None = None,
-    private: bool = False,
-    members: Sequence[str] = (),
-) -> SourceDraft:
-    """The source of one conversation's new windows.
-
-    It is private (visible only to its members) when ``private`` or when the export marks
-    its channel private (a DM, group DM, private channel or private thread); its members
-    are the channel's members from the export, ``members``, and every participant.
-    """
-    first = windows[0]
-    participants = list(dict.fromkeys(p.author_id for w in windows for p in w.participants))
-    is_private = private or (channel is not None and (channel.is_private or channel.is_direct))
-    who = tuple(dict.fromkeys([*(channel.members if channel is not None else ()), *members, *participants]))
-    metadata: dict[str, Any] = {
-        CONVERSATION_KEY: conversation_key(first.conversation),
-        "platform": first.platform,
-        "workspace_id": first.workspace_id,
-        "channel_id": first.channel_id,
-        "channel_name": first.channel_name,
-        "thread_id": first.thread_id,
-        "thread_name": first.thread_name,
-        "participants": participants,
-        "message_count": sum(len(w.message_ids) for w in windows),
-        "first_message_at": windows[0].started_at.isoformat(),
-        "last_message_at": windows[-1].ended_at.isoformat(),
-        "files": list(files),
-    }
-    if channel is not None and channel.kind:
-        metadata["channel_kind"] = channel.kind
-    return SourceDraft(
-        workspace_id=first.workspace_id,
-        type=SOURCE_TYPES.get(first.platform, "document"),
-        title=_title(first),
-        metadata=metadata,
-        private=is_private,
-        members=who if is_private else (),
-    )
-
-
-async def known_message_ids(store: KnowledgeStore, workspaces: Iterable[str], keys: set[str]) -> dict[str, set[str]]:
-    """Message ids already stored, per conversation key, from earlier imports' chunks."""
-    out: dict[str, set[str]] = {key: set() for key in keys}
-    for workspace in sorted(set(workspaces)):
-        offset = 0
-        while True:
-            page = await store.list_sources(workspace_id=workspace, limit=500, offset=offset)
-            for source in page:
-                key = source.metadata.get(CONVERSATION_KEY)
-                if key not in out:
-                    continue
-                for chunk in await store.chunks_of_source(source.id):
-                    ids = chunk.location.get("message_ids", [])
-                    out[key].update(str(i) for i in ids)
-            if len(page) < 500:
-                break
-            offset += 500
-    return out
 
 
 async def import_export(
@@ -307,8 +223,8 @@ SOURCE_WINDOWS = 1000
 several sources, in time order, bounding the drafts in memory and a transaction's length."""
 
 BUILD_WINDOWS = 64
-"""Windows read and turned into chunks per step (on a thread, the next step while this one is
-written); progress is reported after each step."""
+"""Windows read and turned into chunks per step (on a thread, going on while the source before
+is written: :func:`_write_steps`); progress is reported after each step."""
 
 OnMessages = Callable[[int, int], None]
 """Import progress: ``(messages done, messages in all)``, after each step of :data:`BUILD_WINDOWS` windows."""
@@ -335,34 +251,67 @@ class _Writing:
 async def _write_steps(
     steps: Iterator[list[MessageWindow]], w: _Writing, progress: Callable[[int], None], ended: Callable[[], None]
 ) -> None:
-    """Build each step's chunks on a thread (the next step's while this one is written) and write
-    each conversation's windows as sources of at most :data:`SOURCE_WINDOWS` windows."""
+    """Build each step's chunks on a thread and write each conversation's windows as sources of
+    at most :data:`SOURCE_WINDOWS` windows, the building overlapping the writing.
+
+    A source is written by its own task while the next one is built (issue 17: waiting for
+    PostgreSQL's ~75 µs of inserts per message, or SQLite's writer thread, left the builder idle
+    for a third of an import). Writes stay one at a time and in order, each one transaction, so
+    what a crash or a failed write leaves behind is unchanged: whole sources, skipped on the next
+    import. Memory holds at most the source being written and the one being built.
+    """
     max_tokens = w.settings.chunk_max_tokens
 
     def step() -> tuple[list[MessageWindow], list[ChunkDraft]] | None:
         windows = next(steps, None)
         return None if windows is None else (windows, drafts_of(windows, max_tokens))
 
+    async def write(part: list[MessageWindow], drafts: list[ChunkDraft], last: bool) -> None:
+        await _write_part(part, drafts, w)
+        if last:
+            ended()
+
+    writing: asyncio.Future[None] | None = None
+
+    async def hand_over(part: list[MessageWindow], drafts: list[ChunkDraft], *, last: bool) -> None:
+        nonlocal writing
+        if writing is not None:
+            await writing  # one write at a time, in order; a failed write stops the import here
+        writing = asyncio.ensure_future(write(part, drafts, last))
+
     part: list[MessageWindow] = []
     drafts: list[ChunkDraft] = []
     ahead = asyncio.ensure_future(asyncio.to_thread(step))
     try:
         while (got := await ahead) is not None:
+            if writing is not None and writing.done():
+                writing.result()  # a write failed: stop building
             ahead = asyncio.ensure_future(asyncio.to_thread(step))
             windows, built = got
             if part and windows[0].conversation != part[0].conversation:
-                await _write_part(part, drafts, w)
+                await hand_over(part, drafts, last=True)
                 part, drafts = [], []
-                ended()
             part.extend(windows)
             drafts.extend(built)
             progress(sum(len(x.messages) for x in windows))
             if len(part) >= SOURCE_WINDOWS:
-                await _write_part(part, drafts, w)
+                await hand_over(part, drafts, last=False)
                 part, drafts = [], []
         if part:
-            await _write_part(part, drafts, w)
-            ended()
+            await hand_over(part, drafts, last=True)
+        if writing is not None:
+            await writing
+    except asyncio.CancelledError:
+        if writing is not None:
+            writing.cancel()  # as before: a cancelled import cancels the write in flight (its transaction rolls back)
+        raise
+    except BaseException:
+        if writing is not None:
+            if not writing.done():
+                await asyncio.wait([writing])  # as before: a write in flight finishes (or fails) before the error
+            if not writing.cancelled():
+                writing.exception()  # seen: the error raised is the first one
+        raise
     finally:
         ahead.cancel()
 
@@ -571,6 +520,7 @@ async def ingest_messages(
 
 __all__ = [
     "CONVERSATION_KEY",
+    "SOURCE_TYPES",
     "ImportSummary",
     "chunk_line",
     "conversation_key",
