@@ -42,7 +42,11 @@ The single node runs with the Citus nodes' settings (``fsync``, ``synchronous_co
 Reuse: ``--pg-dir DIR`` keeps the single node's data; the Citus cluster keeps its data in
 ``--citus-dir`` (``scripts/citus-cluster stop --dir DIR`` stops it; ``--stop`` here stops it
 at the end). A database already holding its chunks is not loaded again (``--steps`` with no
-step: load only). ``scale.py channel …``: the one-channel filter A/B (``scale_channel.py``)."""
+step: load only). ``scale.py channel …``: the one-channel filter A/B (``scale_channel.py``).
+
+On Citus a vector search sets its HNSW settings in a transaction (``SET LOCAL``, propagated to
+the worker); ``--citus-search-defaults`` makes them the database's defaults instead, so each is
+one statement (as on the single node, whose pooled sessions carry them)."""
 
 from __future__ import annotations
 
@@ -183,6 +187,29 @@ def _citus(base: Path, port: int, shards: int) -> Backend:
     state = json.loads((base / "cluster.json").read_text())
     nodes = [Node(name, _postmaster(base / name)) for name in state["nodes"]]
     return Backend("citus", str(state["url"]), nodes, [str(state["url"]), *map(str, state["worker_urls"])])
+
+
+async def _search_defaults(url: str, *, on: bool) -> None:
+    """``--citus-search-defaults``: the pipeline's HNSW settings as the database's defaults, which
+    Citus propagates to the workers; a store opened afterwards sees them
+    (``citus.workers_hnsw_ef_search``) and sends each vector search as one statement instead of a
+    ``SET LOCAL`` transaction (docs/scale.md). Without the flag they are reset: every run says
+    which way it searched."""
+    import asyncpg
+
+    from omoide.stores.postgres import _search as sops
+
+    settings = _settings(url)
+    ef = sops.hnsw_ef_search(settings.hnsw_ef_search, settings.search_candidates)
+    conn = await asyncpg.connect(url)
+    try:
+        database = '"' + str(await conn.fetchval("SELECT current_database()")).replace('"', '""') + '"'
+        for name, value in (("hnsw.iterative_scan", "relaxed_order"), ("hnsw.ef_search", str(ef))):
+            await conn.execute(
+                f"ALTER DATABASE {database} SET {name} = {value}" if on else f"ALTER DATABASE {database} RESET {name}"
+            )
+    finally:
+        await conn.close()
 
 
 # --------------------------------------------------------------------------- data
@@ -533,6 +560,11 @@ def main() -> None:
     parser.add_argument("--maintenance-mem", default="2GB", help="maintenance_work_mem on every node while indexing")
     parser.add_argument("--load-until", help="HH:MM UTC: stop loading there (fewer chunks, same mix)")
     parser.add_argument("--stop", action="store_true", help="stop the Citus cluster at the end")
+    parser.add_argument(
+        "--citus-search-defaults",
+        action="store_true",
+        help="set the search's HNSW settings as the Citus database's defaults (one statement per vector search)",
+    )
     parser.add_argument("--steps", nargs="*", default=["search", "http"],
                         help="of search, ingest, appends, http; none: load only")  # fmt: skip
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4], help="appending / worker processes")
@@ -549,7 +581,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
 
-    results: dict[str, Any] = {"machine": machine(), "load_before": os.getloadavg(), "chunks": args.chunks}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "load_before": os.getloadavg(),
+        "chunks": args.chunks,
+        "citus_search_defaults": args.citus_search_defaults,
+    }
     print(f"machine: {results['machine']}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     backends: list[Backend] = []
     tmp = Path(tempfile.mkdtemp(prefix="omoide-scale-"))
@@ -569,6 +606,8 @@ def main() -> None:
 
         for backend in backends:
             asyncio.run(migrate(backend.url))
+            if backend.label == "citus":
+                asyncio.run(_search_defaults(backend.url, on=args.citus_search_defaults))
         every = sorted({n for b in backends for n in b.nodes}, key=lambda n: n.name)
         stop_at = None
         if args.load_until:

@@ -26,7 +26,7 @@ from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres._bm25 import LexemeStats
 from omoide.stores.postgres._errors import redact_url, translate_errors
 from omoide.stores.postgres._workspaces import WorkspaceOf
-from omoide.stores.postgres.citus import citus_installed
+from omoide.stores.postgres.citus import citus_installed, prepare_connection, workers_hnsw_ef_search
 from omoide.stores.postgres.migrations import (
     LATEST_VERSION,
     apply_migrations,
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from omoide.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+CUSTOM_PLANS = "SET plan_cache_mode = force_custom_plan"
+"""Run on every pooled connection (see :func:`omoide.stores.postgres._search.lexical_ranking_sql`)."""
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 CLOSE_TIMEOUT_SECONDS = 10.0
@@ -159,7 +162,9 @@ class PostgresDb:
                             )
                     ext = await vector_extension(conn)
                     self.citus = await citus_installed(conn)
-                    if self.citus:  # a session SET does not reach the workers: each search sets its own
+                    # a session SET does not reach the workers: each search sets its own, unless
+                    # the workers' own defaults already are the search's (one statement per search)
+                    if self.citus and await workers_hnsw_ef_search(conn) != self.session_ef_search:
                         self.session_ef_search = None
                 finally:
                     await conn.close()
@@ -178,6 +183,11 @@ class PostgresDb:
             )
 
     async def _init_connection(self, conn: asyncpg.Connection) -> None:
+        if self.citus:  # before any type look-up (see prepare_connection)
+            await prepare_connection(conn)
+        # each execution planned for its own parameters: a cached generic plan is costed for an
+        # average workspace and can cost a big one ~4x (sops.lexical_ranking_sql)
+        await conn.execute(CUSTOM_PLANS)
         if self.vector_schema is not None:
             await register_vector_types(conn, self.vector_schema)
         if self.session_ef_search is not None:

@@ -60,7 +60,7 @@ from omoide.models import ensure_utc
 from omoide.stores._knowledge_common import sql_literal
 from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
-from omoide.stores.postgres._units import chunk_unit_lexical, decode_unit_vectors, unit_tokens
+from omoide.stores.postgres._units import decode_unit_vectors, unit_tokens
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, chunks_with_units
 from omoide.stores.units import ChunkUnits
 
@@ -120,7 +120,12 @@ def vector_type(schema: str | None, name: str = "halfvec") -> str:
     return name if schema is None else '"' + schema.replace('"', '""') + '".' + name
 
 
-def filter_sql(filters: SearchFilters, args: list[Any], *, workspace_column: str = "c.workspace_id") -> str:
+def filter_sql(
+    filters: SearchFilters,
+    args: list[Any],
+    *,
+    workspace_column: str = "c.workspace_id",
+) -> str:
     """The ``WHERE`` condition over ``c`` (chunks) and ``s`` (sources); appends its parameters to ``args``."""
 
     def param(value: Any) -> str:
@@ -418,7 +423,17 @@ async def vector_ranking(
 def lexical_ranking_sql(
     tokens: Sequence[str], filters: SearchFilters, k: int, stats: LexemeStats | None = None
 ) -> tuple[str, list[Any]]:
-    """The BM25 ranking query of :func:`lexical_ranking` and its parameters."""
+    """The BM25 ranking query of :func:`lexical_ranking` and its parameters.
+
+    Every pooled connection plans it afresh for its parameters (``plan_cache_mode =
+    force_custom_plan``, set by ``_db.py``): a prepared statement's generic plan (PostgreSQL's
+    choice after five runs) is costed for an average workspace's share of the rows, and when
+    that share is small the plan intersects each word's matches with *all* of the workspace's
+    rows from its B-tree index — right for a small workspace, ruinous for a big one. Measured at
+    100k chunks (80k / 20k / 1k in three workspaces): once that plan was cached, the big
+    workspace's ranking took 12.5–13.3 ms of backend CPU instead of 3.0–3.8 (an 80k-entry bitmap
+    built per word); planned per execution, 3.95–5.15 ms for the big one and 0.65–1.0 ms for the
+    1k-chunk one, whatever ran before on the connection."""
     terms = scored_terms(tokens)
     args: list[Any] = []
     where = filter_sql(filters, args)
@@ -499,68 +514,6 @@ async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:
     await conn.execute(_RECORD_TOKENIZER, name)
 
 
-async def set_lexical_tokenizer(conn: asyncpg.Connection, name: str) -> None:
-    await conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
-        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at",
-        TOKENIZER_KEY,
-        name,
-    )
-
-
-async def lexical_batch(conn: asyncpg.Connection, table: str, after_id: int, limit: int) -> list[tuple[int, str]]:
-    rows = await conn.fetch(
-        f"SELECT id, content FROM {table} WHERE id > $1 ORDER BY id LIMIT $2",  # table: a LexicalTable value
-        after_id,
-        limit,
-    )
-    return [(int(r["id"]), str(r["content"])) for r in rows]
-
-
-_LOCK_CHUNKS_FOR_LEXICAL = (
-    "SELECT id, content, location FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE"
-)
-_REWRITE_CHUNK_LEXICAL = """
-UPDATE knowledge_chunks t SET lexical = r.lexical, unit_lexical = coalesce(r.unit_lexical::jsonb, t.unit_lexical)
-FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, lexical, unit_lexical)
-WHERE t.id = r.id
-  AND (t.lexical <> r.lexical OR t.unit_lexical IS DISTINCT FROM coalesce(r.unit_lexical::jsonb, t.unit_lexical))
-"""
-
-
-async def rewrite_chunk_lexical(conn: asyncpg.Connection, rows: Sequence[tuple[int, str]]) -> None:
-    """Chunks' ``lexical`` and, recomputed from the content and line records they hold under
-    the row lock, their units' tokens (``unit_lexical``, :func:`~omoide.stores.units.unit_lexical_of`;
-    a chunk without line records keeps its ``unit_lexical``)."""
-    lexical = dict(rows)
-    async with conn.transaction():
-        found = await conn.fetch(_LOCK_CHUNKS_FOR_LEXICAL, list(lexical))
-        if not found:
-            return
-        await conn.execute(
-            _REWRITE_CHUNK_LEXICAL,
-            [r["id"] for r in found],
-            [lexical[r["id"]] for r in found],
-            [chunk_unit_lexical(r["content"], json.loads(r["location"])) for r in found],
-        )
-
-
-async def rewrite_lexical(conn: asyncpg.Connection, table: str, rows: Sequence[tuple[int, str]]) -> None:
-    if table == "knowledge_chunks":
-        await rewrite_chunk_lexical(conn, rows)
-        return
-    await conn.execute(
-        f"UPDATE {table} t SET lexical = r.lexical "
-        "FROM unnest($1::bigint[], $2::text[]) AS r(id, lexical) WHERE t.id = r.id AND t.lexical <> r.lexical",
-        [i for i, _ in rows],
-        [t for _, t in rows],
-    )
-
-
-async def lexical_row_count(conn: asyncpg.Connection, table: str) -> int:
-    return int(await conn.fetchval(f"SELECT count(*) FROM {table}"))  # table: a LexicalTable value
-
-
 async def lexical_tokenizer(conn: asyncpg.Connection) -> str | None:
     value = await conn.fetchval("SELECT value FROM store_meta WHERE key = $1", TOKENIZER_KEY)
     return None if value is None else str(value)
@@ -579,16 +532,11 @@ __all__ = [
     "filter_sql",
     "hnsw_ef_search",
     "id_bitmap",
-    "lexical_batch",
     "lexical_ranking",
     "lexical_ranking_sql",
-    "lexical_row_count",
     "lexical_tokenizer",
     "record_tokenizer",
-    "rewrite_chunk_lexical",
-    "rewrite_lexical",
     "set_hnsw_session",
-    "set_lexical_tokenizer",
     "tsquery_text",
     "vector_ranking",
     "vector_sql",

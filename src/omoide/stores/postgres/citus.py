@@ -23,6 +23,10 @@ What changes on Citus (and only there):
   before the workspace is known) have no workspace scope: they become *reference* tables,
   copied to every node, so reads are local everywhere and joins with them push down.
 * ``schema_migrations`` stays a plain table on the coordinator: only the migrator reads it.
+
+:func:`prepare_connection` is for every pooled connection to a Citus node: it stops Citus from
+hiding its shards in that session's catalog scans, which made asyncpg's per-connection type
+look-ups take seconds (see :data:`CONNECTION_SETUP`).
 """
 
 from __future__ import annotations
@@ -98,6 +102,57 @@ ALTER TABLE memory_embeddings ADD CONSTRAINT memory_embeddings_memory_id_fkey
 """Migration 1's keys with ``workspace_id`` appended (same names, same leading columns)."""
 
 
+CONNECTION_SETUP = "SET citus.override_table_visibility TO off"
+"""Run once on each new connection to a Citus node (session setting, this node only).
+
+Citus hides shard tables from a session by adding ``relation_is_a_known_shard(oid)`` to every
+scan of ``pg_class`` (``citus.override_table_visibility``, on by default). asyncpg looks up the
+types of a statement's parameters and columns once per connection (``bigint[]`` is the first
+one a search meets), with a catalog query that scans ``pg_class`` once per composite type:
+measured on the local 3-node cluster, 2.2–3.6 s for that first ``bigint[]`` statement of each new
+connection on the coordinator (26–67 ms on one PostgreSQL server), i.e. the first searches
+after the pool opens or replaces an idle connection wait seconds; with the setting off the
+look-up costs what it costs on one server. Shards then show in this session's catalog
+listings: omoide's pooled statements never list the catalog (they name their relations), and
+the backup's table listing runs on its own connection."""
+
+
+async def prepare_connection(conn: asyncpg.Connection) -> None:
+    """Set up a new pooled connection to a Citus node (:data:`CONNECTION_SETUP`)."""
+    await conn.execute(CONNECTION_SETUP)
+
+
+WORKERS_HNSW_SQL = """
+SELECT success, result FROM run_command_on_workers($$
+SELECT current_setting('hnsw.iterative_scan', true) || ' ' || current_setting('hnsw.ef_search', true)
+$$)
+"""
+
+
+async def workers_hnsw_ef_search(conn: asyncpg.Connection) -> int | None:
+    """The ``hnsw.ef_search`` every worker's new sessions start with, when they all run iterative
+    scans (``hnsw.iterative_scan = relaxed_order``) with the same value; else ``None``.
+
+    A vector search on Citus sets its HNSW settings in a transaction (``SET LOCAL``, propagated:
+    ``BEGIN`` + settings + query + ``COMMIT``, three commands to the worker) because a
+    coordinator session's settings do not reach the workers. When the database's defaults
+    already are the search's (``ALTER DATABASE … SET`` on the coordinator: Citus 14 propagates
+    it to the workers; ``docs/scale.md``), the search can be one statement, as on one server:
+    measured on the local cluster, 0.6–0.7 ms less coordinator CPU, 0.3–0.4 ms less worker CPU
+    and 1.1 ms less client CPU per search. Read at store open: a worker added later must get
+    the same defaults (``ALTER DATABASE`` again) before shards move to it."""
+    values: set[str] = set()
+    for row in await conn.fetch(WORKERS_HNSW_SQL):
+        scan, _, ef = str(row["result"] or "").partition(" ")
+        if not row["success"] or scan != "relaxed_order":
+            return None
+        values.add(ef)
+    if len(values) != 1:
+        return None
+    value = values.pop()
+    return int(value) if value.isdigit() else None
+
+
 async def citus_installed(conn: asyncpg.Connection) -> bool:
     """Whether the ``citus`` extension is installed in this database."""
     return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"))
@@ -148,10 +203,14 @@ async def distribute_tables(conn: asyncpg.Connection) -> list[str]:
 
 __all__ = [
     "COLOCATION_ANCHOR",
+    "CONNECTION_SETUP",
     "DISTRIBUTED_TABLES",
     "DISTRIBUTION_COLUMN",
     "KEY_REWRITE",
     "REFERENCE_TABLES",
+    "WORKERS_HNSW_SQL",
     "citus_installed",
     "distribute_tables",
+    "prepare_connection",
+    "workers_hnsw_ef_search",
 ]
