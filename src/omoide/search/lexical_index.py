@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from omoide.stores.lexical_index import LexicalIndexStore, LexicalTable
 from omoide.stores.search import SearchStore
-from omoide.text import get_search_tokenizer, lexical_text
+from omoide.text import SearchTokenizer, get_search_tokenizer, lexical_text, tokenizer_named
 from omoide.text.chat_lines import chunk_lexical_text
 
 BATCH = 500
@@ -41,6 +41,37 @@ def _tokens(table: LexicalTable, content: str) -> str:
     tokenizer = get_search_tokenizer()
     text = chunk_lexical_text(content) if table is LexicalTable.CHUNKS else content
     return lexical_text(tokenizer.tokenize(text))
+
+
+MIXED_TOKENIZERS = "mixed"
+"""What the stores record when different tokenizers wrote the index."""
+
+
+async def query_tokenizer(search: SearchStore, notes: list[str]) -> SearchTokenizer:
+    """The tokenizer that wrote the index (the same function at both ends), and a note
+    when the index should be rebuilt with the current one (see this module)."""
+    current = get_search_tokenizer()
+    indexed = await search.lexical_tokenizer()
+    if indexed is None or indexed == current.name:
+        return current
+    recorded = tokenizer_named(indexed)
+    if recorded is not None:
+        notes.append(
+            f"the lexical index was written by {indexed}; queries use it until "
+            f"`omoide reindex --lexical` rebuilds the index with {current.name}"
+        )
+        return recorded
+    if indexed == MIXED_TOKENIZERS:
+        notes.append(
+            "the lexical index was written by different tokenizers; lexical matches may be missed "
+            f"until `omoide reindex --lexical` rebuilds it with {current.name}"
+        )
+    else:
+        notes.append(
+            f"the lexical index was written by {indexed}, which is not available here; matches may be "
+            f"missed until `omoide reindex --lexical` rebuilds it with {current.name}"
+        )
+    return current
 
 
 async def lexical_index_is_stale(search: SearchStore) -> bool:
@@ -87,4 +118,11 @@ async def rebuild_lexical_index(
     return report
 
 
-__all__ = ["LexicalRebuildReport", "chunk_lexical_text", "lexical_index_is_stale", "rebuild_lexical_index"]
+__all__ = [
+    "MIXED_TOKENIZERS",
+    "LexicalRebuildReport",
+    "chunk_lexical_text",
+    "lexical_index_is_stale",
+    "query_tokenizer",
+    "rebuild_lexical_index",
+]

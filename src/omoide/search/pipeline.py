@@ -53,6 +53,7 @@ from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
 from omoide.providers.tokens import get_token_counter
 from omoide.search.expansion import _EXPAND_SYSTEM, EXPANSION_MAX_TOKENS, parse_expansions
+from omoide.search.lexical_index import query_tokenizer
 from omoide.search.results import (
     MODES,
     SearchHit,
@@ -67,14 +68,11 @@ from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
 from omoide.stores.units import ChunkUnits
-from omoide.text import SearchTokenizer, get_search_tokenizer, tokenizer_named
 from omoide.text.stopwords import drop_stopwords
 
 logger = logging.getLogger(__name__)
 EVIDENCE_HITS_PER_CHUNK = 4
 """Message hits asked for per chunk of evidence wanted (:meth:`SearchPipeline.search_evidence`)."""
-
-MIXED_TOKENIZERS = "mixed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +393,7 @@ class SearchPipeline:
     async def _lexical_lists(
         self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str], state: _Lists
     ) -> list[list[RankedChunk]]:
-        tokenizer = await self._query_tokenizer(notes)
+        tokenizer = await query_tokenizer(self.store, notes)
         token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
         state.query_tokens = token_lists[0]
         return list(
@@ -403,32 +401,6 @@ class SearchPipeline:
                 *(self.store.lexical_ranking(tokens=t, filters=filters, k=per_list) for t in token_lists)
             )
         )
-
-    async def _query_tokenizer(self, notes: list[str]) -> SearchTokenizer:
-        """The tokenizer that wrote the index (the same function at both ends), and a note
-        when the index should be rebuilt with the current one (see :mod:`omoide.search.lexical_index`)."""
-        current = get_search_tokenizer()
-        indexed = await self.store.lexical_tokenizer()
-        if indexed is None or indexed == current.name:
-            return current
-        recorded = tokenizer_named(indexed)
-        if recorded is not None:
-            notes.append(
-                f"the lexical index was written by {indexed}; queries use it until "
-                f"`omoide reindex --lexical` rebuilds the index with {current.name}"
-            )
-            return recorded
-        if indexed == MIXED_TOKENIZERS:
-            notes.append(
-                "the lexical index was written by different tokenizers; lexical matches may be missed "
-                f"until `omoide reindex --lexical` rebuilds it with {current.name}"
-            )
-        else:
-            notes.append(
-                f"the lexical index was written by {indexed}, which is not available here; matches may be "
-                f"missed until `omoide reindex --lexical` rebuilds it with {current.name}"
-            )
-        return current
 
     async def _fuse(self, lists: _Lists, limit: int, *, units: bool, workspace: str) -> list[SearchHit]:
         """Fuse the ranked lists (RRF) and fetch the chunks of the best ``limit`` only (read in
