@@ -322,3 +322,34 @@ async def test_pooled_connections_start_with_the_pipelines_hnsw_settings(pg_url,
             await conn.execute("RESET enable_sort; RESET enable_bitmapscan")
     assert len(session) == 25 and {r.chunk_id for r in session} <= rare
     assert [r.chunk_id for r in other] == [r.chunk_id for r in session[:20]]
+
+
+async def test_stale_lexeme_statistics_are_served_while_a_task_reads_them_again(pg_store):
+    """The first lexical search reads the statistics; past their reuse time a search gets the old
+    ones at once while one task reads them again (on Citus that read asks every node); closing
+    the store cancels a refresh still pending."""
+    from omoide.stores.postgres.search import LEXEME_STATS_TTL, STATS_REFRESH
+
+    await _lexical_corpus(pg_store)
+    search, db = pg_store.search, pg_store.search._db
+    assert db.stats.read_at == float("-inf")
+    assert await search.lexical_ranking(tokens=["sapporo"], filters=SearchFilters("g1"), k=5)
+    first = db.stats.value
+    assert first is not None and db.stats.fresh(LEXEME_STATS_TTL) and not db.background  # read by the search itself
+
+    db.stats.read_at -= LEXEME_STATS_TTL + 1
+    stale_at = db.stats.read_at
+    async with pg_store.pool.acquire() as conn:
+        served = await search._lexeme_stats(conn)
+        again = await search._lexeme_stats(conn)
+    assert served is first and again is first  # at once, the old statistics
+    assert [t.get_name() for t in db.background] == [STATS_REFRESH]  # one refresh, not two
+    await asyncio.gather(*db.background)
+    assert db.stats.read_at > stale_at and db.stats.value is not None and not db.background
+
+    db.stats.read_at -= LEXEME_STATS_TTL + 1
+    async with pg_store.pool.acquire() as conn:
+        await search._lexeme_stats(conn)
+    pending = set(db.background)
+    await db.close()
+    assert all(t.done() for t in pending) and not db.background

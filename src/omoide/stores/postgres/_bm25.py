@@ -119,7 +119,7 @@ none), one command per node listing the shards placed on it (a JSON list).
 It was one command per shard (``run_command_on_shards``): with 32 shards, ~300 ms of CPU on each
 worker every time the statistics were refreshed (every :data:`~omoide.stores.postgres.search.LEXEME_STATS_TTL`
 seconds per store, on a search's path); per node it is ~20 ms for the same statistics
-(measured by H-citus on a 3-node cluster, 2026-11-26). ``{table}`` is a table name of
+(measured on a 3-node cluster, 2026-11-26). ``{table}`` is a table name of
 :data:`STATS_TABLES` (it is inside a string sent to the nodes, where no parameter reaches)."""
 STATS_TABLES = frozenset({"knowledge_chunks", "memories"})
 """The tables with a ``lexical_tsv`` column whose statistics :func:`lexeme_stats` reads."""

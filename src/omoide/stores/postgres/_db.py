@@ -114,6 +114,8 @@ class PostgresDb:
         """Whether the database is a Citus coordinator (read in :meth:`open`): claims then go per workspace."""
         self.tokenizer: Reused[str] = Reused()
         """The lexical index's tokenizer name, reused for ``TOKENIZER_TTL`` seconds; chunk writes forget it."""
+        self.background: set[asyncio.Task[None]] = set()
+        """Reads the roles run off a call's path (the lexeme statistics' refresh); cancelled by :meth:`close`."""
 
     @property
     def is_open(self) -> bool:
@@ -200,6 +202,10 @@ class PostgresDb:
     async def close(self) -> None:
         """Close every connection (waiting up to 10 s for calls in flight). Idempotent."""
         async with self._open_lock:
+            tasks, self.background = self.background, set()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             pool, self._pool = self._pool, None
             if pool is None:
                 return

@@ -3,6 +3,10 @@ and :mod:`._bm25`)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
+
 import asyncpg
 import numpy as np
 import numpy.typing as npt
@@ -15,8 +19,13 @@ from omoide.stores.postgres._db import PostgresDb, Reused
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
 from omoide.stores.units import ChunkUnits
 
+logger = logging.getLogger(__name__)
+
 LEXEME_STATS_TTL = 300.0
-"""Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often)."""
+"""Seconds the chunks' lexeme statistics are reused (ANALYZE refreshes them far less often);
+after that a search still uses them while a task reads them again."""
+STATS_REFRESH = "omoide-lexeme-stats-refresh"
+"""The name of the task that reads the statistics again (one at a time per store)."""
 TOKENIZER_TTL = 10.0
 """Seconds the name of the lexical index's tokenizer is reused (one query fewer per search)."""
 INDEXED_ROWS_TTL = 300.0
@@ -68,9 +77,26 @@ class PostgresSearch(SearchStore):
             return await sops.lexical_ranking(conn, terms, filters, k, await self._lexeme_stats(conn))
 
     async def _lexeme_stats(self, conn: asyncpg.Connection) -> LexemeStats | None:
-        if not self._db.stats.fresh(LEXEME_STATS_TTL):
-            self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks", citus=self._db.citus))
-        return self._db.stats.value
+        """The statistics: read on this search's connection the first time (or once forgotten);
+        when they are older than :data:`LEXEME_STATS_TTL`, served as they are while one task reads
+        them again — on Citus the read asks every node (~0.3 s), which a search should not wait for."""
+        stats = self._db.stats
+        if stats.read_at == -math.inf:
+            stats.keep(await lexeme_stats(conn, "knowledge_chunks", citus=self._db.citus))
+        elif not stats.fresh(LEXEME_STATS_TTL) and not any(t.get_name() == STATS_REFRESH for t in self._db.background):
+            task = asyncio.create_task(self._refresh_stats(), name=STATS_REFRESH)
+            self._db.background.add(task)
+            task.add_done_callback(self._db.background.discard)
+        return stats.value
+
+    async def _refresh_stats(self) -> None:
+        """Read the statistics again on a pooled connection; a failure keeps the old ones (and
+        the next search past the TTL tries again)."""
+        try:
+            async with self._db.acquire() as conn:
+                self._db.stats.keep(await lexeme_stats(conn, "knowledge_chunks", citus=self._db.citus))
+        except Exception as exc:  # never surfaces in a search: the stale statistics stay usable
+            logger.warning("lexeme_stats_refresh_failed", extra={"error": str(exc)})
 
     async def _fetch_chunks(self, ids: list[int]) -> list[ChunkHit]:
         async with self._db.acquire() as conn:
