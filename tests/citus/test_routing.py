@@ -283,3 +283,44 @@ async def test_two_processes_migrating_a_fresh_citus_database_distribute_it_once
                 await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
             finally:
                 await conn.close()
+
+
+async def test_a_filtered_search_is_sized_by_its_workspaces_shard(citus_store: PostgresStore) -> None:
+    """The filter's plan (exact, id bitmap or joined HNSW scan: ``filter_limits``) is sized by the
+    rows of the index the search scans. On Citus that is the workspace's shard — the coordinator's
+    own table is an empty shell (``reltuples`` 0), which used to send every channel filter to the
+    joined scan — so its count is read from the nodes. The bitmap path ranks as the exact one."""
+    from omoide.stores.postgres import citus
+
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((N, DIMS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    drafts = [
+        ChunkDraft(content=f"chunk {i}", lexical=f"chunk {i}", token_count=2, channel_id="mid" if i % 10 == 0 else "c")
+        for i in range(N)
+    ]
+    _, ids = await citus_store.knowledge.add_source(
+        SourceDraft(workspace_id="g1", type="discord_channel", title="t"), drafts
+    )
+    await citus_store.knowledge.put_embeddings(
+        model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(chunk_id=c, vector=vectors[i]) for i, c in enumerate(ids)]
+    )
+    await citus_store.knowledge.ensure_vector_index(model=MODEL, dimensions=DIMS)
+    search = citus_store.search
+    async with citus_store.pool.acquire() as conn:
+        await conn.execute("ANALYZE knowledge_chunks, chunk_embeddings")
+        assert await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass") <= 0
+        rows = await search._rows(conn, "g1")  # type: ignore[attr-defined]
+        shard = await citus.shard_of(conn, "g1")
+        assert rows == (await citus.shard_rows(conn))[shard] == pytest.approx(N, rel=0.05)
+    where = {c: i for i, c in enumerate(ids)}
+    narrow = SearchFilters("g1", channel_ids=("mid",))
+    for q in (vectors[3], -vectors[7]):
+        async with citus_store.pool.acquire() as conn:
+            common = {"ef_search": 100, "schema": None, "citus": True}
+            bitmap = await sops.vector_ranking(conn, MODEL, q, narrow, 10, exact_limit=0, bitmap_limit=10_000, **common)
+            exact = await sops.vector_ranking(conn, MODEL, q, narrow, 10, exact_limit=10_000, **common)
+        assert len(bitmap) == 10 and all(where[h.chunk_id] % 10 == 0 for h in bitmap)
+        assert [h.chunk_id for h in bitmap] == [h.chunk_id for h in exact]
+    found = await search.vector_ranking(model=MODEL, query=vectors[3], filters=narrow, k=10)
+    assert len(found) == 10 and all(where[h.chunk_id] % 10 == 0 for h in found)

@@ -31,6 +31,7 @@ look-ups take seconds (see :data:`CONNECTION_SETUP`).
 
 from __future__ import annotations
 
+import json
 import logging
 
 import asyncpg
@@ -201,6 +202,34 @@ async def distribute_tables(conn: asyncpg.Connection) -> list[str]:
     return wanted
 
 
+SHARD_ROWS_SQL = """
+SELECT result FROM run_command_on_all_nodes($node$
+SELECT coalesce(json_object_agg(d.shardid, c.reltuples), '{}')::text
+FROM pg_dist_shard d JOIN pg_dist_placement p ON p.shardid = d.shardid
+JOIN pg_class c ON c.oid = to_regclass(shard_name(d.logicalrelid, d.shardid))
+WHERE d.logicalrelid = 'chunk_embeddings'::regclass AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+$node$) WHERE success
+"""
+"""Each ``chunk_embeddings`` shard's planner row count, one command per node (each node lists the
+placements it holds: the coordinator's own table is an empty shell, ``reltuples`` 0)."""
+
+
+async def shard_rows(conn: asyncpg.Connection) -> dict[int, float]:
+    """``chunk_embeddings``' rows per shard id (``reltuples``; ≤ 0 for a shard never analysed)."""
+    out: dict[int, float] = {}
+    for record in await conn.fetch(SHARD_ROWS_SQL):
+        for shard, rows in json.loads(record["result"] or "{}").items():
+            out[int(shard)] = max(out.get(int(shard), -1.0), float(rows))
+    return out
+
+
+async def shard_of(conn: asyncpg.Connection, workspace_id: str) -> int:
+    """The id of the ``chunk_embeddings`` shard holding ``workspace_id`` (coordinator metadata, no worker)."""
+    return int(
+        await conn.fetchval("SELECT get_shard_id_for_distribution_column('chunk_embeddings', $1::text)", workspace_id)
+    )
+
+
 __all__ = [
     "COLOCATION_ANCHOR",
     "CONNECTION_SETUP",
@@ -208,9 +237,12 @@ __all__ = [
     "DISTRIBUTION_COLUMN",
     "KEY_REWRITE",
     "REFERENCE_TABLES",
+    "SHARD_ROWS_SQL",
     "WORKERS_HNSW_SQL",
     "citus_installed",
     "distribute_tables",
     "prepare_connection",
+    "shard_of",
+    "shard_rows",
     "workers_hnsw_ef_search",
 ]

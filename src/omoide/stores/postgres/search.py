@@ -14,6 +14,7 @@ import numpy.typing as npt
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.postgres import _search as sops
 from omoide.stores.postgres import _units as uops
+from omoide.stores.postgres import citus
 from omoide.stores.postgres._bm25 import LexemeStats, lexeme_stats
 from omoide.stores.postgres._db import PostgresDb, Reused
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
@@ -42,13 +43,17 @@ class PostgresSearch(SearchStore):
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
         self._indexed_rows: Reused[float] = Reused()  # pg_class.reltuples of chunk_embeddings
+        self._shard_rows: Reused[dict[int, float]] = Reused()  # Citus: the same per shard
+        self._shard_of: dict[str, int] = {}  # Citus: each workspace's chunk_embeddings shard
 
     async def _vector_ranking(
         self, model: str, query: npt.NDArray[np.float32], filters: SearchFilters, k: int
     ) -> list[RankedChunk]:
         async with self._db.acquire() as conn:
             exact_limit, bitmap_limit = (
-                sops.filter_limits(k, await self._rows(conn)) if filters.narrows else (sops.EXACT_LIMIT, 0)
+                sops.filter_limits(k, await self._rows(conn, filters.workspace_id))
+                if filters.narrows
+                else (sops.EXACT_LIMIT, 0)
             )
             return await sops.vector_ranking(
                 conn,
@@ -64,13 +69,22 @@ class PostgresSearch(SearchStore):
                 citus=self._db.citus,
             )
 
-    async def _rows(self, conn: asyncpg.Connection) -> float:
-        """The planner's estimate of the vectors stored (``pg_class.reltuples``; ≤ 0 when unknown,
-        e.g. on a Citus coordinator), reused for :data:`INDEXED_ROWS_TTL` seconds."""
-        if not self._indexed_rows.fresh(INDEXED_ROWS_TTL):
-            rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass")
-            self._indexed_rows.keep(float(rows or 0))
-        return self._indexed_rows.value or 0.0
+    async def _rows(self, conn: asyncpg.Connection, workspace_id: str) -> float:
+        """The planner's estimate of the vectors in the index the search scans (``pg_class.reltuples``;
+        ≤ 0 when unknown, e.g. never analysed), reused for :data:`INDEXED_ROWS_TTL` seconds. On Citus
+        that index is the workspace's shard's (the coordinator's own table is an empty shell)."""
+        if not self._db.citus:
+            if not self._indexed_rows.fresh(INDEXED_ROWS_TTL):
+                rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'chunk_embeddings'::regclass")
+                self._indexed_rows.keep(float(rows or 0))
+            return self._indexed_rows.value or 0.0
+        if not self._shard_rows.fresh(INDEXED_ROWS_TTL):
+            self._shard_rows.keep(await citus.shard_rows(conn))
+            self._shard_of.clear()  # a shard split gives a workspace a new shard
+        shard = self._shard_of.get(workspace_id)
+        if shard is None:
+            shard = self._shard_of[workspace_id] = await citus.shard_of(conn, workspace_id)
+        return (self._shard_rows.value or {}).get(shard, 0.0)
 
     async def _lexical_ranking(self, terms: list[str], filters: SearchFilters, k: int) -> list[RankedChunk]:
         async with self._db.acquire() as conn:
