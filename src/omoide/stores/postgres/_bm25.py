@@ -48,6 +48,7 @@ from typing import Any
 import asyncpg
 
 from omoide.errors import InvalidInput
+from omoide.stores.postgres.citus import local_shards_sql
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -102,17 +103,17 @@ FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = $1::text
 """
 
 
-CITUS_NODE_STATS_SQL = """
-SELECT result FROM run_command_on_all_nodes($node$
-SELECT coalesce(json_agg(json_build_object('elems', s.most_common_elems::text::text[], 'freqs', s.most_common_elem_freqs,
-                                           'reltuples', c.reltuples)), '[]')::text
-FROM pg_dist_shard d JOIN pg_dist_placement p ON p.shardid = d.shardid
-JOIN pg_class c ON c.oid = to_regclass(shard_name(d.logicalrelid, d.shardid))
-JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'lexical_tsv'
-WHERE d.logicalrelid = '{table}'::regclass AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
-$node$) WHERE success
-"""
+CITUS_NODE_STATS_SQL = (
+    "SELECT result FROM run_command_on_all_nodes($node$\n"
+    "SELECT coalesce(json_agg(json_build_object('elems', s.most_common_elems::text::text[], "
+    "'freqs', s.most_common_elem_freqs, 'reltuples', c.reltuples)), '[]')::text\n"
+    + local_shards_sql(
+        "{table}",
+        joins="JOIN pg_namespace n ON n.oid = c.relnamespace\n"
+        "LEFT JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'lexical_tsv'\n",
+    )
+    + "\n$node$) WHERE success"
+)
 """Citus: the same statistics from every shard (the coordinator's table is an empty shell with
 none), one command per node listing the shards placed on it (a JSON list).
 

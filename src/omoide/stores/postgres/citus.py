@@ -202,12 +202,23 @@ async def distribute_tables(conn: asyncpg.Connection) -> list[str]:
     return wanted
 
 
-SHARD_ROWS_SQL = """
+def local_shards_sql(table: str, *, joins: str = "") -> str:
+    """``FROM … WHERE …`` over the shards of ``table`` placed on the node that runs it: ``d`` its
+    ``pg_dist_shard`` row, ``c`` the shard's ``pg_class`` row (``joins`` go between the two
+    clauses). Sent to every node with ``run_command_on_all_nodes``, where no parameter reaches:
+    ``table`` must be a constant of the code."""
+    return (
+        "FROM pg_dist_shard d JOIN pg_dist_placement p ON p.shardid = d.shardid\n"
+        "JOIN pg_class c ON c.oid = to_regclass(shard_name(d.logicalrelid, d.shardid))\n"
+        f"{joins}"
+        f"WHERE d.logicalrelid = '{table}'::regclass AND p.groupid = (SELECT groupid FROM pg_dist_local_group)"
+    )
+
+
+SHARD_ROWS_SQL = f"""
 SELECT result FROM run_command_on_all_nodes($node$
-SELECT coalesce(json_object_agg(d.shardid, c.reltuples), '{}')::text
-FROM pg_dist_shard d JOIN pg_dist_placement p ON p.shardid = d.shardid
-JOIN pg_class c ON c.oid = to_regclass(shard_name(d.logicalrelid, d.shardid))
-WHERE d.logicalrelid = 'chunk_embeddings'::regclass AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+SELECT coalesce(json_object_agg(d.shardid, c.reltuples), '{{}}')::text
+{local_shards_sql("chunk_embeddings")}
 $node$) WHERE success
 """
 """Each ``chunk_embeddings`` shard's planner row count, one command per node (each node lists the
@@ -241,6 +252,7 @@ __all__ = [
     "WORKERS_HNSW_SQL",
     "citus_installed",
     "distribute_tables",
+    "local_shards_sql",
     "prepare_connection",
     "shard_of",
     "shard_rows",
