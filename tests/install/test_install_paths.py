@@ -176,7 +176,7 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
     listed = base.omoide("providers", "--json")
     assert listed.returncode == 0, listed.stdout + listed.stderr
     (ja,) = [row for row in json.loads(listed.stdout) if row["role"] == "ja_tokenizer"]
-    assert ja["spec"] == "sudachi-core:v2" and ja["backend"] == "sudachi", ja
+    assert ja["spec"] == "sudachi-core:v3" and ja["backend"] == "sudachi", ja
     _hint(base.omoide("serve"), "server")
     _hint(base.omoide("mcp", "--workspace", GUILD), "mcp")
     _hint(base.omoide("discord"), "discord")

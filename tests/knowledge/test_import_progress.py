@@ -162,7 +162,7 @@ def test_cli_import_no_embed_then_status_and_explain(tmp_path: Path) -> None:
     result = runner.invoke(app, ["status", "--db", db, "--json"], env=env)
     status = json.loads(result.stdout)
     assert status["chunks_to_embed"] == data["chunks"]
-    assert status["search_tokenizer"] in {"sudachi-core:v2", "ngram:v2"}
+    assert status["search_tokenizer"] in {"sudachi-core:v3", "ngram:v2"}
     assert status["lexical_index_tokenizer"] == status["search_tokenizer"]
     assert status["embedding_job"] is None
     result = runner.invoke(app, ["status", "--db", db], env=env)

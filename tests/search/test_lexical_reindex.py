@@ -20,7 +20,7 @@ from omoide.text import get_search_tokenizer, tokenize_for_search, tokenizer_nam
 from .helpers import T0
 
 CURRENT = get_search_tokenizer().name
-OLD = CURRENT.replace(":v2", ":v1")  # the same family before Porter2 stemming
+OLD = CURRENT.split(":")[0] + ":v1"  # the same family before Porter2 stemming (and synonym groups)
 
 
 async def _add_chunk(mem: Memory, text: str, *, workspace: str = "g1") -> int:
@@ -168,3 +168,16 @@ async def test_the_workers_rebuild_a_stale_index_on_start(mem: Memory) -> None:
     result = await mem.search("parties", workspace="g1", mode="lexical")
     assert len(result.hits) == 1
     assert not any("reindex" in n for n in result.notes)
+
+
+async def test_a_paraphrase_meets_its_evidence_through_a_synonym_group_in_hybrid_search_only(mem: Memory) -> None:
+    """``果物`` finds the chunk that says ``フルーツ`` by their shared Sudachi synonym group
+    (tokenizer v3) in hybrid search; a lexical-only search leaves synonym groups out."""
+    fruit = await _add_chunk(mem, "生のフルーツはあまり買わないです。")
+    await _add_chunk(mem, "明日は雨が降るらしい。")
+    await mem.knowledge.embed()
+    hybrid = await mem.search("果物", workspace="g1", mode="hybrid", explain=True)
+    lexical_ranks = {h.chunk.chunk_id: (h.ranks or {}).get("lexical") for h in hybrid.hits}
+    assert lexical_ranks.get(fruit) == 1
+    assert not (await mem.search("果物", workspace="g1", mode="lexical")).hits
+    assert (await mem.search("フルーツ", workspace="g1", mode="lexical")).hits[0].chunk.chunk_id == fruit

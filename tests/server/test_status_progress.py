@@ -21,7 +21,7 @@ async def test_status_says_what_waits_and_how_fast_the_job_goes(client, tenants,
     assert status["workspace_id"] == WS_A
     assert status["embedder"] == memory.embedder.model_id
     assert status["chunks_to_embed"] == chunks > 0
-    assert status["search_tokenizer"] in {"sudachi-core:v2", "ngram:v2"}
+    assert status["search_tokenizer"] in {"sudachi-core:v3", "ngram:v2"}
     assert status["lexical_index_tokenizer"] == status["search_tokenizer"]
     assert status["embedding_job"] is None
 

@@ -17,7 +17,19 @@ from omoide.text import (
     sudachi_available,
     tokenize_for_search,
 )
-from omoide.text.tokenize import MAX_SUDACHI_CHARS
+from omoide.text.tokenize import (
+    MAX_SUDACHI_CHARS,
+    SudachiTokenizer,
+    is_synonym_token,
+    synonym_token,
+    tokenizer_named,
+)
+
+
+def words(tokens: list[str]) -> list[str]:
+    """The tokens without the synonym-group ones (Sudachi v3 adds them)."""
+    return [t for t in tokens if not is_synonym_token(t)]
+
 
 BACKENDS = [
     "ngram",
@@ -37,7 +49,8 @@ SENTENCES_WITH_TENKI = [
 @pytest.mark.parametrize("sentence", SENTENCES_WITH_TENKI)
 def test_two_character_word_is_a_token_of_sentence_and_query(backend: str, sentence: str) -> None:
     query_tokens = tokenize_for_search("天気", backend=backend)  # type: ignore[arg-type]
-    assert query_tokens == ["天気"]
+    assert words(query_tokens) == ["天気"]
+    # the word is a token of the sentence (a compound's parts give no synonym tokens: 天気予報)
     assert "天気" in tokenize_for_search(sentence, backend=backend)  # type: ignore[arg-type]
 
 
@@ -98,7 +111,37 @@ def test_sudachi_drops_particles_and_lemmatises() -> None:
     assert "住む" in tokens
     # compounds also give their parts, so a query for a part finds them
     assert {"東京都庁", "東京", "都庁"} <= set(tokens)
-    assert set(tokenize_for_search("東京", backend="sudachi")) <= set(tokens)
+    assert set(words(tokenize_for_search("東京", backend="sudachi"))) <= set(tokens)
+
+
+def test_sudachi_synonym_groups_let_a_paraphrase_meet_its_evidence() -> None:
+    def tok(text: str) -> set[str]:
+        return set(tokenize_for_search(text, backend="sudachi"))
+
+    # one synonym group each: 果物 / フルーツ, 買う / 購入, イヤホン / イヤフォン (one normalised form too)
+    assert synonym_token(683) in tok("果物") & tok("生のフルーツは苦手")
+    assert tok("買わない") & tok("購入しました") >= {synonym_token(16)}
+    assert tok("イヤホン") == tok("イヤフォン")
+    # the tokens are ASCII words both databases keep whole, told apart from English words
+    assert all(t.isascii() and t.isalnum() for t in tok("果物を買う") if is_synonym_token(t))
+    assert not any(is_synonym_token(t) for t in tokenize_for_search("synergy syn 683 fruit", backend="sudachi"))
+    # English text has none; the fallback backend has none
+    assert not any(is_synonym_token(t) for t in tokenize_for_search("fruit purchases", backend="sudachi"))
+    assert not any(is_synonym_token(t) for t in tokenize_for_search("果物を買う", backend="ngram"))
+
+
+def test_an_index_written_before_synonyms_is_queried_without_them() -> None:
+    v2 = tokenizer_named("sudachi-core:v2")
+    v3 = tokenizer_named("sudachi-core:v3")
+    assert v2 is not None and v3 is not None
+    assert (v2.name, v3.name) == ("sudachi-core:v2", "sudachi-core:v3")
+    assert v2.tokenize("果物を買う") == ["果物", "買う"]
+    assert v3.tokenize("果物を買う") == ["果物", synonym_token(683), "買う", synonym_token(16)]
+    v1 = tokenizer_named("sudachi-core:v1")
+    assert v1 is not None and not any(is_synonym_token(t) for t in v1.tokenize("果物を買う"))
+    assert tokenizer_named("sudachi-core:v4") is None
+    with pytest.raises(ConfigError, match="no synonym tokens"):
+        SudachiTokenizer(stemmer="plural", synonyms=True)
 
 
 def test_sudachi_handles_text_longer_than_one_call_accepts() -> None:
@@ -141,7 +184,7 @@ def test_tokens_are_clean_for_any_text(backend: str, text: str) -> None:
 
 def test_auto_backend_and_names() -> None:
     assert sudachi_available()
-    assert search_tokenizer_name() == "sudachi-core:v2"
+    assert search_tokenizer_name() == "sudachi-core:v3"
     assert search_tokenizer_name("ngram") == "ngram:v2"
     assert get_search_tokenizer() is get_search_tokenizer()
 

@@ -59,7 +59,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_dev_and_base_install_tokenise_japanese_with_sudachi() -> None:
     assert sudachi_problem() is None
-    assert search_tokenizer_name() == "sudachi-core:v2"
+    assert search_tokenizer_name() == "sudachi-core:v3"
     info = japanese_tokenizer()
     assert info.backend == "sudachi" and "SudachiPy" in info.detail and "sudachidict-core" in info.detail
 
@@ -92,7 +92,7 @@ def test_providers_names_the_active_japanese_tokenizer_and_the_fallback() -> Non
     ok = _python(run_cli)
     assert ok.returncode == 0, ok.stderr
     (row,) = [r for r in json.loads(ok.stdout) if r["role"] == "ja_tokenizer"]
-    assert row["spec"] == "sudachi-core:v2" and row["backend"] == "sudachi" and row["usable"] is True
+    assert row["spec"] == "sudachi-core:v3" and row["backend"] == "sudachi" and row["usable"] is True
 
     fallback = _python(HIDE_SUDACHIPY + run_cli)
     assert fallback.returncode == 0, fallback.stderr  # bigrams work: not a failure of `providers`

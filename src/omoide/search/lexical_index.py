@@ -2,7 +2,7 @@
 
 Lexical search only works when a query is tokenised by the same function that wrote the
 index (:mod:`omoide.text.tokenize`). Each store records the name and version of the
-tokenizer that wrote its chunks (``sudachi-core:v2``, ``ngram:v1``, …). When omoide's
+tokenizer that wrote its chunks (``sudachi-core:v3``, ``ngram:v1``, …). When omoide's
 tokenizer changes (a new version, or SudachiPy installed or removed), search keeps
 tokenising queries with the recorded tokenizer, so nothing is missed, and
 :func:`rebuild_lexical_index` (``omoide reindex --lexical``) re-tokenises every chunk and

@@ -63,12 +63,13 @@ from omoide.search.results import (
     check_mode,
     check_query,
 )
-from omoide.search.units import ChunkCandidate, line_passes, score_units, weights_for
+from omoide.search.units import ChunkCandidate, ScoredUnit, line_passes, score_units, weights_for
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
-from omoide.stores.units import ChunkUnits
+from omoide.stores.units import ChunkLine, ChunkUnits
 from omoide.text.stopwords import drop_stopwords
+from omoide.text.tokenize import is_synonym_token
 
 logger = logging.getLogger(__name__)
 EVIDENCE_HITS_PER_CHUNK = 4
@@ -207,7 +208,7 @@ class SearchPipeline:
         phase_started = time.perf_counter()
         # hybrid: the lexical lists run while the query is embedded and the vectors searched
         lexical_task = (
-            asyncio.create_task(self._lexical_lists(queries, filters, per_list, notes, lists))
+            asyncio.create_task(self._lexical_lists(queries, filters, per_list, notes, lists, synonyms=True))
             if chosen == "hybrid"
             else None
         )
@@ -232,7 +233,9 @@ class SearchPipeline:
                     timings["search"] = max(0.0, _ms(phase_started) - timings.get("embed", 0.0))
                 else:
                     started = time.perf_counter()
-                    lexical_lists = await self._lexical_lists(queries, filters, per_list, notes, lists)
+                    lexical_lists = await self._lexical_lists(
+                        queries, filters, per_list, notes, lists, synonyms=chosen == "hybrid"
+                    )
                     timings["search"] = timings.get("search", 0.0) + _ms(started)
                 for i, hits in enumerate(lexical_lists):
                     lists.add(_list_name("lexical", i), hits)
@@ -391,10 +394,24 @@ class SearchPipeline:
         return lists
 
     async def _lexical_lists(
-        self, queries: Sequence[str], filters: SearchFilters, per_list: int, notes: list[str], state: _Lists
+        self,
+        queries: Sequence[str],
+        filters: SearchFilters,
+        per_list: int,
+        notes: list[str],
+        state: _Lists,
+        *,
+        synonyms: bool,
     ) -> list[list[RankedChunk]]:
+        """The lexical rankings of ``queries``. ``synonyms``: keep the query's synonym-group
+        tokens (Japanese, :func:`~omoide.text.tokenize.synonym_token`). Hybrid search keeps them:
+        with the vector list to confirm the region they find paraphrased evidence; a lexical-only
+        ranking drops them, where they add more noise than recall (measured on the Japanese set:
+        hybrid +0.012, lexical −0.016 Recall@10 with them; docs/search.md)."""
         tokenizer = await query_tokenizer(self.store, notes)
         token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
+        if not synonyms:
+            token_lists = [[t for t in tokens if not is_synonym_token(t)] for tokens in token_lists]
         state.query_tokens = token_lists[0]
         return list(
             await asyncio.gather(
@@ -467,26 +484,28 @@ class SearchPipeline:
         ]
         weights = weights_for(query, mode)
         per_line = bool(filters.author_ids) or filters.since is not None or filters.until is not None
-        scored = [
-            u
-            for u in score_units(
-                query,
-                lists.query_tokens,
-                lists.query_vector,
-                candidates,
-                units,
-                weights,
-                with_features=explain,
-                limit=None if per_line else limit,  # a per-message filter may drop some: score them all
-            )
-            if u.line is None or line_passes(u.line, filters)
-        ]
+        # each unit's line is built once here (ScoredUnit.line builds it anew on every access)
+        scored: list[tuple[ScoredUnit, ChunkLine | None]] = []
+        for unit in score_units(
+            query,
+            lists.query_tokens,
+            lists.query_vector,
+            candidates,
+            units,
+            weights,
+            with_features=explain,
+            limit=None if per_line else limit,  # a per-message filter may drop some: score them all
+        ):
+            if len(scored) >= limit:
+                break
+            line = unit.line
+            if line is None or not per_line or line_passes(line, filters):
+                scored.append((unit, line))
         out: list[SearchHit] = []
-        for position, unit in enumerate(scored[:limit], start=1):
+        for position, (unit, line) in enumerate(scored, start=1):
             hit = hits[unit.candidate.position]
             ranks = {**(hit.ranks or {}), "unit": position}
             scores = StageScores(vector=hit.scores.vector, lexical=hit.scores.lexical, fused=unit.score)
-            line = unit.line
             if line is None:
                 out.append(
                     dataclasses.replace(

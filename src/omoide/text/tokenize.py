@@ -25,6 +25,10 @@ symmetry is what makes a query token match a document token. How it works:
      analysis in split mode C, emitting each morpheme's *normalised form* (``いい`` →
      ``良い``, ``住ん`` → ``住む``) and, for compounds, also their mode-A parts
      (``東京都庁`` → ``東京都庁 東京 都庁``), so a query for a part finds the compound.
+     Each morpheme also emits a token per *synonym group* the dictionary gives it
+     (``syn683`` for both ``果物`` and ``フルーツ``, ``syn16`` for ``買う`` and ``購入``;
+     :func:`synonym_token`), so a paraphrased question still meets its evidence (v3:
+     cross-validated Recall@10 on the Japanese set +0.013, docs/bench-notes/retrieval-quality.md).
      Particles, auxiliary verbs and symbols are dropped. One Sudachi call accepts at
      most ~49 KB, so runs are cut into pieces of at most 10,000 characters (≤ 40 KB).
    * ``ngram`` (dependency-free fallback): overlapping character bigrams of each run
@@ -37,7 +41,7 @@ symmetry is what makes a query token match a document token. How it works:
 Both backends put a two-character word such as 天気 into the tokens of any sentence
 containing it *and* of the query ``天気``. Indexes built with one backend must be
 queried with the same one: :func:`search_tokenizer_name` names the active backend
-(e.g. ``"sudachi-core:v2"``) so a store can record it and re-index when it changes.
+(e.g. ``"sudachi-core:v3"``) so a store can record it and re-index when it changes.
 """
 
 from __future__ import annotations
@@ -190,6 +194,30 @@ class NgramTokenizer:
         return out
 
 
+SYNONYM_PREFIX = "syn"
+
+
+def synonym_token(group: int) -> str:
+    """The index token of a Sudachi synonym group: ``syn`` and the group's number.
+
+    An ASCII word, so both FTS5's ``unicode61`` and PostgreSQL's ``simple`` parser keep it
+    whole; English text could only produce it by containing that very word.
+
+    >>> synonym_token(683)
+    'syn683'
+    """
+    return f"{SYNONYM_PREFIX}{group}"
+
+
+def is_synonym_token(token: str) -> bool:
+    """Whether ``token`` is a :func:`synonym_token`.
+
+    >>> is_synonym_token("syn683"), is_synonym_token("synergi"), is_synonym_token("syn")
+    (True, False, False)
+    """
+    return token.startswith(SYNONYM_PREFIX) and token[len(SYNONYM_PREFIX) :].isdigit()
+
+
 class SudachiTokenizer:
     """The morphological backend: SudachiPy with the ``core`` dictionary.
 
@@ -197,25 +225,32 @@ class SudachiTokenizer:
     own (about 50 ms; the dictionary file is memory-mapped and shared).
 
     Args:
-        stemmer: ``"porter2"`` (``sudachi-core:v2``, the search tokenizer) or ``"plural"``
+        stemmer: ``"porter2"`` (the search tokenizer since v2) or ``"plural"``
             (``sudachi-core:v1``'s S-stemmer, to query an index written before v2).
+        synonyms: also emit each morpheme's synonym groups (:func:`synonym_token`; the search
+            tokenizer since v3). ``False`` with porter2 is ``sudachi-core:v2``, to query an
+            index written before v3; v1 had none.
 
     Raises:
-        ConfigError: SudachiPy or sudachidict-core is not installed, or an unknown stemmer.
+        ConfigError: SudachiPy or sudachidict-core is not installed, an unknown stemmer, or
+            synonyms asked with the v1 stemmer.
     """
 
-    def __init__(self, *, stemmer: Literal["porter2", "plural"] = "porter2") -> None:
+    def __init__(self, *, stemmer: Literal["porter2", "plural"] = "porter2", synonyms: bool = True) -> None:
         problem = sudachi_problem()
         if problem is not None:
             raise ConfigError(f"the sudachi tokenizer cannot run here: {problem}")
         if stemmer == "porter2":
             self._stem: Callable[[str], str] = stem_english
-            self.name = "sudachi-core:v2"
-        elif stemmer == "plural":
+            self.name = "sudachi-core:v3" if synonyms else "sudachi-core:v2"
+        elif stemmer == "plural" and not synonyms:
             self._stem = stem_plural
             self.name = "sudachi-core:v1"
+        elif stemmer == "plural":
+            raise ConfigError("sudachi-core:v1 (the plural stemmer) has no synonym tokens: pass synonyms=False")
         else:
             raise ConfigError(f"unknown stemmer {stemmer!r}; expected porter2 or plural")
+        self._synonyms = synonyms
         self._local = threading.local()
 
     def _tokenizer(self) -> Any:
@@ -238,6 +273,8 @@ class SudachiTokenizer:
                     continue
                 form = normalize(m.normalized_form()) or m.surface()
                 out.append(form)
+                if self._synonyms:
+                    out.extend(synonym_token(group) for group in m.synonym_group_ids())
                 parts = m.split(mode_a)
                 if len(parts) > 1:
                     for part in parts:
@@ -303,7 +340,7 @@ class JapaneseTokenizerInfo:
     """Which tokenizer ``auto`` uses for Japanese here, for ``omoide providers`` / ``status``.
 
     Attributes:
-        name: the search tokenizer's name and version, e.g. ``"sudachi-core:v2"`` (what a
+        name: the search tokenizer's name and version, e.g. ``"sudachi-core:v3"`` (what a
             store records for its lexical index).
         backend: ``"sudachi"`` (morphological) or ``"ngram"`` (character bigrams, the fallback).
         detail: the versions in use, or why Sudachi is not used and how to get it.
@@ -326,7 +363,7 @@ def japanese_tokenizer() -> JapaneseTokenizerInfo:
     name = get_search_tokenizer().name
     problem = sudachi_problem()
     if problem is None:
-        detail = f"morphological: SudachiPy {_version('sudachipy')}, sudachidict-core {_version('sudachidict-core')}, split mode C"
+        detail = f"morphological: SudachiPy {_version('sudachipy')}, sudachidict-core {_version('sudachidict-core')}, split mode C, synonym groups"
         return JapaneseTokenizerInfo(name, "sudachi", detail)
     return JapaneseTokenizerInfo(name, "ngram", f"fallback, character bigrams: {problem}")
 
@@ -371,13 +408,12 @@ def tokenizer_named(name: str) -> SearchTokenizer | None:
     ['caroline', 'party']
     """
     family, _, version = name.partition(":")
-    stemmer: Literal["porter2", "plural"] | None = {"v1": "plural", "v2": "porter2"}.get(version)  # type: ignore[assignment]
-    if stemmer is None:
-        return None
-    if family == "ngram":
-        return NgramTokenizer(stemmer=stemmer)
-    if family == "sudachi-core" and sudachi_available():
-        return SudachiTokenizer(stemmer=stemmer)
+    if family == "ngram" and version in ("v1", "v2"):
+        return NgramTokenizer(stemmer="plural" if version == "v1" else "porter2")
+    if family == "sudachi-core" and version in ("v1", "v2", "v3") and sudachi_available():
+        if version == "v1":
+            return SudachiTokenizer(stemmer="plural", synonyms=False)
+        return SudachiTokenizer(synonyms=version == "v3")
     return None
 
 
@@ -393,7 +429,7 @@ def tokenize_for_search(text: str, *, backend: Backend = "auto") -> list[str]:
 
 
 def search_tokenizer_name(backend: Backend = "auto") -> str:
-    """Name and version of the tokenizer ``backend`` resolves to, e.g. ``"sudachi-core:v2"``."""
+    """Name and version of the tokenizer ``backend`` resolves to, e.g. ``"sudachi-core:v3"``."""
     return get_search_tokenizer(backend).name
 
 
@@ -407,12 +443,14 @@ __all__ = [
     "SudachiTokenizer",
     "char_bigrams",
     "get_search_tokenizer",
+    "is_synonym_token",
     "japanese_tokenizer",
     "search_tokenizer_name",
     "stem_english",
     "stem_plural",
     "sudachi_available",
     "sudachi_problem",
+    "synonym_token",
     "tokenize_for_search",
     "tokenizer_named",
 ]

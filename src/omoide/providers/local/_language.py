@@ -12,6 +12,7 @@ import re
 from omoide.providers.local.hashing import ENGLISH_STOPWORDS
 from omoide.text import tokenize_for_search
 from omoide.text._normalize import HIRAGANA_ONLY
+from omoide.text.tokenize import is_synonym_token
 
 
 def matches(query_token: str, tokens: set[str]) -> bool:
@@ -150,10 +151,15 @@ LIGHT_VERBS = frozenset(
 
 
 def content_tokens(text: str) -> list[str]:
+    """The search tokens of ``text`` without stop words, question words, hiragana-only tokens and
+    synonym-group tokens (a light verb's group would match every sentence that uses it)."""
     return [
         t
         for t in tokenize_for_search(text)
-        if t not in ENGLISH_STOPWORDS and t not in QUESTION_WORDS and not HIRAGANA_ONLY.fullmatch(t)
+        if t not in ENGLISH_STOPWORDS
+        and t not in QUESTION_WORDS
+        and not HIRAGANA_ONLY.fullmatch(t)
+        and not is_synonym_token(t)
     ]
 
 

@@ -215,7 +215,7 @@ class StatusOut(schemas.StatusOut):
         description="Chunks without a vector of the configured model yet: searchable by words already, "
         "by meaning once the worker has embedded them."
     )
-    search_tokenizer: str = Field(description="The Japanese-aware search tokenizer in use, e.g. sudachi-core:v2.")
+    search_tokenizer: str = Field(description="The Japanese-aware search tokenizer in use, e.g. sudachi-core:v3.")
     lexical_index_tokenizer: str | None = Field(
         description="The tokenizer that wrote the full-text index (queries use it until `omoide reindex --lexical`)."
     )
