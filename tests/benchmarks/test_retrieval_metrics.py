@@ -141,3 +141,41 @@ async def test_cached_embedder_returns_the_models_vectors_and_reuses_them(tmp_pa
     assert again.model_id == inner.model_id
     cache.close()
     again.close()
+
+
+def test_longmemeval_loader_recovers_sessions_and_scores_them(tmp_path: Path) -> None:
+    import longmemeval as lme
+
+    def turn(role: str, text: str, date: str) -> dict[str, str]:
+        return {"role": role, "content": text, "date": date}
+
+    sample = {
+        "data": [
+            {
+                "id": "multi-sessio-x1",
+                "question_type": "multi-session",
+                "conversation": [
+                    turn("user", "I bought a bike.", "2023/05/20 (Sat) 07:34"),
+                    turn("assistant", "Nice!", "2023/05/20 (Sat) 07:34"),
+                    turn("user", "It was red.", "2023/05/22 (Mon) 19:05"),
+                ],
+                "questions": [{"id": "q1", "question": "What colour is my bike?", "answer": "red"}],
+            }
+        ]
+    }
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(sample), encoding="utf-8")
+    (item,) = lme.load(path)
+    assert item.kind == "multi-session" and item.question == "What colour is my bike?"
+    assert [s.name for s in item.sessions] == ["multi-sessio-x1#0", "multi-sessio-x1#1"]
+    first = item.sessions[0].turns
+    assert [role for role, _, _ in first] == ["user", "assistant"]
+    assert first[0][2].isoformat() == "2023-05-20T07:34:00+00:00"
+    assert (first[1][2] - first[0][2]).total_seconds() == 30
+
+    gold = {"a", "b"}
+    assert lme.session_scores(["a", "z", "b"], gold) == pytest.approx(
+        {"any@1": 1.0, "any@5": 1.0, "all@5": 1.0, "ndcg@5": (1 + 1 / 2) / (1 + 1 / math.log2(3))}
+    )
+    assert lme.session_scores(["z", "y"], gold)["any@5"] == 0.0
+    assert lme.session_scores(["z", "b"], gold)["all@5"] == 0.0
