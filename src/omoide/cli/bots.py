@@ -9,6 +9,7 @@ import typer
 
 from omoide.cli._common import DbOption, console, needs_extra, open_memory, run
 from omoide.errors import ConfigError
+from omoide.runtime import freeze_startup_heap
 
 WorkersOption = Annotated[
     bool, typer.Option("--workers/--no-workers", help="Run omoide's background workers in the bot's process.")
@@ -52,6 +53,7 @@ def discord_bot(
             )
         config = DiscordBotConfig(command_guild=guild, mentions=mentions, sync_commands=sync_commands)
         async with open_memory(db) as mem:
+            freeze_startup_heap()  # this process is the bot's: see omoide.runtime
             console.print("Starting the Discord bot (Ctrl-C stops it)…")
             await run_discord_bot(mem, token, config=config, workers=workers)
 
@@ -78,6 +80,7 @@ def slack_bot(
             from omoide.bots.slack_bot import run_slack_bot, slack_tokens
         bot_token, app_token = slack_tokens()
         async with open_memory(db) as mem:
+            freeze_startup_heap()  # this process is the bot's: see omoide.runtime
             console.print("Starting the Slack bot over Socket Mode (Ctrl-C stops it)…")
             await run_slack_bot(
                 mem,

@@ -8,6 +8,7 @@ import typer
 
 from omoide.cli._common import DbOption, err_console, needs_extra, run
 from omoide.errors import ConfigError
+from omoide.runtime import freeze_startup_heap
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -89,6 +90,7 @@ def mcp(
             )
         default_user = (settings.mcp_user or "").strip() or None
         async with Memory.open(settings) as mem:
+            freeze_startup_heap()  # this process is the MCP server's: see omoide.runtime
             if http:
                 authenticate = api_key_authenticator(mem)
                 err_console.print(

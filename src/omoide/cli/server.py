@@ -168,7 +168,7 @@ def serve(
             background=not no_workers,
         )
         return
-    app = create_app(settings, workers=not no_workers)
+    app = create_app(settings, workers=not no_workers, freeze_heap=True)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log, loop=loop, http=http)
 
     class Server(uvicorn.Server):

@@ -11,6 +11,7 @@ from fastapi_offline import FastAPIOffline
 
 from omoide import __version__
 from omoide.engine import Memory
+from omoide.runtime import freeze_startup_heap
 from omoide.server.middleware import RequestContextMiddleware
 from omoide.server.problems import install_problem_handlers
 from omoide.settings import Settings
@@ -29,7 +30,9 @@ is the key's: ids of other workspaces answer 404. `/v1/admin` needs the admin ke
 """
 
 
-def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: bool = True) -> FastAPI:
+def create_app(
+    memory_or_settings: Memory | Settings | None = None, *, workers: bool = True, freeze_heap: bool = False
+) -> FastAPI:
     """The HTTP API over ``memory_or_settings``.
 
     Args:
@@ -37,6 +40,9 @@ def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: 
             the app opens one for its lifetime (default: :func:`~omoide.settings.load_settings`).
         workers: run the background workers (archive, embed, expire, summarise) in the app's
             event loop while it serves.
+        freeze_heap: once the store is open, freeze the objects alive then out of the garbage
+            collector's full collections (:func:`omoide.runtime.freeze_startup_heap`; ``omoide
+            serve`` does): for a process that serves this app alone.
 
     Example:
         >>> app = create_app(load_settings(database_url="sqlite:///./data/omoide.db"))  # doctest: +SKIP
@@ -55,6 +61,8 @@ def create_app(memory_or_settings: Memory | Settings | None = None, *, workers: 
             app.state.memory = memory
             if workers:
                 await stack.enter_async_context(memory.workers())
+            if freeze_heap:
+                freeze_startup_heap()
             yield
 
     # /docs (Swagger UI) and /redoc load their scripts and styles from this server (fastapi-offline ships

@@ -17,7 +17,7 @@ from omoide.settings import load_settings
 
 def process_app() -> FastAPI:
     """The HTTP API over the configured store, without background workers."""
-    return create_app(load_settings(), workers=False)
+    return create_app(load_settings(), workers=False, freeze_heap=True)
 
 
 __all__ = ["process_app"]
