@@ -357,14 +357,19 @@ async def ingest(mem: Any, conversations: Sequence[Conversation], platform: str)
                 )
                 ids[int(stored.id)] = turn.turn_id
         progress(f"  appended {conv.workspace} ({ci}/{len(conversations)}, {len(ids)} messages)")
+    chunks = await archive_all(mem)
+    progress(f"  archived: {chunks} chunks from {len(ids)} messages in {time.perf_counter() - started:.1f} s")
+    return ids
+
+
+async def archive_all(mem: Any) -> int:
+    """Archive every session now (``Memory.knowledge.archive(now=True)`` until idle); returns the chunks made."""
     chunks = 0
     while True:
         report = await mem.knowledge.archive(now=True)
         chunks += report.chunks
         if report.idle or report.archived + report.filtered == 0:
-            break
-    progress(f"  archived: {chunks} chunks from {len(ids)} messages in {time.perf_counter() - started:.1f} s")
-    return ids
+            return chunks
 
 
 async def embed(mem: Any, embedder: Any, first: bool) -> None:

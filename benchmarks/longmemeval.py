@@ -43,7 +43,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _retrieval_metrics import CachedEmbedder, build_embedder, default_cache_path, embed, overrides_from, progress
+from _retrieval_metrics import (
+    CachedEmbedder,
+    archive_all,
+    build_embedder,
+    default_cache_path,
+    embed,
+    overrides_from,
+    progress,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval"
 ORACLE = DATA / "hydrabuild_longmemeval_oracle_sample16.json"
@@ -108,12 +116,7 @@ async def ingest(mem: Any, items: list[Item]) -> dict[int, str]:
                 make = Message.assistant if role == "assistant" else Message.user
                 stored = await mem.append(key, make(text, author_id=role, author_name=role, created_at=at))
                 where[int(stored.id)] = session.name
-    chunks = 0
-    while True:
-        report = await mem.knowledge.archive(now=True)
-        chunks += report.chunks
-        if report.idle or report.archived + report.filtered == 0:
-            break
+    chunks = await archive_all(mem)
     progress(f"  {len(done)} sessions, {len(where)} messages, {chunks} chunks")
     return where
 

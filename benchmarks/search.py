@@ -874,6 +874,23 @@ def main() -> None:
         sizes = len(args.chunks or ([10_000, 100_000] if args.backend == "sqlite" else [100_000]))
         if args.backend == "both" or sizes != 1:
             parser.error("--dump-hits / --check-hits compare one run: give one --backend and one --chunks size")
+
+    def measure(url: str, n: int, reuse: bool) -> dict[str, Any]:
+        """One size on one database, with this command's options."""
+        return asyncio.run(
+            bench(
+                url,
+                n,
+                args.dims,
+                args.queries,
+                args.k,
+                reuse=reuse,
+                units=not args.no_units,
+                hits_file=hits_file,
+                gc_freeze=args.gc_freeze,
+            )
+        )
+
     try:
         if args.backend in ("sqlite", "both"):
             sizes = args.chunks or [10_000, 100_000]
@@ -887,19 +904,7 @@ def main() -> None:
                     {
                         "backend": "sqlite",
                         "reused": reuse,
-                        **asyncio.run(
-                            bench(
-                                url,
-                                n,
-                                args.dims,
-                                args.queries,
-                                args.k,
-                                reuse=reuse,
-                                units=not args.no_units,
-                                hits_file=hits_file,
-                                gc_freeze=args.gc_freeze,
-                            )
-                        ),
+                        **measure(url, n, reuse),
                     }
                 )
                 if not args.json:
@@ -933,19 +938,7 @@ def main() -> None:
                         pg.psql(f"CREATE DATABASE {name}")
                     base, _, query = pg.get_uri().partition("?")
                     url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-                    run = asyncio.run(
-                        bench(
-                            url,
-                            n,
-                            args.dims,
-                            args.queries,
-                            args.k,
-                            reuse=reuse,
-                            units=not args.no_units,
-                            hits_file=hits_file,
-                            gc_freeze=args.gc_freeze,
-                        )
-                    )
+                    run = measure(url, n, reuse)
                     run["reused_database"] = reuse
                     results["runs"].append({"backend": "postgresql", "pg_settings": results["pg_settings"], **run})
                     if not args.json:
