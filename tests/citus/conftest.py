@@ -23,6 +23,7 @@ import contextlib
 import importlib.machinery
 import importlib.util
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -58,14 +59,24 @@ def load_cluster_script() -> types.ModuleType:
     return module
 
 
+def _ephemeral_low() -> int:
+    """The lowest port of the kernel's ephemeral range (Linux: ``ip_local_port_range``; else IANA's 49152)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
+
+
 def _free_port_run(count: int = 3) -> int:
-    """A port p with p … p+count-1 all free on 127.0.0.1."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base + count > 65535:
-            continue
+    """A port p with p … p+count-1 all free on 127.0.0.1, below the kernel's ephemeral range.
+
+    Outgoing connections take their source ports from that range, and the nodes open many to each
+    other: a port chosen there was free when the cluster started but taken minutes later, when a
+    test added a worker on its spare port. Below the range only listeners compete."""
+    low = max(1024 + count, _ephemeral_low())
+    draw = random.Random()
+    for _ in range(200):
+        base = draw.randrange(max(1024, low - 12_000), low - count)
         ok = True
         for port in range(base, base + count):
             with socket.socket() as s:
