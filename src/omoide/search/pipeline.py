@@ -233,9 +233,8 @@ class SearchPipeline:
                     timings["search"] = max(0.0, _ms(phase_started) - timings.get("embed", 0.0))
                 else:
                     started = time.perf_counter()
-                    lexical_lists = await self._lexical_lists(
-                        queries, filters, per_list, notes, lists, synonyms=chosen == "hybrid"
-                    )
+                    # a lexical-only ranking (lexical mode, or vector mode fallen back to words)
+                    lexical_lists = await self._lexical_lists(queries, filters, per_list, notes, lists, synonyms=False)
                     timings["search"] = timings.get("search", 0.0) + _ms(started)
                 for i, hits in enumerate(lexical_lists):
                     lists.add(_list_name("lexical", i), hits)
