@@ -406,7 +406,7 @@ class SearchPipeline:
         tokens (Japanese, :func:`~omoide.text.tokenize.synonym_token`). Hybrid search keeps them:
         with the vector list to confirm the region they find paraphrased evidence; a lexical-only
         ranking drops them, where they add more noise than recall (measured on the Japanese set:
-        hybrid +0.012, lexical −0.016 Recall@10 with them; docs/search.md)."""
+        hybrid +0.014, lexical-only −0.016 Recall@10 with them; docs/search.md)."""
         tokenizer = await query_tokenizer(self.store, notes)
         token_lists = [drop_stopwords(tokenizer.tokenize(q)) for q in queries]
         if not synonyms:
