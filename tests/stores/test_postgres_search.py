@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -56,12 +57,16 @@ async def _load(store: PostgresStore, *, rare_every: int = 100) -> tuple[list[in
 
 async def test_vector_query_uses_the_models_hnsw_index(pg_store):
     await _load(pg_store)
-    sql, _args = sops.vector_sql(MODEL, DIMS, SearchFilters("g1"), None)
-    async with pg_store.pool.acquire() as conn:
-        plan = "\n".join(
-            r[0] for r in await conn.fetch("EXPLAIN " + sql, HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", 10)
-        )
-    assert vector_index_name(MODEL, DIMS) in plan, plan
+    for filters in (SearchFilters("g1"), SearchFilters("g1", viewer="u1")):  # the vectors alone, and joined
+        sql, _args = sops.vector_sql(MODEL, DIMS, filters, None)
+        args = [HalfVector(np.ones(DIMS, dtype=np.float32)), "g1", *_args[2:-1], 10]
+        async with pg_store.pool.acquire() as conn, conn.transaction():
+            # 3,000 vectors: ranking the workspace's rows exactly (a sort) is the planner's cheaper
+            # plan for the vectors alone, as it should be; the point here is that the index's
+            # expression serves the query (at 1M chunks the planner takes it by itself)
+            await conn.execute("SET LOCAL enable_sort = off")
+            plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, *args))
+        assert vector_index_name(MODEL, DIMS) in plan, plan
 
 
 async def test_selective_filter_returns_k_rows_through_the_index(pg_store):
@@ -133,6 +138,41 @@ def test_vector_sql_uses_a_quoted_model_literal_and_cosine():
     assert "e.model = 'm''; DROP TABLE x; --'" in sql
     assert "<=>" in sql and "<->" not in sql
     assert "(e.embedding::halfvec(384)) <=>" in sql
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        SearchFilters("g1", channel_ids=("c",)),
+        SearchFilters("g1", thread_ids=("t",)),
+        SearchFilters("g1", author_ids=("a",)),
+        SearchFilters("g1", source_types=("discord_channel",)),
+        SearchFilters("g1", since=datetime(2026, 1, 1, tzinfo=UTC)),
+        SearchFilters("g1", until=datetime(2026, 1, 1, tzinfo=UTC)),
+        SearchFilters("g1", viewer="u1"),
+        SearchFilters("g1", public_only=True),
+    ],
+    ids=["channel", "thread", "author", "source type", "since", "until", "viewer", "public only"],
+)
+def test_vector_sql_joins_the_chunks_only_when_a_filter_reads_them(filters: SearchFilters):
+    whole, _ = sops.vector_sql(MODEL, DIMS, SearchFilters("g1"), None)
+    assert "knowledge_chunks" not in whole and " c." not in whole  # the vectors alone
+    narrowed, _ = sops.vector_sql(MODEL, DIMS, filters, None)
+    assert "JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id" in narrowed
+    assert ("JOIN knowledge_sources s" in narrowed) == bool(filters.source_types)
+
+
+async def test_the_whole_workspace_ranking_without_the_join_is_the_joined_one(pg_store):
+    _, vectors, _ = await _load(pg_store)
+    async with pg_store.pool.acquire() as conn:
+        for i in (0, 17, 1234):
+            alone = await sops.vector_ranking(
+                conn, MODEL, vectors[i], SearchFilters("g1"), 50, ef_search=50, schema=None
+            )
+            joined = await sops.vector_ranking(  # no chunk is private: the viewer keeps them all, through the join
+                conn, MODEL, vectors[i], SearchFilters("g1", viewer="u1"), 50, ef_search=50, schema=None
+            )
+            assert [r.chunk_id for r in alone] == [r.chunk_id for r in joined] and len(alone) == 50
 
 
 async def test_small_filtered_sets_are_ranked_exactly_without_the_index(pg_store):

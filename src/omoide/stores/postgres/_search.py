@@ -197,19 +197,26 @@ def exact_vector_sql(model: str, dimensions: int, filters: SearchFilters, schema
 
 def vector_sql(model: str, dimensions: int, filters: SearchFilters, schema: str | None) -> tuple[str, list[Any]]:
     """The vector ranking query through the HNSW index (``$1`` is the query vector; the model is a
-    literal) and its other parameters; it returns ``id`` and ``distance`` of the nearest chunks."""
+    literal) and its other parameters; it returns ``id`` and ``distance`` of the nearest chunks.
+
+    The chunks are joined only when a filter reads them (a channel, an author, a time range, the
+    visibility, a source type). A search of the whole workspace reads the vectors alone: every
+    vector row belongs to a chunk of its own workspace (a foreign key with ``ON DELETE CASCADE``;
+    the row is written from its chunk), so the join could drop none. At 1M chunks its 200
+    primary-key lookups touched ~800 buffers a search, and the ranking took 7.1 ms p50 without
+    them against 8.1–8.5 ms with them (alternating rounds). The planner chooses between the
+    HNSW index and an exact plan at the same workspace sizes either way (exact up to ~5k vectors)."""
     args: list[Any] = [None]
     where = filter_sql(filters, args, workspace_column="e.workspace_id")
     args.append(None)  # k
     distance = _distance(dimensions, schema)
-    sources = (
-        " JOIN knowledge_sources s ON s.id = c.source_id AND s.workspace_id = c.workspace_id"
-        if filters.source_types
-        else ""
-    )
+    chunks = ""
+    if filters.narrows or filters.restricts_visibility:
+        chunks = " JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id"
+        if filters.source_types:
+            chunks += " JOIN knowledge_sources s ON s.id = c.source_id AND s.workspace_id = c.workspace_id"
     sql = (
-        f"SELECT e.chunk_id AS id, {distance} AS distance "
-        f"FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id{sources} "
+        f"SELECT e.chunk_id AS id, {distance} AS distance FROM chunk_embeddings e{chunks} "
         f"WHERE e.model = {sql_literal(model)} AND e.dimensions = {int(dimensions)} AND {where} "
         f"ORDER BY {distance} LIMIT ${len(args)}"
     )
