@@ -43,6 +43,13 @@ async def test_import_search_ask_and_reimport(mem: Memory):
         answer = await mem.ask(q.question, workspace=GUILD)
         cited += any(q.expect in c.hit.content for c in answer.citations)
     assert retrieved >= 13 and cited >= 12
+    # a message hit links to its own message, the rest of the chunk's link unchanged
+    turns = [h for q in questions() for h in (await mem.search(q.question, workspace=GUILD, k=5)).hits]
+    assert turns and all(h.unit == "turn" for h in turns)
+    for h in turns:
+        chunk_link = h.chunk.location["jump_url"]
+        assert h.jump_url == chunk_link.rsplit("/", 1)[0] + f"/{h.message_ids[0]}"
+    assert any(h.jump_url != h.chunk.location["jump_url"] for h in turns)
 
     again = await mem.knowledge.import_export(discord_export_paths())
     assert (again.sources, again.chunks, again.new_messages) == (0, 0, 0)

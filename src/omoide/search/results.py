@@ -77,12 +77,27 @@ class SearchHit:
 
     @property
     def jump_url(self) -> str | None:
-        """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI."""
+        """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI.
+
+        A ``turn`` hit links to its own message when the chunk's link is its first message's with
+        the message id as the last path segment (a Discord link, ``…/channels/guild/channel/id``):
+        the same link with the turn's message id instead."""
         for key in ("jump_url", "url"):
             value = self.chunk.location.get(key)
             if isinstance(value, str) and value:
-                return value
+                return self._turn_link(value)
         return self.chunk.source_uri
+
+    def _turn_link(self, chunk_link: str) -> str:
+        """``chunk_link`` pointed at this turn's message, when it can be (see :attr:`jump_url`)."""
+        if self.unit != "turn" or len(self.message_ids) != 1:
+            return chunk_link
+        first = self.chunk.location.get("message_ids") or ()
+        own = str(self.message_ids[0])
+        if not first or not own.isdigit() or not str(first[0]).isdigit():
+            return chunk_link
+        stem, _, last = chunk_link.rpartition("/")
+        return f"{stem}/{own}" if stem and last == str(first[0]) else chunk_link
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for ``--json`` output and the HTTP API)."""
