@@ -268,6 +268,37 @@ def test_filter_reason_rules():
 # ------------------------------------------------------------------ metadata
 
 
+async def test_a_message_hit_of_an_archived_conversation_links_to_that_message(mem: Memory):
+    key = mem.session_key(platform="discord", workspace="111", channel="222", policy="channel")
+    said = [
+        ("10", "Alice", "9001", "週末はどこか出かけますか？"),
+        ("20", "Bob", "9002", "鎌倉で紫陽花を見る予定です"),
+        ("30", "Carol", "9003", "いいですね、天気が心配です"),
+        ("10", "Alice", None, None),  # a message without a platform id
+    ]
+    for author, name, message_id, text in said:
+        await mem.append(
+            key, Message.user(text or "晴れるといいですね", author_id=author, author_name=name, message_id=message_id)
+        )
+    await mem.knowledge.archive(at=later())
+    await mem.knowledge.embed()
+    (source,) = await mem.knowledge.sources()
+    (chunk,) = await mem.store.knowledge.chunks_of_source(source.id)
+    assert sorted(chunk.location["platform_message_ids"].values()) == ["9001", "9002", "9003"]
+    result = await mem.search("鎌倉の紫陽花", workspace="111", k=4)
+    links = {h.quote.rsplit(": ", 1)[-1]: h.jump_url for h in result.hits if h.unit == "turn" and h.quote}
+    assert links == {
+        "週末はどこか出かけますか？": "https://discord.com/channels/111/222/9001",
+        "鎌倉で紫陽花を見る予定です": "https://discord.com/channels/111/222/9002",
+        "いいですね、天気が心配です": "https://discord.com/channels/111/222/9003",
+        "晴れるといいですね": source.uri,  # no platform id: the conversation's link
+    }
+
+    await mem.forget_user(workspace="111", user="20")  # Bob's line and its platform id go
+    (chunk,) = await mem.store.knowledge.chunks_of_source(source.id)
+    assert sorted(chunk.location["platform_message_ids"].values()) == ["9001", "9003"]
+
+
 async def test_metadata_records_every_participant_and_the_discord_jump_url(mem: Memory):
     key = mem.session_key(platform="discord", workspace="111", channel="222", policy="channel")
     first = await mem.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -58,3 +59,28 @@ def test_the_chunks_link_otherwise(location, unit, message_ids):
 
 def test_without_a_link_the_source_uri():
     assert hit({"message_ids": ["100"]}).jump_url == "https://example.org/source"
+
+
+def session_hit(source_uri: str | None, platform_ids: dict[str, str], own: int = 42) -> SearchHit:
+    base = hit({"message_ids": [41, 42], "platform_message_ids": platform_ids}, message_ids=(own,))
+    return SearchHit(
+        dataclasses.replace(base.chunk, source_uri=source_uri),
+        1,
+        1.0,
+        StageScores(),
+        unit="turn",
+        line=1,
+        message_ids=(own,),
+    )
+
+
+def test_an_archived_conversations_turn_links_to_its_platform_message():
+    ids = {"41": "9001", "42": "9002"}
+    assert session_hit("https://discord.com/channels/1/2/9001", ids).jump_url == "https://discord.com/channels/1/2/9002"
+    assert session_hit("https://discord.com/channels/1/2", ids).jump_url == "https://discord.com/channels/1/2/9002"
+    # no platform id for this message, another kind of link, no link at all: as the source says
+    assert session_hit("https://discord.com/channels/1/2/9001", {"41": "9001"}).jump_url == (
+        "https://discord.com/channels/1/2/9001"
+    )
+    assert session_hit("slack://channel?team=T1&id=C1", ids).jump_url == "slack://channel?team=T1&id=C1"
+    assert session_hit(None, ids).jump_url is None

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from omoide.errors import ConfigError
 from omoide.models import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from omoide.settings import Settings
-from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
+from omoide.stores._erasure_common import LINES_KEY, PLATFORM_IDS_KEY, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft
 from omoide.stores.units import chunk_lines, line_lexical_source
 from omoide.text.lexical import lexical_text
@@ -401,6 +401,9 @@ class Chunker:
         ids = [int(m.id) for m in messages if m.id is not None]
         if ids:
             location["message_ids"] = ids
+        platform_ids = {str(int(m.id)): m.message_id for m in messages if m.id is not None and m.message_id}
+        if platform_ids:  # stored id → the platform's id, so a message hit can link to its message
+            location[PLATFORM_IDS_KEY] = platform_ids
         if len(units) == 1 and units[0].parts > 1:
             location["part"] = units[0].part
             location["parts"] = units[0].parts

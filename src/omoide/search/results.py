@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Required, TypedDict, get_args
 
 from omoide.errors import InvalidInput
+from omoide.stores._erasure_common import PLATFORM_IDS_KEY
 from omoide.stores.search import ChunkHit, SearchFilters
 
 SearchMode = Literal["hybrid", "vector", "lexical"]
@@ -32,6 +34,9 @@ class StageScores:
     fused: float | None = None
     rerank: float | None = None
 
+
+_DISCORD_CHANNEL = re.compile(r"^(https://discord\.com/channels/[^/]+/[^/]+)(?:/\d+)?$")
+"""A Discord channel's link, or one of its messages': group 1 is the channel's."""
 
 Unit = Literal["turn", "chunk"]
 """What a hit is: one message of a chunk (``turn``) or a whole chunk (``chunk``: a chunk without
@@ -79,25 +84,34 @@ class SearchHit:
     def jump_url(self) -> str | None:
         """A link to the original messages: the location's ``jump_url``/``url``, else the source's URI.
 
-        A ``turn`` hit links to its own message when the chunk's link is its first message's with
-        the message id as the last path segment (a Discord link, ``…/channels/guild/channel/id``):
-        the same link with the turn's message id instead."""
+        A ``turn`` hit links to its own message where the link names a message by its id as the
+        last path segment (a Discord link, ``…/channels/guild/channel/id``): an imported chunk's
+        link (its first message's) takes the turn's id; an archived session's link (the session's
+        first message, or its channel) takes the turn's platform id
+        (``location["platform_message_ids"]``)."""
         for key in ("jump_url", "url"):
             value = self.chunk.location.get(key)
             if isinstance(value, str) and value:
                 return self._turn_link(value)
-        return self.chunk.source_uri
+        uri = self.chunk.source_uri
+        return None if uri is None else self._turn_link(uri)
 
-    def _turn_link(self, chunk_link: str) -> str:
-        """``chunk_link`` pointed at this turn's message, when it can be (see :attr:`jump_url`)."""
+    def _turn_link(self, link: str) -> str:
+        """``link`` pointed at this turn's message, when it can be (see :attr:`jump_url`)."""
         if self.unit != "turn" or len(self.message_ids) != 1:
-            return chunk_link
-        first = self.chunk.location.get("message_ids") or ()
+            return link
         own = str(self.message_ids[0])
+        location = self.chunk.location
+        platform_ids = location.get(PLATFORM_IDS_KEY)
+        if isinstance(platform_ids, dict):  # an archived session: the link is the session's
+            target = str(platform_ids.get(own) or "")
+            channel = _DISCORD_CHANNEL.match(link)
+            return f"{channel.group(1)}/{target}" if channel and target.isdigit() else link
+        first = location.get("message_ids") or ()
         if not first or not own.isdigit() or not str(first[0]).isdigit():
-            return chunk_link
-        stem, _, last = chunk_link.rpartition("/")
-        return f"{stem}/{own}" if stem and last == str(first[0]) else chunk_link
+            return link
+        stem, _, last = link.rpartition("/")
+        return f"{stem}/{own}" if stem and last == str(first[0]) else link
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for ``--json`` output and the HTTP API)."""

@@ -32,6 +32,9 @@ from omoide.text.chat_lines import chunk_lexical_text
 
 LINES_KEY = "lines"
 """``location`` key of a chunk's line records: ``[[start, end, author_id, message_id], …]``."""
+PLATFORM_IDS_KEY = "platform_message_ids"
+"""``location`` key of an archived session's chunk: each stored message id (as a string) → the
+platform's id of that message (``{"41": "1425094170531463168"}``), when the message had one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +237,9 @@ def strip_user(
         new_location["message_ids"] = [i for i in ids if str(i) not in removed]
         if "message_count" in new_location:
             new_location["message_count"] = len(new_location["message_ids"])
+    platform_ids = location.get(PLATFORM_IDS_KEY)
+    if isinstance(platform_ids, dict):
+        new_location[PLATFORM_IDS_KEY] = {k: v for k, v in platform_ids.items() if str(k) not in removed}
     from omoide.stores.units import unit_lexical_of  # not at the top: units reads the line records from here
 
     return ChunkRewrite(
@@ -248,6 +254,7 @@ def strip_user(
 
 __all__ = [
     "LINES_KEY",
+    "PLATFORM_IDS_KEY",
     "ChunkRewrite",
     "ErasureAware",
     "ErasureState",
