@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -14,7 +13,13 @@ from omoide.stores.search import ChunkHit
 CHUNK_LINK = "https://discord.com/channels/1/2/100"
 
 
-def hit(location: dict[str, Any], *, unit: Unit = "turn", message_ids: tuple[Any, ...] = (102,)) -> SearchHit:
+def hit(
+    location: dict[str, Any],
+    *,
+    unit: Unit = "turn",
+    message_ids: tuple[Any, ...] = (102,),
+    source_uri: str | None = "https://example.org/source",
+) -> SearchHit:
     chunk = ChunkHit(
         chunk_id=ChunkId(1),
         source_id=SourceId(1),
@@ -29,7 +34,7 @@ def hit(location: dict[str, Any], *, unit: Unit = "turn", message_ids: tuple[Any
         ended_at=None,
         source_type="discord_channel",
         source_title="#general",
-        source_uri="https://example.org/source",
+        source_uri=source_uri,
     )
     return SearchHit(chunk, 1, 1.0, StageScores(), unit=unit, line=2, message_ids=message_ids)
 
@@ -62,16 +67,8 @@ def test_without_a_link_the_source_uri():
 
 
 def session_hit(source_uri: str | None, platform_ids: dict[str, str], own: int = 42) -> SearchHit:
-    base = hit({"message_ids": [41, 42], "platform_message_ids": platform_ids}, message_ids=(own,))
-    return SearchHit(
-        dataclasses.replace(base.chunk, source_uri=source_uri),
-        1,
-        1.0,
-        StageScores(),
-        unit="turn",
-        line=1,
-        message_ids=(own,),
-    )
+    location = {"message_ids": [41, 42], "platform_message_ids": platform_ids}
+    return hit(location, message_ids=(own,), source_uri=source_uri)
 
 
 def test_an_archived_conversations_turn_links_to_its_platform_message():
