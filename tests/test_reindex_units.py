@@ -241,8 +241,10 @@ def test_cli_status_and_reindex_units(db_url: str, tmp_path: Path) -> None:
     assert code == 0
     data = json.loads(out)
     assert data["units_missing"] == 9 and {k: v for k, v in data["unit_vectors_missing"].items() if v} == {MODEL: 9}
+    assert data["reader_vectors_missing"] == {MODEL: 9}  # stored without the line reader's vectors too
     code, out, _ = omoide("status", "--db", db_url)
     assert code == 0 and "chunks without units" in out and "omoide reindex --units" in out
+    assert f"vectors without line reader, {MODEL} (in use) │ 9" in out
 
     code, out, err = omoide("reindex", "--units", "--db", db_url)
     assert code == 0, err

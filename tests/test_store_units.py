@@ -23,7 +23,7 @@ from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash, join_lines, line_spans, spans_json
 from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, SourceDraft, UnitLexicalRow
 from omoide.stores.search import SearchFilters
-from omoide.stores.units import chunk_lines, unit_lexical_of
+from omoide.stores.units import READER_DIMENSIONS, chunk_lines, unit_lexical_of
 
 WS = "g-units"
 MODEL = "test-units-model"
@@ -304,9 +304,11 @@ async def test_put_unit_vectors_needs_units_and_a_hash(store: Any) -> None:
 async def test_erasure_rewrites_unit_lexical_aligned_with_the_kept_lines(store: Any) -> None:
     (a,) = await _add(store, _draft([*CHAT_A, ("bob", "Bob", "了解です")]))
     content, _ = await _content(store, a)
+    reader = np.ones((4, READER_DIMENSIONS), dtype=np.float32)  # the line reader's vectors, stored with the row
     await store.knowledge.put_embeddings(
-        model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(1), content_hash(content), _matrix(4, 1))]
+        model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(1), content_hash(content), _matrix(4, 1), reader)]
     )
+    assert (await store.search.fetch_units([a], model=MODEL))[a].reader is not None
     report = await store.memories.forget_user(WS, "alice")
     assert report.chunks_rewritten == 1
     new_content, location = await _content(store, a)
@@ -318,6 +320,8 @@ async def test_erasure_rewrites_unit_lexical_aligned_with_the_kept_lines(store: 
     assert units.lexical is not None and len(units.lexical) == len(spans)  # one unit per kept line
     assert not any("alice" in t.lower() or "資料" in t for t in units.lexical)
     assert units.vectors is None  # its vector (and units) embedded erased text: gone, embedded again later
+    assert units.reader is None  # and the reader's vectors of its lines, with the row
+    assert await store.knowledge.get_embedding(a, MODEL) is None
     assert await store.knowledge.chunks_missing_units() == []
 
 

@@ -182,6 +182,15 @@ class Settings(BaseSettings):
     search_query_expansion: int = Field(
         0, ge=0, le=10, description="Alternative queries the chat model proposes (0 = no query expansion)."
     )
+    line_reader: Literal["auto", "off"] = Field(
+        "auto",
+        description=(
+            "The line reader (a second sentence encoder, multilingual USE, that reads each message): auto = "
+            "used when installed (the default install on CPython 3.11-3.13 has it): the embedding worker "
+            "stores each message's reader vector and search scores messages with it; off = neither (search "
+            "uses the message scorer fitted without it)."
+        ),
+    )
     search_unit_chunks: int = Field(
         30,
         ge=0,

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from omoide.cli._common import DbOption, JsonOption, console, print_json, run
 from omoide.cli._db import open_existing_memory
+from omoide.providers.local.line_reader import model_path
 from omoide.text.tokenize import japanese_tokenizer
 from omoide.workers.progress import JobProgress, read_progress
 
@@ -38,6 +39,8 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
             "chunks_to_embed": max(0, counts.chunks - counts.embedded.get(model, 0)),
             "units_missing": counts.units_missing,
             "unit_vectors_missing": dict(counts.unit_vectors_missing),
+            "reader_vectors_missing": dict(counts.reader_vectors_missing),
+            "line_reader": mem.settings.line_reader != "off" and model_path() is not None,  # popped below
             "search_tokenizer": japanese.name,
             "search_tokenizer_detail": japanese.detail,
             "lexical_index_tokenizer": indexed,
@@ -45,6 +48,7 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
         }
 
     data = run(main, json_errors=json_)
+    reader_on = data.pop("line_reader")  # whether `reindex --units` can add reader vectors here
     if json_:
         print_json(data)
         return
@@ -64,6 +68,10 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
     for name in sorted({*missing, data["embedder"]}):
         marker = " (in use)" if name == data["embedder"] else ""
         table.add_row(f"vectors without units, {name}{marker}", str(missing.get(name, 0)))
+    reader_missing = data["reader_vectors_missing"]
+    for name in sorted({*reader_missing, data["embedder"]}):
+        marker = " (in use)" if name == data["embedder"] else ""
+        table.add_row(f"vectors without line reader, {name}{marker}", str(reader_missing.get(name, 0)))
     tokenizer = data["search_tokenizer"]
     if not tokenizer.startswith("sudachi"):
         tokenizer += f" ({data['search_tokenizer_detail']})"
@@ -76,6 +84,12 @@ def status(db: DbOption = None, json_: JsonOption = False) -> None:
         console.print(
             "Older chunks have no retrieval units yet: search ranks them as whole chunks, not message by "
             "message. Run `omoide reindex --units` to build them.",
+            highlight=False,
+        )
+    elif reader_on and reader_missing.get(data["embedder"], 0):
+        console.print(
+            "Some messages have not been read by the line reader yet: search scores them without its vectors. "
+            "Run `omoide reindex --units` to add them.",
             highlight=False,
         )
 

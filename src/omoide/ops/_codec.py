@@ -59,6 +59,16 @@ def _nullable(fn: Convert) -> Convert:
     return convert
 
 
+def _units_out(data: bytes) -> str:
+    """Stored float16 (PostgreSQL's unit vectors, either backend's reader vectors) as backed up: float32."""
+    return _b64(np.frombuffer(data, dtype=F16).astype(F32).tobytes())
+
+
+def _units_in(text: str) -> bytes:
+    """A backed-up float32 matrix as stored float16."""
+    return np.frombuffer(_unb64(text), dtype=F32).astype(F16).tobytes()
+
+
 # ------------------------------------------------------------------ SQLite
 
 _SQLITE_OUT: dict[Kind, Convert] = {
@@ -69,6 +79,7 @@ _SQLITE_OUT: dict[Kind, Convert] = {
     Kind.JSON: _nullable(json.loads),
     Kind.VECTOR: _nullable(_b64),  # float32 little-endian BLOB
     Kind.UNITS: _nullable(_b64),
+    Kind.HALF: _nullable(_units_out),  # float16 little-endian BLOB
 }
 _SQLITE_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
@@ -78,6 +89,7 @@ _SQLITE_IN: dict[Kind, Convert] = {
     Kind.JSON: _nullable(json_text),
     Kind.VECTOR: _nullable(_unb64),
     Kind.UNITS: _nullable(_unb64),
+    Kind.HALF: _nullable(_units_in),
 }
 
 
@@ -94,14 +106,6 @@ def _halfvec_in(text: str) -> Any:
     return HalfVector(np.frombuffer(_unb64(text), dtype=F32))
 
 
-def _units_out(data: bytes) -> str:
-    return _b64(np.frombuffer(data, dtype=F16).astype(F32).tobytes())
-
-
-def _units_in(text: str) -> bytes:
-    return np.frombuffer(_unb64(text), dtype=F32).astype(F16).tobytes()
-
-
 _POSTGRES_OUT: dict[Kind, Convert] = {
     Kind.INT: _same,
     Kind.TEXT: _same,
@@ -110,6 +114,7 @@ _POSTGRES_OUT: dict[Kind, Convert] = {
     Kind.JSON: _nullable(json.loads),  # asyncpg hands jsonb over as text
     Kind.VECTOR: _nullable(_halfvec_out),
     Kind.UNITS: _nullable(_units_out),
+    Kind.HALF: _nullable(_units_out),
 }
 _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
@@ -119,6 +124,7 @@ _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.JSON: _nullable(json_text),
     Kind.VECTOR: _nullable(_halfvec_in),
     Kind.UNITS: _nullable(_units_in),
+    Kind.HALF: _nullable(_units_in),
 }
 
 _OUT = {"sqlite": _SQLITE_OUT, "postgresql": _POSTGRES_OUT}

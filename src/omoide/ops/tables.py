@@ -12,6 +12,8 @@ backend restores into either:
   matrix). PostgreSQL keeps float16, so a vector read from it round-trips exactly through
   either backend; a float32 vector from SQLite is rounded to float16 when restored into
   PostgreSQL (what PostgreSQL would have stored in the first place).
+* ``HALF``: base64 of little-endian float32 too (the line reader's ``lines × 512`` matrix),
+  stored as float16 by both backends, so it round-trips exactly between any two.
 
 Derived data is left out and rebuilt by the target: the FTS5 tables and PostgreSQL's
 generated columns (``lexical_tsv``, ``lexical_len``, from ``lexical``), SQLite's
@@ -41,6 +43,7 @@ class Kind(enum.Enum):
     JSON = "json"
     VECTOR = "vector"
     UNITS = "units"
+    HALF = "half"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +112,7 @@ TABLES: tuple[Table, ...] = (
         "chunk_embeddings",
         columns(
             "chunk_id:int workspace_id:text model:text dimensions:int embedding:vector content_hash:text "
-            "embedded_at:ts unit_vectors:units"
+            "embedded_at:ts unit_vectors:units reader_vectors:half"
         ),
         key=("chunk_id", "model"),
         identity=None,

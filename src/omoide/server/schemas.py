@@ -336,6 +336,11 @@ class StatusOut(BaseModel):
     unit_vectors_missing: dict[str, int] = Field(
         description="Per embedding model, embedded passages whose messages have no vectors yet (`omoide reindex --units`)."
     )
+    reader_vectors_missing: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per embedding model, embedded passages whose messages the line reader has not read yet "
+        "(`omoide reindex --units`); search scores their messages without it meanwhile.",
+    )
 
 
 # ---------------------------------------------------------------- keys

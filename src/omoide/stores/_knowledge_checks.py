@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +22,26 @@ from omoide.errors import InvalidInput
 from omoide.models import Message, Session, SessionStatus
 from omoide.stores import knowledge as records
 from omoide.stores._checks import HALFVEC_MAX, check_int
-from omoide.stores.units import check_unit_lexical
+from omoide.stores.units import READER_DIMENSIONS, check_unit_lexical
 
-CheckedVector = tuple[int, npt.NDArray[np.float32], str | None, npt.NDArray[np.float32] | None]
-"""``(chunk_id, float32 vector, content_hash, unit vectors)``: an :class:`EmbeddingRow` as
-checked; the unit vectors are a float32 ``(lines, dimensions)`` matrix or ``None``."""
+
+class CheckedVector(NamedTuple):
+    """An :class:`EmbeddingRow` as checked (a tuple: ``chunk_id, vector, content_hash, units, reader``).
+
+    Attributes:
+        chunk_id: the chunk.
+        vector: the float32 vector, ``(dimensions,)``.
+        content_hash: the hash of the text it was computed from, if given.
+        units: the unit vectors, a float32 ``(lines, dimensions)`` matrix, or ``None``.
+        reader: the line reader's vectors, a float32 ``(lines, READER_DIMENSIONS)`` matrix, or
+            ``None`` (as many lines as ``units`` when both are given).
+    """
+
+    chunk_id: int
+    vector: npt.NDArray[np.float32]
+    content_hash: str | None
+    units: npt.NDArray[np.float32] | None
+    reader: npt.NDArray[np.float32] | None
 
 
 def _optional_text(name: str, value: object) -> None:
@@ -156,12 +172,14 @@ def check_finish_status(status: object) -> records.SourceStatus:
 
 
 def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
-    """``(chunk_id, float32 vector, content_hash)`` for each :class:`EmbeddingRow`.
+    """A :class:`CheckedVector` for each :class:`EmbeddingRow`.
 
     Raises:
         InvalidInput: a row is not an EmbeddingRow, a chunk id repeats, a vector is not
             one-dimensional of length ``dimensions``, or holds NaN, an infinity or a value
-            beyond ±65504 (the halfvec range).
+            beyond ±65504 (the halfvec range); unit vectors or reader vectors that are not
+            such a matrix (:func:`check_unit_vectors`, :func:`check_reader_vectors`), or
+            whose numbers of lines differ.
     """
     if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
         raise InvalidInput(f"rows must be a sequence of EmbeddingRow, got {type(rows).__name__}")
@@ -193,7 +211,14 @@ def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
                 chunk_id=chunk_id,
             )
         units = check_unit_vectors(f"chunk {chunk_id}", dimensions, row.unit_vectors)
-        out.append((chunk_id, vector, row.content_hash, units))
+        reader = check_reader_vectors(f"chunk {chunk_id}", row.reader_vectors)
+        if units is not None and reader is not None and units.shape[0] != reader.shape[0]:
+            raise InvalidInput(
+                f"chunk {chunk_id}: the reader vectors have {reader.shape[0]} line(s) but the unit vectors "
+                f"{units.shape[0]}: one row per line record in both",
+                chunk_id=chunk_id,
+            )
+        out.append(CheckedVector(chunk_id, vector, row.content_hash, units, reader))
     return out
 
 
@@ -244,6 +269,30 @@ def check_unit_vectors(where: str, dimensions: int, value: object) -> npt.NDArra
     return np.ascontiguousarray(matrix)
 
 
+def check_reader_vectors(where: str, value: object) -> npt.NDArray[np.float32] | None:
+    """``None``, or a float32 ``(lines, READER_DIMENSIONS)`` matrix of finite values within ±65504
+    (the line reader's vectors are stored as float16).
+
+    Raises:
+        InvalidInput: anything else (the message starts with ``where``).
+    """
+    if value is None:
+        return None
+    try:
+        matrix = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{where}: the reader vectors are not numeric: {exc}") from exc
+    if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] != READER_DIMENSIONS:
+        raise InvalidInput(
+            f"{where}: the reader vectors have shape {matrix.shape}, expected (lines, {READER_DIMENSIONS}) "
+            "with at least one line",
+            dimensions=READER_DIMENSIONS,
+        )
+    if not np.all(np.isfinite(matrix)) or float(np.max(np.abs(matrix), initial=0.0)) > HALFVEC_MAX:
+        raise InvalidInput(f"{where}: the reader vectors hold NaN, an infinity or a value beyond ±{HALFVEC_MAX:g}")
+    return np.ascontiguousarray(matrix)
+
+
 def checked_planner(planner: records.ArchivePlanner) -> records.ArchivePlanner:
     """``planner`` whose plans are checked (:func:`check_locked_plan`) before a backend applies them."""
 
@@ -260,6 +309,7 @@ __all__ = [
     "check_finish_status",
     "check_locked_plan",
     "check_plan",
+    "check_reader_vectors",
     "check_source",
     "check_unit_lexical_rows",
     "check_unit_vectors",

@@ -203,13 +203,16 @@ class KnowledgeStore(ErasureAware):
         """Insert or replace vectors for ``model`` (float32 on SQLite, ``halfvec`` on
         PostgreSQL); return how many were written.
 
-        Rows whose chunk no longer exists (its source was deleted) are skipped, and so are
-        rows whose ``content_hash`` no longer matches the chunk's content (an erasure
-        rewrote it meanwhile).
+        A row replaces the whole stored row: its unit vectors and reader vectors too (``NULL``
+        when not given). Rows whose chunk no longer exists (its source was deleted) are
+        skipped, and so are rows whose ``content_hash`` no longer matches the chunk's content
+        (an erasure rewrote it meanwhile).
 
         Raises:
             InvalidInput: a vector's length is not ``dimensions``, a value is not finite or
-                beyond ±65504, or a chunk id repeats within ``rows``.
+                beyond ±65504, a chunk id repeats within ``rows``, or unit / reader vectors
+                are not matrices of the right width (``dimensions`` / ``READER_DIMENSIONS``)
+                with as many lines as each other.
         """
         check_model(model)
         dims = check_dimensions(dimensions)
@@ -281,17 +284,24 @@ class KnowledgeStore(ErasureAware):
             return 0
         return await self._put_unit_lexical(checked)
 
-    async def embeddings_missing_units(self, *, model: str, after_id: int = 0, limit: int = 500) -> list[ChunkText]:
+    async def embeddings_missing_units(
+        self, *, model: str, after_id: int = 0, limit: int = 500, reader: bool = False
+    ) -> list[ChunkText]:
         """Chunks with line records whose ``model`` vector has no unit vectors yet, by id,
-        ``id > after_id`` (``omoide reindex --units``)."""
+        ``id > after_id`` (``omoide reindex --units``); with ``reader``, also those whose
+        ``model`` vector has no line reader's vectors yet."""
         check_model(model)
         after = check_int("after_id", after_id, minimum=0)
-        return await self._embeddings_missing_units(model, after, check_int("limit", limit, minimum=1))
+        if not isinstance(reader, bool):
+            raise InvalidInput(f"reader must be a bool, got {type(reader).__name__}")
+        return await self._embeddings_missing_units(model, after, check_int("limit", limit, minimum=1), reader)
 
     async def put_unit_vectors(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
         """Add unit vectors to existing ``model`` vectors (``row.vector`` is ignored; its
-        ``unit_vectors`` and ``content_hash`` are required). A row is skipped when the chunk
-        has no ``model`` vector any more or its content hash differs. Returns the number written.
+        ``unit_vectors`` and ``content_hash`` are required) and, when the row has them, the line
+        reader's vectors (``reader_vectors``; a row without keeps those stored). A row is
+        skipped when the chunk has no ``model`` vector any more or its content hash differs.
+        Returns the number written.
 
         Raises:
             InvalidInput: as :meth:`put_embeddings`, and a row without unit vectors or hash.
@@ -299,7 +309,7 @@ class KnowledgeStore(ErasureAware):
         check_model(model)
         dims = check_dimensions(dimensions)
         checked = check_vectors(dims, rows)
-        for chunk_id, _, digest, units in checked:
+        for chunk_id, _, digest, units, _ in checked:
             if units is None or digest is None:
                 raise InvalidInput(f"chunk {chunk_id}: put_unit_vectors needs unit_vectors and content_hash")
         if not checked:
@@ -409,12 +419,14 @@ class KnowledgeStore(ErasureAware):
         """Write checked unit tokens where the content still matches (``rows`` is not empty)."""
 
     @abc.abstractmethod
-    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
-        """Chunks with line records whose ``model`` vector has ``unit_vectors`` NULL."""
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int, reader: bool) -> list[ChunkText]:
+        """Chunks with line records whose ``model`` vector has ``unit_vectors`` NULL (with
+        ``reader``: or ``reader_vectors`` NULL), by id."""
 
     @abc.abstractmethod
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
-        """Set the unit vectors of existing vectors where the content hash matches."""
+        """Set the unit vectors of existing vectors where the content hash matches, and their
+        reader vectors where the row has them (``COALESCE``: a row without keeps the stored ones)."""
 
     @abc.abstractmethod
     async def _list_sources(

@@ -178,12 +178,15 @@ class ChunkText:
 @dataclass(frozen=True, slots=True)
 class EmbeddingRow:
     """A chunk's vector for one model and, optionally, the vectors of its units (one row per
-    line record, ``(lines, dimensions)``; see :mod:`omoide.stores.units`)."""
+    line record, ``(lines, dimensions)``; see :mod:`omoide.stores.units`) and the line reader's
+    vectors of those lines (``reader_vectors``: one row per line record,
+    ``(lines, READER_DIMENSIONS)``)."""
 
     chunk_id: ChunkId
     vector: npt.NDArray[np.float32]
     content_hash: str | None = None
     unit_vectors: npt.NDArray[np.float32] | None = None
+    reader_vectors: npt.NDArray[np.float32] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,3 +202,6 @@ class KnowledgeStatus:
     unit_vectors_missing: Mapping[str, int] = field(
         default_factory=dict
     )  # embedded chunks without unit vectors, by model
+    reader_vectors_missing: Mapping[str, int] = field(
+        default_factory=dict
+    )  # embedded chunks with line records without the line reader's vectors, by model

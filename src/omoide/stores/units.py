@@ -12,6 +12,10 @@ one per message or part of a long message):
 * ``chunk_embeddings.unit_vectors``: one vector per line from the chunk's embedding model,
   stored with the chunk's own vector (the same row, the same content hash): a float32
   ``(lines, dimensions)`` matrix; ``NULL`` until embedded.
+* ``chunk_embeddings.reader_vectors``: one vector per line from the line reader, a second,
+  fixed sentence encoder (:data:`READER_DIMENSIONS` wide whatever the row's model), stored in
+  the same row: little-endian float16 ``(lines, READER_DIMENSIONS)`` on both backends
+  (:func:`encode_half_matrix`); ``NULL`` until read.
 
 Search ranks chunks first (lexical and vector lists over chunks, fused), then scores the
 units of the best chunks (:mod:`omoide.search.units`), so a hit can be one message.
@@ -38,6 +42,12 @@ from omoide.text.chat_lines import HEADER, speaker_of
 
 UNIT_CONTEXT = 1
 """Neighbouring lines on each side embedded with a unit (its vector reads the exchange)."""
+
+READER_DIMENSIONS = 512
+"""Dimensions of the line reader's vectors (``chunk_embeddings.reader_vectors``)."""
+
+HALF_DTYPE = np.dtype("<f2")
+"""How float16 matrices are stored (PostgreSQL's unit vectors, both backends' reader vectors)."""
 
 _STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]")
 _HEADER_AT = re.compile(HEADER.pattern.removeprefix("^"))  # HEADER, matched at a given position
@@ -179,10 +189,47 @@ class ChunkUnits:
         lexical: the search tokens of each line (``None``: not built yet).
         vectors: the unit vectors of the model asked for, ``(lines, dimensions)`` float32
             (``None``: not embedded yet).
+        reader: the line reader's vectors of each line, ``(lines, READER_DIMENSIONS)`` float32,
+            stored with the ``vectors`` of the model asked for (``None``: not computed yet, or
+            no model asked).
     """
 
     lexical: tuple[str, ...] | None
     vectors: npt.NDArray[np.float32] | None
+    reader: npt.NDArray[np.float32] | None = None
+
+
+def encode_half_matrix(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
+    """A checked float32 ``(lines, width)`` matrix as the stored bytes: little-endian float16,
+    row-major (``None`` stays ``None``). The checks kept every value within float16's range."""
+    return None if matrix is None else np.ascontiguousarray(matrix, dtype=HALF_DTYPE).tobytes()
+
+
+def decode_half_matrix(data: bytes | None, width: int | None) -> npt.NDArray[np.float32] | None:
+    """The float32 ``(lines, width)`` matrix of stored float16 bytes (a writable copy); ``None``
+    when absent, empty or not a whole number of rows (which only a hand-edited row could be).
+
+    >>> decode_half_matrix(encode_half_matrix(np.ones((2, 3), dtype=np.float32)), 3).shape
+    (2, 3)
+    >>> decode_half_matrix(b"\\x00" * 5, 3) is None
+    True
+    """
+    if data is None or not width:
+        return None
+    row = int(width) * HALF_DTYPE.itemsize
+    if not data or len(data) % row:
+        return None
+    return np.frombuffer(data, dtype=HALF_DTYPE).astype(np.float32).reshape(-1, int(width))
+
+
+def encode_reader_vectors(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
+    """``chunk_embeddings.reader_vectors`` as stored on either backend (float16, row-major)."""
+    return encode_half_matrix(matrix)
+
+
+def decode_reader_vectors(data: bytes | None) -> npt.NDArray[np.float32] | None:
+    """Stored ``reader_vectors`` as a float32 ``(lines, READER_DIMENSIONS)`` matrix, or ``None``."""
+    return decode_half_matrix(data, READER_DIMENSIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +243,8 @@ class UnitLexicalRow:
 
 
 __all__ = [
+    "HALF_DTYPE",
+    "READER_DIMENSIONS",
     "UNIT_CONTEXT",
     "ChunkLine",
     "ChunkUnits",
@@ -203,6 +252,10 @@ __all__ = [
     "check_unit_lexical",
     "chunk_line",
     "chunk_lines",
+    "decode_half_matrix",
+    "decode_reader_vectors",
+    "encode_half_matrix",
+    "encode_reader_vectors",
     "line_embedding_source",
     "line_lexical_source",
     "line_speaker",

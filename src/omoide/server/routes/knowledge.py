@@ -245,6 +245,7 @@ async def status(memory: MemoryDep, key: KeyDep) -> StatusOut:
         embedded=dict(found.embedded),
         units_missing=found.units_missing,
         unit_vectors_missing=dict(found.unit_vectors_missing),
+        reader_vectors_missing=dict(found.reader_vectors_missing),
         embedder=model,
         chunks_to_embed=waiting,
         search_tokenizer=search_tokenizer_name(),

@@ -86,6 +86,7 @@ from omoide.stores.postgres._units import (
     unit_lexical_json,
     units_status_sql,
 )
+from omoide.stores.units import encode_reader_vectors
 from omoide.text import search_tokenizer_name
 
 SOURCE_COLUMNS = (
@@ -163,16 +164,18 @@ _MISSING_OF_SOURCES_IN_WORKSPACE = _MISSING.format(
     sources="AND c.workspace_id = $5 AND c.source_id = ANY($4::bigint[])"
 )
 _PUT_EMBEDDINGS = """
-INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, unit_vectors)
-SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash, u.unit_vectors
-FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[], $6::bytea[]) AS u(chunk_id, embedding, content_hash, unit_vectors)
+INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, unit_vectors,
+                              reader_vectors)
+SELECT c.id, c.workspace_id, $1, $2, u.embedding, u.content_hash, u.unit_vectors, u.reader_vectors
+FROM unnest($3::bigint[], $4::{halfvec}[], $5::text[], $6::bytea[], $7::bytea[])
+    AS u(chunk_id, embedding, content_hash, unit_vectors, reader_vectors)
 JOIN knowledge_chunks c ON c.id = u.chunk_id{scope}
 ON CONFLICT ON CONSTRAINT chunk_embeddings_pkey DO UPDATE
 SET dimensions = EXCLUDED.dimensions, embedding = EXCLUDED.embedding,
     content_hash = EXCLUDED.content_hash, unit_vectors = EXCLUDED.unit_vectors,
-    embedded_at = EXCLUDED.embedded_at
+    reader_vectors = EXCLUDED.reader_vectors, embedded_at = EXCLUDED.embedded_at
 """
-_UNIT_KINDS = frozenset({"units_missing", "unit_vectors_missing"})
+_UNIT_KINDS = frozenset({"units_missing", "unit_vectors_missing", "reader_vectors_missing"})
 STATUS_SQL = """
 SELECT 'session' AS kind, status AS key, count(*) AS n FROM sessions GROUP BY status
 UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
@@ -394,7 +397,7 @@ async def put_embeddings(
     the vector with the text).
     """
     async with conn.transaction():
-        hashes = [(chunk_id, h) for chunk_id, _, h, _ in rows if h is not None]
+        hashes = [(row.chunk_id, row.content_hash) for row in rows if row.content_hash is not None]
         if hashes:
             found = await share_chunks(conn, [c for c, _ in hashes], citus=citus)
             stale = stale_rows({int(r["id"]): r["content"] for r in found}, hashes)
@@ -411,12 +414,13 @@ async def put_embeddings(
             args: list[Any] = [
                 model,
                 dimensions,
-                [chunk_id for chunk_id, _, _, _ in group],
-                [HalfVector(vector) for _, vector, _, _ in group],
-                [content_hash for _, _, content_hash, _ in group],
-                [encode_unit_vectors(units) for _, _, _, units in group],
+                [row.chunk_id for row in group],
+                [HalfVector(row.vector) for row in group],
+                [row.content_hash for row in group],
+                [encode_unit_vectors(row.units) for row in group],
+                [encode_reader_vectors(row.reader) for row in group],
             ]
-            scope = "" if ws is None else " AND c.workspace_id = $7"
+            scope = "" if ws is None else " AND c.workspace_id = $8"
             if ws is not None:
                 args.append(ws)
             status = await conn.execute(_PUT_EMBEDDINGS.format(halfvec=vector_type(schema), scope=scope), *args)
@@ -533,6 +537,7 @@ async def knowledge_status(conn: asyncpg.Connection, workspace_id: str | None = 
         status,
         units_missing=units.get(("units_missing", ""), 0),
         unit_vectors_missing={key: n for (kind, key), n in units.items() if kind == "unit_vectors_missing"},
+        reader_vectors_missing={key: n for (kind, key), n in units.items() if kind == "reader_vectors_missing"},
     )
 
 

@@ -62,7 +62,7 @@ from omoide.stores.knowledge import ChunkId, SourceId
 from omoide.stores.postgres._bm25 import LexemeStats, bm25_sql, common_terms, scored_terms, tsquery_text
 from omoide.stores.postgres._units import decode_unit_vectors, unit_tokens
 from omoide.stores.search import ChunkHit, RankedChunk, SearchFilters, chunks_with_units
-from omoide.stores.units import ChunkUnits
+from omoide.stores.units import ChunkUnits, decode_reader_vectors
 
 EXACT_LIMIT = 5000
 """A filtered vector search ranks exactly (no HNSW) when at most this many chunks pass the filters."""
@@ -88,14 +88,15 @@ FROM_CHUNKS = "knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
 
 
 _FETCH_CHUNKS_WITH_UNITS = f"""
-SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
+SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors, e.reader_vectors
 FROM {FROM_CHUNKS}
 LEFT JOIN chunk_embeddings e
     ON e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
 WHERE c.id = ANY($1::bigint[])
 """
 _FETCH_CHUNKS_WITHOUT_VECTORS = f"""
-SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, NULL::integer AS dimensions, NULL::bytea AS unit_vectors
+SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, NULL::integer AS dimensions, NULL::bytea AS unit_vectors,
+    NULL::bytea AS reader_vectors
 FROM {FROM_CHUNKS}
 WHERE c.id = ANY($1::bigint[])
 """
@@ -507,7 +508,11 @@ async def fetch_chunks_with_units(
 
 
 def _row_units(row: Mapping[str, Any]) -> ChunkUnits:
-    return ChunkUnits(unit_tokens(row["unit_lexical"]), decode_unit_vectors(row["unit_vectors"], row["dimensions"]))
+    return ChunkUnits(
+        unit_tokens(row["unit_lexical"]),
+        decode_unit_vectors(row["unit_vectors"], row["dimensions"]),
+        decode_reader_vectors(row["reader_vectors"]),
+    )
 
 
 async def record_tokenizer(conn: asyncpg.Connection, name: str) -> None:

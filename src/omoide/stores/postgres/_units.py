@@ -6,6 +6,8 @@
   little-endian float16, row-major, ``lines × dimensions`` (the row's ``dimensions``). The
   contract already checked that every value fits float16 (±65504, as ``halfvec``); they
   are read back as float32.
+* ``chunk_embeddings.reader_vectors`` (migration 15) is ``bytea`` too: ``NULL`` or the line
+  reader's vectors of the same lines, stored the same way (``lines × READER_DIMENSIONS``).
 
 A chunk "has line records" when ``location->'lines'`` is a non-empty JSON array
 (:data:`HAS_LINES`): only those get units; a chunk without (an imported document) keeps
@@ -25,9 +27,17 @@ import numpy.typing as npt
 from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_checks import CheckedVector
 from omoide.stores.knowledge import ChunkId, ChunkText, SourceId, UnitLexicalRow
-from omoide.stores.units import ChunkUnits, unit_lexical_of
+from omoide.stores.units import (
+    HALF_DTYPE,
+    ChunkUnits,
+    decode_half_matrix,
+    decode_reader_vectors,
+    encode_half_matrix,
+    encode_reader_vectors,
+    unit_lexical_of,
+)
 
-UNIT_DTYPE = np.dtype("<f2")
+UNIT_DTYPE = HALF_DTYPE
 """How unit vectors are stored: little-endian float16 (half of SQLite's float32)."""
 
 
@@ -41,19 +51,15 @@ HAS_LINES = has_lines()
 
 
 def encode_unit_vectors(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
-    """A checked ``(lines, dimensions)`` matrix as the ``bytea`` stored (``None`` stays ``None``)."""
-    return None if matrix is None else np.ascontiguousarray(matrix, dtype=UNIT_DTYPE).tobytes()
+    """A checked ``(lines, dimensions)`` matrix as the ``bytea`` stored (``None`` stays ``None``);
+    the reader's vectors are stored the same way (:func:`~omoide.stores.units.encode_reader_vectors`)."""
+    return encode_half_matrix(matrix)
 
 
 def decode_unit_vectors(data: bytes | None, dimensions: int | None) -> npt.NDArray[np.float32] | None:
     """The float32 ``(lines, dimensions)`` matrix of a stored ``bytea`` (``None`` when absent or
     not a whole number of rows, which only a hand-edited row could be)."""
-    if data is None or not dimensions:
-        return None
-    width = int(dimensions) * UNIT_DTYPE.itemsize
-    if not data or len(data) % width:
-        return None
-    return np.frombuffer(data, dtype=UNIT_DTYPE).astype(np.float32).reshape(-1, int(dimensions))
+    return decode_half_matrix(data, dimensions)
 
 
 def unit_lexical_json(tokens: Sequence[str] | None) -> str | None:
@@ -87,13 +93,17 @@ UPDATE knowledge_chunks c SET unit_lexical = u.unit_lexical::jsonb
 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, content, unit_lexical)
 WHERE c.id = u.id AND c.content = u.content AND c.unit_lexical IS NULL
 """
-_EMBEDDINGS_MISSING_UNITS = f"""
+_EMBEDDINGS_MISSING = f"""
 SELECT c.id, c.source_id, c.workspace_id, c.content, c.location
 FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id
-WHERE e.model = $1 AND e.chunk_id > $2 AND e.unit_vectors IS NULL AND {HAS_LINES}
+WHERE e.model = $1 AND e.chunk_id > $2 AND {{missing}} AND {HAS_LINES}
 ORDER BY e.chunk_id
 LIMIT $3
 """
+_EMBEDDINGS_MISSING_UNITS = _EMBEDDINGS_MISSING.format(missing="e.unit_vectors IS NULL")
+_EMBEDDINGS_MISSING_UNITS_OR_READER = _EMBEDDINGS_MISSING.format(
+    missing="(e.unit_vectors IS NULL OR e.reader_vectors IS NULL)"
+)
 _SHARE_CHUNKS = "SELECT id, content FROM knowledge_chunks WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE"
 _SHARE_CHUNKS_IN_WORKSPACE = (
     "SELECT id, content FROM knowledge_chunks WHERE workspace_id = $2 AND id = ANY($1::bigint[]) ORDER BY id FOR SHARE"
@@ -124,13 +134,15 @@ async def share_chunks(conn: asyncpg.Connection, ids: Sequence[int], *, citus: b
 
 
 _PUT_UNIT_VECTORS = """
-UPDATE chunk_embeddings e SET unit_vectors = u.unit_vectors
-FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(chunk_id, content_hash, unit_vectors)
+UPDATE chunk_embeddings e
+SET unit_vectors = u.unit_vectors, reader_vectors = coalesce(u.reader_vectors, e.reader_vectors)
+FROM unnest($2::bigint[], $3::text[], $4::bytea[], $6::bytea[])
+    AS u(chunk_id, content_hash, unit_vectors, reader_vectors)
 WHERE e.model = $1 AND e.chunk_id = u.chunk_id AND e.dimensions = $5
   AND (e.content_hash IS NULL OR e.content_hash = u.content_hash)
 """
 _FETCH_UNITS = """
-SELECT c.id, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors
+SELECT c.id, c.unit_lexical::text AS unit_lexical, e.dimensions, e.unit_vectors, e.reader_vectors
 FROM knowledge_chunks c
 LEFT JOIN chunk_embeddings e
     ON e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
@@ -160,15 +172,21 @@ async def put_unit_lexical(conn: asyncpg.Connection, rows: Sequence[UnitLexicalR
     return _count(status)
 
 
-async def embeddings_missing_units(conn: asyncpg.Connection, model: str, after_id: int, limit: int) -> list[ChunkText]:
-    return [_chunk_text(r) for r in await conn.fetch(_EMBEDDINGS_MISSING_UNITS, model, after_id, limit)]
+async def embeddings_missing_units(
+    conn: asyncpg.Connection, model: str, after_id: int, limit: int, *, reader: bool = False
+) -> list[ChunkText]:
+    """Chunks with line records whose ``model`` row has no unit vectors (with ``reader``: or no
+    reader vectors), by id: a walk of the primary key ``(chunk_id, model)`` from ``after_id``."""
+    sql = _EMBEDDINGS_MISSING_UNITS_OR_READER if reader else _EMBEDDINGS_MISSING_UNITS
+    return [_chunk_text(r) for r in await conn.fetch(sql, model, after_id, limit)]
 
 
 async def put_unit_vectors(
     conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector], *, citus: bool = False
 ) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
-    is the row's (a vector stored without a hash: when the chunk's content hashes to it).
+    is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
+    their reader vectors when the row has them (``coalesce``: a row without keeps the stored ones).
 
     The chunks are read ``FOR SHARE`` in the writing transaction, as by ``put_embeddings``: an
     erasure rewriting one commits first (its text no longer hashes to the row's, skipped) or
@@ -182,10 +200,11 @@ async def put_unit_vectors(
         status = await conn.execute(
             _PUT_UNIT_VECTORS,
             model,
-            [chunk_id for chunk_id, _, _, _ in writes],
-            [digest for _, _, digest, _ in writes],
-            [encode_unit_vectors(units) for _, _, _, units in writes],
+            [row.chunk_id for row in writes],
+            [row.content_hash for row in writes],
+            [encode_unit_vectors(row.units) for row in writes],
             dimensions,
+            [encode_reader_vectors(row.reader) for row in writes],
         )
     return _count(status)
 
@@ -198,7 +217,9 @@ async def fetch_units(conn: asyncpg.Connection, ids: Sequence[int], model: str |
     rows = await conn.fetch(_FETCH_UNITS, list(ids), model)
     return {
         ChunkId(r["id"]): ChunkUnits(
-            unit_tokens(r["unit_lexical"]), decode_unit_vectors(r["unit_vectors"], r["dimensions"])
+            unit_tokens(r["unit_lexical"]),
+            decode_unit_vectors(r["unit_vectors"], r["dimensions"]),
+            decode_reader_vectors(r["reader_vectors"]),
         )
         for r in rows
     }
@@ -213,7 +234,8 @@ def unit_tokens(text: str | None) -> tuple[str, ...] | None:
 
 def units_status_sql(workspace: str | None) -> str:
     """The status rows of units: ``chunks`` and ``units_missing`` from one scan of the chunks,
-    ``unit_vectors_missing`` per model (``workspace``: a parameter reference, or ``None`` for all)."""
+    ``unit_vectors_missing`` and ``reader_vectors_missing`` per model (a model only where some are
+    missing) from one scan of the vectors (``workspace``: a parameter reference, or ``None`` for all)."""
     chunks_where = "" if workspace is None else f" WHERE c.workspace_id = {workspace}"
     embeddings_where = "" if workspace is None else f" AND e.workspace_id = {workspace}"
     return (
@@ -221,9 +243,14 @@ def units_status_sql(workspace: str | None) -> str:
         f"count(*) FILTER (WHERE c.unit_lexical IS NULL AND {HAS_LINES}) AS missing "
         f"FROM knowledge_chunks c{chunks_where}) x, "
         "LATERAL (VALUES ('chunks', x.total), ('units_missing', x.missing)) AS k(kind, n) "
-        "UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) "
+        "UNION ALL SELECT v.kind, m.model, v.n FROM (SELECT e.model, "
+        "count(*) FILTER (WHERE e.unit_vectors IS NULL) AS units, "
+        "count(*) FILTER (WHERE e.reader_vectors IS NULL) AS reader "
         "FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id AND c.workspace_id = e.workspace_id "
-        f"WHERE e.unit_vectors IS NULL AND {HAS_LINES}{embeddings_where} GROUP BY e.model"
+        f"WHERE (e.unit_vectors IS NULL OR e.reader_vectors IS NULL) AND {HAS_LINES}{embeddings_where} "
+        "GROUP BY e.model) m, "
+        "LATERAL (VALUES ('unit_vectors_missing', m.units), ('reader_vectors_missing', m.reader)) AS v(kind, n) "
+        "WHERE v.n > 0"
     )
 
 

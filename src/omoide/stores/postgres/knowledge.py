@@ -135,9 +135,9 @@ class PostgresKnowledge(KnowledgeStore):
         async with self._db.acquire() as conn:
             return await uops.put_unit_lexical(conn, rows)
 
-    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int, reader: bool) -> list[ChunkText]:
         async with self._db.acquire() as conn:
-            return await uops.embeddings_missing_units(conn, model, after_id, limit)
+            return await uops.embeddings_missing_units(conn, model, after_id, limit, reader=reader)
 
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         """float16 ``bytea`` where the stored content hash is the row's."""

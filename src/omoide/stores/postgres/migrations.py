@@ -126,6 +126,19 @@ row per ``(kind, key)`` with a JSON payload (:mod:`omoide.stores.worker_state`);
 under ``$XDG_STATE_HOME``. It has no ``workspace_id``: on Citus it stays a plain coordinator table (neither
 distributed nor a reference table), so a heartbeat is one local upsert. Not backed up (it describes processes)."""
 
+MIGRATION_15_READER_VECTORS = (
+    "ALTER TABLE chunk_embeddings ADD COLUMN IF NOT EXISTS reader_vectors bytea",
+    "CREATE INDEX IF NOT EXISTS chunk_embeddings_reader_missing_idx "
+    "ON chunk_embeddings (model, chunk_id) WHERE reader_vectors IS NULL",
+)
+"""The line reader's vectors (:mod:`omoide.stores.units`): ``chunk_embeddings.reader_vectors``, one vector per line
+record, ``READER_DIMENSIONS`` (512) wide whatever the row's model, stored like ``unit_vectors``: little-endian
+float16, row-major (``lines × 512``), ``NULL`` until read. No backfill (``omoide reindex --units`` fills it): adding
+a nullable column rewrites nothing. The partial index holds the rows still without them (every row at first, then
+only what the embedding worker has not reached), for ``omoide reindex --units`` and ``omoide status``; it builds in
+seconds per million rows. One statement per ``execute`` (Citus forwards DDL on a distributed table to its shards:
+see :data:`MIGRATION_12_FILTER_INDEXES`)."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", MIGRATION_1, needs_vector=True),
     Migration(2, "sessions: persisted prompt compaction (context_summary, context_summary_seq)", MIGRATION_2),
@@ -157,6 +170,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         14,
         "workers: worker_state (heartbeats, job progress, recent errors for every process and host)",
         MIGRATION_14_WORKER_STATE,
+    ),
+    Migration(
+        15,
+        "retrieval units: the line reader's vectors with their embeddings (reader_vectors)",
+        MIGRATION_15_READER_VECTORS,
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

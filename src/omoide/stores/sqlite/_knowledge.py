@@ -21,7 +21,9 @@ the FTS5 table ``knowledge_chunks_fts``, filled by the triggers of migration 1.
 
 Retrieval units (migration 10, :mod:`omoide.stores.units`): ``knowledge_chunks.unit_lexical``
 is a JSON array of token strings, one per line record; ``chunk_embeddings.unit_vectors`` the
-unit vectors of that row's model, float32 little-endian, row-major (``lines x dimensions``).
+unit vectors of that row's model, float32 little-endian, row-major (``lines x dimensions``);
+``chunk_embeddings.reader_vectors`` (migration 14) the line reader's vectors of the same lines,
+float16 little-endian, row-major (``lines x READER_DIMENSIONS``).
 """
 
 from __future__ import annotations
@@ -69,7 +71,16 @@ from omoide.stores.sqlite._rows import SESSION_COLUMNS, session_from_row
 from omoide.stores.sqlite._search import record_tokenizer
 from omoide.stores.sqlite._sessions import get_session_by_id
 from omoide.stores.sqlite._sessions import messages as session_messages
-from omoide.stores.sqlite._units import HAS_LINES, unit_lexical_json, units_blob
+from omoide.stores.sqlite._units import (
+    CHUNK_TEXT,
+    HAS_LINES,
+    chunk_text,
+    chunks_missing_units,
+    embeddings_missing_units,
+    unit_lexical_json,
+    units_blob,
+)
+from omoide.stores.units import encode_reader_vectors
 from omoide.text import search_tokenizer_name
 
 VECTOR_DTYPE = np.dtype("<f4")
@@ -115,19 +126,20 @@ RETURNING id
 """
 _PUT_EMBEDDING = """
 INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, embedded_at,
-                              unit_vectors)
-SELECT id, workspace_id, ?, ?, ?, ?, ?, ? FROM knowledge_chunks WHERE id = ?
+                              unit_vectors, reader_vectors)
+SELECT id, workspace_id, ?, ?, ?, ?, ?, ?, ? FROM knowledge_chunks WHERE id = ?
 ON CONFLICT (chunk_id, model) DO UPDATE
 SET dimensions = excluded.dimensions, embedding = excluded.embedding,
-    content_hash = excluded.content_hash, embedded_at = excluded.embedded_at, unit_vectors = excluded.unit_vectors
+    content_hash = excluded.content_hash, embedded_at = excluded.embedded_at, unit_vectors = excluded.unit_vectors,
+    reader_vectors = excluded.reader_vectors
 """
 _PUT_UNIT_LEXICAL = "UPDATE knowledge_chunks SET unit_lexical = ? WHERE id = ? AND content = ? AND unit_lexical IS NULL"
 _PUT_UNIT_VECTORS = """
-UPDATE chunk_embeddings SET unit_vectors = ?
+UPDATE chunk_embeddings SET unit_vectors = ?, reader_vectors = coalesce(?, reader_vectors)
 WHERE chunk_id = ? AND model = ? AND dimensions = ? AND (content_hash IS NULL OR content_hash = ?)
 """
-# the unit counts walk the partial indexes of migration 10 (small once `reindex --units` ran),
-# never every chunk of the workspace
+# the unit counts walk the partial indexes of migrations 10 and 14 (small once `reindex --units`
+# ran), never every chunk of the workspace
 STATUS_SQL = """
 SELECT 'session', status, count(*) FROM sessions GROUP BY status
 UNION ALL SELECT 'unarchived', '', coalesce(sum(last_seq - archived_seq), 0) FROM sessions
@@ -139,6 +151,9 @@ UNION ALL SELECT 'units_missing', '', count(*) FROM knowledge_chunks c INDEXED B
 UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx
     JOIN knowledge_chunks c ON c.id = e.chunk_id
     WHERE e.unit_vectors IS NULL AND {has_lines} GROUP BY e.model
+UNION ALL SELECT 'reader_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_reader_missing_idx
+    JOIN knowledge_chunks c ON c.id = e.chunk_id
+    WHERE e.reader_vectors IS NULL AND {has_lines} GROUP BY e.model
 """.format(has_lines=HAS_LINES.format(c="c"))
 
 WORKSPACE_STATUS_SQL = """
@@ -152,6 +167,9 @@ UNION ALL SELECT 'units_missing', '', count(*) FROM knowledge_chunks c INDEXED B
 UNION ALL SELECT 'unit_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx
     JOIN knowledge_chunks c ON c.id = e.chunk_id
     WHERE e.unit_vectors IS NULL AND e.workspace_id = :ws AND {has_lines} GROUP BY e.model
+UNION ALL SELECT 'reader_vectors_missing', e.model, count(*) FROM chunk_embeddings e INDEXED BY chunk_embeddings_reader_missing_idx
+    JOIN knowledge_chunks c ON c.id = e.chunk_id
+    WHERE e.reader_vectors IS NULL AND e.workspace_id = :ws AND {has_lines} GROUP BY e.model
 """.format(has_lines=HAS_LINES.format(c="c"))
 
 
@@ -360,18 +378,27 @@ def _contents(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
 def put_embeddings(
     conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector], now: datetime
 ) -> int:
-    """Upsert vectors (and their unit vectors, or NULL); rows whose chunk no longer exists, or
-    now holds other text, are skipped. Returns rows written."""
+    """Upsert vectors (and their unit and reader vectors, or NULL); rows whose chunk no longer
+    exists, or now holds other text, are skipped. Returns rows written."""
     stamp = format_ts(now)
-    hashes = [(chunk_id, h) for chunk_id, _, h, _ in rows if h is not None]
+    hashes = [(row.chunk_id, row.content_hash) for row in rows if row.content_hash is not None]
     if hashes:
         stale = stale_rows(_contents(conn, [c for c, _ in hashes]), hashes)
         rows = [r for r in rows if r[0] not in stale]
     cursor = conn.executemany(
         _PUT_EMBEDDING,
         [
-            (model, dimensions, vector_blob(vector), digest, stamp, units_blob(units), chunk_id)
-            for chunk_id, vector, digest, units in rows
+            (
+                model,
+                dimensions,
+                vector_blob(vector),
+                digest,
+                stamp,
+                units_blob(units),
+                encode_reader_vectors(reader),
+                chunk_id,
+            )
+            for chunk_id, vector, digest, units, reader in rows
         ],
     )
     return max(cursor.rowcount, 0)
@@ -388,12 +415,13 @@ def put_unit_lexical(conn: sqlite3.Connection, rows: Sequence[UnitLexicalRow]) -
 
 def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
-    is the row's (a vector stored without a hash: when the chunk's content hashes to it);
-    returns rows written."""
+    is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
+    their reader vectors when the row has them (a row without keeps the stored ones); returns
+    rows written."""
     current = _contents(conn, [r[0] for r in rows])
     writes = [
-        (units_blob(units), chunk_id, model, dimensions, digest)
-        for chunk_id, _, digest, units in rows
+        (units_blob(units), encode_reader_vectors(reader), chunk_id, model, dimensions, digest)
+        for chunk_id, _, digest, units, reader in rows
         if chunk_id in current and digest == content_hash(current[chunk_id])
     ]
     if not writes:
@@ -437,15 +465,6 @@ def sessions_to_archive(
     return [session_from_row(r) for r in rows]
 
 
-_CHUNK_TEXT = "c.id, c.source_id, c.workspace_id, c.content, c.location"
-
-
-def _chunk_text(row: Sequence[Any]) -> ChunkText:
-    return ChunkText(
-        id=ChunkId(row[0]), source_id=SourceId(row[1]), workspace_id=row[2], content=row[3], location=json.loads(row[4])
-    )
-
-
 def chunks_missing_embedding(
     conn: sqlite3.Connection,
     model: str,
@@ -462,35 +481,13 @@ def chunks_missing_embedding(
         where += " AND c.source_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(source_ids)))
     rows = conn.execute(
-        f"SELECT {_CHUNK_TEXT} FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?", (*params, limit)
+        f"SELECT {CHUNK_TEXT} FROM knowledge_chunks c WHERE {where} ORDER BY c.id LIMIT ?", (*params, limit)
     ).fetchall()
-    return [_chunk_text(r) for r in rows]
+    return [chunk_text(r) for r in rows]
 
 
 _SETTLED = "EXISTS (SELECT 1 FROM knowledge_sources s WHERE s.id = c.source_id AND s.status IN ('ready', 'failed'))"
 """A chunk whose source no claim will embed (see ``KnowledgeStore.chunks_missing_embedding``)."""
-
-
-def chunks_missing_units(conn: sqlite3.Connection, after_id: int, limit: int) -> list[ChunkText]:
-    """Chunks with line records and no unit tokens, by id (the partial index of migration 10)."""
-    rows = conn.execute(
-        f"SELECT {_CHUNK_TEXT} FROM knowledge_chunks c INDEXED BY knowledge_chunks_units_missing_idx "
-        f"WHERE c.unit_lexical IS NULL AND c.id > ? AND {HAS_LINES.format(c='c')} ORDER BY c.id LIMIT ?",
-        (after_id, limit),
-    ).fetchall()
-    return [_chunk_text(r) for r in rows]
-
-
-def embeddings_missing_units(conn: sqlite3.Connection, model: str, after_id: int, limit: int) -> list[ChunkText]:
-    """Chunks with line records whose ``model`` vector has no unit vectors, by id."""
-    rows = conn.execute(
-        f"SELECT {_CHUNK_TEXT} FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx "
-        "JOIN knowledge_chunks c ON c.id = e.chunk_id "
-        f"WHERE e.unit_vectors IS NULL AND e.model = ? AND e.chunk_id > ? AND {HAS_LINES.format(c='c')} "
-        "ORDER BY e.chunk_id LIMIT ?",
-        (model, after_id, limit),
-    ).fetchall()
-    return [_chunk_text(r) for r in rows]
 
 
 def get_source(conn: sqlite3.Connection, source_id: int) -> KnowledgeSource | None:
@@ -537,7 +534,10 @@ def knowledge_status(conn: sqlite3.Connection, workspace_id: str | None = None) 
     status = status_from_rows(rows)
     units_missing = sum(int(r[2]) for r in rows if r[0] == "units_missing")
     vectors_missing = {r[1]: int(r[2]) for r in rows if r[0] == "unit_vectors_missing"}  # models with some missing
-    return dataclasses.replace(status, units_missing=units_missing, unit_vectors_missing=vectors_missing)
+    reader_missing = {r[1]: int(r[2]) for r in rows if r[0] == "reader_vectors_missing"}
+    return dataclasses.replace(
+        status, units_missing=units_missing, unit_vectors_missing=vectors_missing, reader_vectors_missing=reader_missing
+    )
 
 
 __all__ = [

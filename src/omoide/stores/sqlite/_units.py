@@ -5,6 +5,9 @@
   without line records).
 * ``chunk_embeddings.unit_vectors``: the unit vectors of that row's model, float32
   little-endian, row-major (``lines = length / 4 / dimensions``), or ``NULL``.
+* ``chunk_embeddings.reader_vectors`` (migration 14): the line reader's vectors of the same
+  lines, float16 little-endian, row-major (``lines = length / 2 / READER_DIMENSIONS``), or
+  ``NULL`` (:func:`~omoide.stores.units.encode_reader_vectors`).
 
 :func:`fetch_units` is on search's hot path (30–60 chunk ids per search): one query by
 rowid, a JSON parse and a ``frombuffer`` per chunk.
@@ -20,10 +23,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from omoide.stores.knowledge import ChunkId
+from omoide.stores.knowledge import ChunkId, ChunkText, SourceId
 from omoide.stores.search import ChunkHit, chunks_with_units
 from omoide.stores.sqlite._search import FROM_CHUNKS, HIT_COLUMNS, hit_from_row
-from omoide.stores.units import ChunkUnits, unit_lexical_of
+from omoide.stores.units import ChunkUnits, decode_reader_vectors, unit_lexical_of
 
 UNITS_DTYPE = np.dtype("<f4")
 
@@ -33,14 +36,14 @@ HAS_LINES = "json_array_length({c}.location, '$.lines') > 0"
 _DECODE = json.JSONDecoder().raw_decode  # stored JSON is compact: no surrounding whitespace
 
 _UNITS_WITH_MODEL = """
-SELECT c.id, c.unit_lexical, e.dimensions, e.unit_vectors
+SELECT c.id, c.unit_lexical, e.dimensions, e.unit_vectors, e.reader_vectors
 FROM knowledge_chunks c LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = ?
 WHERE c.id IN (SELECT value FROM json_each(?))
 """
 _UNITS = "SELECT id, unit_lexical FROM knowledge_chunks WHERE id IN (SELECT value FROM json_each(?))"
 _HIT_WIDTH = HIT_COLUMNS.count(",") + 1  # the chunk's columns, then its units'
 _CHUNKS_WITH_UNITS = f"""
-SELECT {HIT_COLUMNS}, c.unit_lexical, e.dimensions, e.unit_vectors
+SELECT {HIT_COLUMNS}, c.unit_lexical, e.dimensions, e.unit_vectors, e.reader_vectors
 FROM {FROM_CHUNKS} LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = ?
 WHERE c.id IN (SELECT value FROM json_each(?))
 """
@@ -72,7 +75,10 @@ def fetch_units(conn: sqlite3.Connection, ids: Sequence[int], model: str | None)
         return {ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None) for r in rows}
     rows = conn.execute(_UNITS_WITH_MODEL, (model, json.dumps(list(ids)))).fetchall()
     return {
-        ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None if r[3] is None else units_from_blob(r[3], r[2])) for r in rows
+        ChunkId(r[0]): ChunkUnits(
+            _tokens(r[1]), None if r[3] is None else units_from_blob(r[3], r[2]), decode_reader_vectors(r[4])
+        )
+        for r in rows
     }
 
 
@@ -86,8 +92,73 @@ def fetch_chunks_with_units(
 
 
 def _row_units(row: Sequence[Any]) -> ChunkUnits:
-    lexical, dimensions, blob = row[_HIT_WIDTH:]
-    return ChunkUnits(_tokens(lexical), None if blob is None else units_from_blob(blob, dimensions))
+    lexical, dimensions, blob, reader = row[_HIT_WIDTH:]
+    return ChunkUnits(
+        _tokens(lexical), None if blob is None else units_from_blob(blob, dimensions), decode_reader_vectors(reader)
+    )
+
+
+CHUNK_TEXT = "c.id, c.source_id, c.workspace_id, c.content, c.location"
+"""The columns of a :class:`ChunkText` (of the chunk ``c``)."""
+
+
+def chunk_text(row: Sequence[Any]) -> ChunkText:
+    """A :class:`ChunkText` from the columns of :data:`CHUNK_TEXT`."""
+    return ChunkText(
+        id=ChunkId(row[0]), source_id=SourceId(row[1]), workspace_id=row[2], content=row[3], location=json.loads(row[4])
+    )
+
+
+# ------------------------------------------------------------ omoide reindex --units
+
+
+def chunks_missing_units(conn: sqlite3.Connection, after_id: int, limit: int) -> list[ChunkText]:
+    """Chunks with line records and no unit tokens, by id (the partial index of migration 10)."""
+    rows = conn.execute(
+        f"SELECT {CHUNK_TEXT} FROM knowledge_chunks c INDEXED BY knowledge_chunks_units_missing_idx "
+        f"WHERE c.unit_lexical IS NULL AND c.id > ? AND {HAS_LINES.format(c='c')} ORDER BY c.id LIMIT ?",
+        (after_id, limit),
+    ).fetchall()
+    return [chunk_text(r) for r in rows]
+
+
+_EMBEDDINGS_MISSING_UNITS = (
+    f"SELECT {CHUNK_TEXT} FROM chunk_embeddings e INDEXED BY chunk_embeddings_units_missing_idx "
+    "JOIN knowledge_chunks c ON c.id = e.chunk_id "
+    f"WHERE e.unit_vectors IS NULL AND e.model = :model AND e.chunk_id > :after AND {HAS_LINES.format(c='c')} "
+    "ORDER BY e.chunk_id LIMIT :limit"
+)
+
+
+def _missing_ids(column: str) -> str:
+    """The first ``:limit`` ids of chunks with line records whose ``:model`` row has ``column``
+    NULL, past ``:after``: a walk of the column's partial index (``chunk_embeddings_units_missing_idx``,
+    ``chunk_embeddings_reader_missing_idx``) in id order that stops at the limit. The planner picks the
+    index by itself (no ``INDEXED BY``: ``tests/stores/test_store_reader_vectors.py`` checks the plan)."""
+    return (
+        "SELECT e.chunk_id FROM chunk_embeddings e JOIN knowledge_chunks c ON c.id = e.chunk_id "
+        f"WHERE e.{column} IS NULL AND e.model = :model AND e.chunk_id > :after AND {HAS_LINES.format(c='c')} "
+        "ORDER BY e.chunk_id LIMIT :limit"
+    )
+
+
+_EMBEDDINGS_MISSING_UNITS_OR_READER = (
+    f"SELECT {CHUNK_TEXT} FROM knowledge_chunks c WHERE c.id IN ("
+    f"SELECT chunk_id FROM ({_missing_ids('unit_vectors')}) UNION SELECT chunk_id FROM ({_missing_ids('reader_vectors')})"
+    ") ORDER BY c.id LIMIT :limit"
+)
+"""Either column missing: each partial index walked in id order up to the limit, the two lists merged
+(``… OR …`` on one walk would read every missing row past ``:after`` and sort them, on every page)."""
+
+
+def embeddings_missing_units(
+    conn: sqlite3.Connection, model: str, after_id: int, limit: int, reader: bool = False
+) -> list[ChunkText]:
+    """Chunks with line records whose ``model`` vector has no unit vectors (with ``reader``: or
+    no reader vectors), by id."""
+    sql = _EMBEDDINGS_MISSING_UNITS_OR_READER if reader else _EMBEDDINGS_MISSING_UNITS
+    rows = conn.execute(sql, {"model": model, "after": after_id, "limit": limit}).fetchall()
+    return [chunk_text(r) for r in rows]
 
 
 def unit_lexical_rewrites(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
@@ -111,7 +182,12 @@ def write_unit_lexical_rewrites(conn: sqlite3.Connection, rows: Sequence[tuple[i
 
 
 __all__ = [
+    "CHUNK_TEXT",
     "HAS_LINES",
+    "chunk_text",
+    "chunks_missing_units",
+    "embeddings_missing_units",
+    "fetch_chunks_with_units",
     "fetch_units",
     "unit_lexical_json",
     "unit_lexical_rewrites",

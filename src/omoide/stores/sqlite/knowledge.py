@@ -86,8 +86,10 @@ class SqliteKnowledge(KnowledgeStore):
     async def _put_unit_lexical(self, rows: list[UnitLexicalRow]) -> int:
         return await self._db.write("put_unit_lexical", kops.put_unit_lexical, rows)
 
-    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int) -> list[ChunkText]:
-        return await self._db.read("embeddings_missing_units", kops.embeddings_missing_units, model, after_id, limit)
+    async def _embeddings_missing_units(self, model: str, after_id: int, limit: int, reader: bool) -> list[ChunkText]:
+        return await self._db.read(
+            "embeddings_missing_units", kops.embeddings_missing_units, model, after_id, limit, reader
+        )
 
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         return await self._db.write("put_unit_vectors", kops.put_unit_vectors, model, dimensions, rows)

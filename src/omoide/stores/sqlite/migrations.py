@@ -83,6 +83,23 @@ V13_WORKER_STATE: tuple[str, ...] = (
 ``(kind, key)`` with a JSON payload (:mod:`omoide.stores.worker_state`); replaces the JSON files beside the
 database. Not backed up: it describes running processes, not data."""
 
+V14_READER_VECTORS: tuple[str, ...] = (
+    # the line reader's vector of each line (omoide.stores.units.READER_DIMENSIONS wide, whatever the
+    # row's model), stored with the chunk's vector: little-endian float16, row-major, lines x 512
+    # (half of float32: the reader's vectors are as wide as a large embedder's); NULL: not read yet.
+    # No backfill: the column is NULL on every existing row (`omoide reindex --units` fills it).
+    """
+    ALTER TABLE chunk_embeddings ADD COLUMN reader_vectors BLOB
+        CHECK (reader_vectors IS NULL OR (length(reader_vectors) > 0 AND length(reader_vectors) % (2 * 512) = 0))
+    """,
+    # what `reindex --units` and `omoide status` look for without reading the wide rows (the
+    # generation trigger of migration 10 fires on updates of the vector and its keys only: writing
+    # reader vectors leaves the cached search matrices valid)
+    "CREATE INDEX chunk_embeddings_reader_missing_idx ON chunk_embeddings (model, chunk_id) WHERE reader_vectors IS NULL",
+)
+"""The line reader's vectors (``chunk_embeddings.reader_vectors``, :mod:`omoide.stores.units`) and the partial
+index of the rows still without them."""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -104,6 +121,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         13, "workers: worker_state (heartbeats, job progress, recent errors for every process)", V13_WORKER_STATE
+    ),
+    Migration(
+        14, "retrieval units: the line reader's vectors with a chunk's vector (reader_vectors)", V14_READER_VECTORS
     ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
