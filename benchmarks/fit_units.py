@@ -25,14 +25,18 @@ What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese ques
 5. with ``--write``, fits on all conversations of the set and writes the model (with the
    cross-validated figures and this command) into ``unit_weights.json``.
 
-Only the product's own features are used (twelve), so there is little to overfit; the
-cross-validated figure is the one to trust. Progress goes to stderr.
+Only the product's own features are used (fourteen), so there is little to overfit; the
+cross-validated figure is the one to trust. Each mode's model is fitted on the features
+without the line reader's two (what a search uses before ``omoide reindex --units`` gave the
+chunks the reader's vectors), and hybrid also on all fourteen (``hybrid+reader``, the default
+search's model). Progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import pickle
 import re
@@ -245,6 +249,22 @@ def mean_recall(asked: Sequence[Asked], key: str) -> float:
     return float(np.mean([recall10(a, a.x[:, col] - 1e-6 * np.arange(len(a.turns))) for a in asked]))
 
 
+def variants(collected: dict[str, list[Asked]], modes: Sequence[str]) -> list[tuple[str, list[Asked]]]:
+    """The models to fit from the collected rows: each mode on the features without the line
+    reader's (what a search without reader vectors uses), and hybrid also on all of them
+    (``hybrid+reader``)."""
+    from omoide.search.units import FEATURES, READER_FEATURES, READER_SUFFIX
+
+    base = FEATURES.index(READER_FEATURES[0])
+    out: list[tuple[str, list[Asked]]] = []
+    for mode in modes:
+        asked = collected[mode]
+        out.append((mode, [dataclasses.replace(a, x=a.x[:, :base]) for a in asked]))
+        if mode == "hybrid" and asked and asked[0].x.shape[1] > base:
+            out.append((mode + READER_SUFFIX, asked))
+    return out
+
+
 async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     from omoide import Memory
     from omoide.logging import configure_logging
@@ -281,8 +301,7 @@ async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, A
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_bytes(pickle.dumps(collected))
     fitted: dict[str, Any] = {}
-    for mode in args.modes:
-        asked = collected[mode]
+    for mode, asked in variants(collected, args.modes):
         started = time.perf_counter()
         cv = cross_validate(asked, args.l2, args.model)
         progress(
@@ -296,7 +315,7 @@ async def run_set(name: str, args: argparse.Namespace) -> tuple[str, dict[str, A
         else:
             w = train(asked, args.l2)
             model = {
-                "weights": {n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
+                "weights": {n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=False)},
                 "bias": round(float(w[-1]), 6),
             }
         fitted[mode] = {
@@ -359,7 +378,7 @@ def main() -> None:
     fitted_now: dict[str, dict[str, Any]] = {}
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         language, fitted = asyncio.run(run_set(name, args))
-        fitted_now[language] = {mode: fitted[mode] for mode in args.modes}
+        fitted_now[language] = {mode: model for mode, model in fitted.items() if mode != "set"}
     if args.write:
         # read just before writing: another language may have been fitted meanwhile
         models = dict(json.loads(WEIGHTS.read_text(encoding="utf-8")).get("models", {}))

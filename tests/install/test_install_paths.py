@@ -177,6 +177,9 @@ def test_base_install_runs_the_main_job_offline_and_names_every_missing_extra(ve
     assert listed.returncode == 0, listed.stdout + listed.stderr
     (ja,) = [row for row in json.loads(listed.stdout) if row["role"] == "ja_tokenizer"]
     assert ja["spec"] == "sudachi-core:v3" and ja["backend"] == "sudachi", ja
+    # so is the line reader (multilingual USE on ONNX Runtime), where wheels exist
+    (reader,) = [row for row in json.loads(listed.stdout) if row["role"] == "line_reader"]
+    assert reader["backend"] == "onnx", reader
     _hint(base.omoide("serve"), "server")
     _hint(base.omoide("mcp", "--workspace", GUILD), "mcp")
     _hint(base.omoide("discord"), "discord")

@@ -103,7 +103,8 @@ def migrate(db: DbOption = None, json_: JsonOption = False) -> None:
 @app.command(epilog="Example: OMOIDE_LLM=anthropic:claude-sonnet-4-5 omoide providers --json")
 def providers(json_: JsonOption = False) -> None:
     """List the chat model, embedder and reranker in use, and whether each is usable here (no network calls),
-    and which Japanese search tokenizer is active (Sudachi, or the character-bigram fallback and why).
+    which Japanese search tokenizer is active (Sudachi, or the character-bigram fallback and why), and
+    whether the line reader (a second sentence encoder that reads each message) is on.
 
     Exits 1 when a model is not usable, saying what to set or install (the bigram fallback works: exit 0).
     """
@@ -113,7 +114,7 @@ def providers(json_: JsonOption = False) -> None:
     from omoide.settings import load_settings
     from omoide.text import japanese_tokenizer
 
-    async def collect() -> tuple[list[ProviderStatus], dict[str, object]]:
+    async def collect() -> tuple[list[ProviderStatus], dict[str, object], dict[str, object]]:
         ja = japanese_tokenizer()
         # same keys as the model rows, so --json stays one list of rows; spec: the tokenizer's index name
         row: dict[str, object] = {
@@ -124,11 +125,12 @@ def providers(json_: JsonOption = False) -> None:
             "is_default": True,
             "backend": ja.backend,
         }
-        return describe_providers(load_settings()), row
+        settings = load_settings()
+        return describe_providers(settings), row, _line_reader_row(settings.line_reader)
 
-    rows, tokenizer = run(collect, json_errors=json_)
+    rows, tokenizer, reader = run(collect, json_errors=json_)
     if json_:
-        print_json([*rows, tokenizer])
+        print_json([*rows, tokenizer, reader])
     else:
         table = Table("role", "spec", "usable", "notes")
         for row in rows:  # the spec cell holds exactly what OMOIDE_<ROLE> or `omoide reindex --model` accepts
@@ -141,9 +143,38 @@ def providers(json_: JsonOption = False) -> None:
             "[yellow]fallback[/]" if fallback else "[green]yes[/]",
             escape(str(tokenizer["reason"])),
         )
+        table.add_row(
+            "line reader",
+            escape(str(reader["spec"])),
+            "[green]yes[/]" if reader["backend"] == "onnx" else "[yellow]off[/]",
+            escape(str(reader["reason"])),
+        )
         console.print(table)
     if not all(row.usable for row in rows):
         raise typer.Exit(1)
+
+
+def _line_reader_row(setting: str) -> dict[str, object]:
+    """The ``omoide providers`` row of the line reader (loads it: ~0.4 s). Optional like the
+    tokenizer: without it search ranks messages with the model fitted without its features."""
+    from omoide.providers.local.line_reader import READER_MODEL, line_reader, model_path
+
+    if setting == "off":
+        backend, reason = "off", "OMOIDE_LINE_READER=off: messages are ranked without it"
+    elif model_path() is None:
+        backend, reason = "none", "not installed (no wheel for this platform or Python): messages are ranked without it"
+    elif line_reader(setting) is None:
+        backend, reason = "none", "could not load (see the warning): messages are ranked without it"
+    else:
+        backend, reason = "onnx", "reads each message for the unit ranking (ONNX Runtime, one thread)"
+    return {
+        "role": "line_reader",
+        "spec": READER_MODEL,
+        "usable": True,
+        "reason": reason,
+        "is_default": True,
+        "backend": backend,
+    }
 
 
 @app.command(epilog='Example: omoide demo --ask "もくもく会の会場は？" --db sqlite:///./data/demo.db')

@@ -250,8 +250,8 @@ def reindex(
         bool,
         typer.Option(
             "--units",
-            help="Build the retrieval units (per-message tokens and vectors) of chunks stored before omoide "
-            "had them; with --model, the unit vectors of that model's vectors.",
+            help="Build the retrieval units (per-message tokens and vectors, with the line reader's) of chunks "
+            "stored before omoide had them; with --model, the unit vectors of that model's vectors.",
         ),
     ] = False,
     db: DbOption = None,
@@ -272,8 +272,9 @@ def reindex(
     have no per-message units yet, and are ranked as whole chunks until this has run (`omoide
     status` counts them). Builds the per-message search tokens, then the per-message vectors
     of the configured embedder's vectors (of --model SPEC's with --model; chunks with no
-    vector yet get theirs, units included, from `omoide embed`). Search keeps working
-    meanwhile. Safe to interrupt (Ctrl-C) and rerun: it continues where it stopped.
+    vector yet get theirs, units included, from `omoide embed`), with the line reader's vector
+    of each message (chunks embedded before the reader existed get both again). Search keeps
+    working meanwhile. Safe to interrupt (Ctrl-C) and rerun: it continues where it stopped.
     """
     if not (model or lexical or units):
         raise typer.BadParameter("give --model SPEC, --lexical or --units (see --help)")

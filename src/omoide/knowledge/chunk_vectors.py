@@ -5,25 +5,34 @@
   as its own text (``unit_vectors = "texts"``, the default);
 * :func:`pooled_vectors` (``unit_vectors = "pooled"``): the chunk and each of its lines from one
   pass over the chunk (:class:`~omoide.providers.base.PartsEmbedder`), about a quarter of the
-  embedding work (docs/search.md, "Pooled unit vectors").
+  embedding work (docs/search.md, "Pooled unit vectors");
+* :func:`reader_texts` / :func:`with_reader`: each line as the line reader reads it
+  (:mod:`omoide.providers.local.line_reader`), its vector stored beside the unit vectors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Awaitable, Callable, Sequence, Sized
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from omoide.errors import ProviderUnavailable
 from omoide.providers.base import PartsEmbedder, Vector
 from omoide.stores.knowledge import ChunkText
 from omoide.stores.units import chunk_lines, line_embedding_source, unit_embedding_texts
 from omoide.text.chat_lines import chunk_embedding_text
+
+log = structlog.get_logger(__name__)
+
+if TYPE_CHECKING:
+    from omoide.providers.local.line_reader import LineReader
 
 T = TypeVar("T")
 
@@ -50,13 +59,52 @@ def unit_texts(chunk: ChunkText) -> list[str] | None:
     return [t if t.strip() else (line.raw.strip() or "…") for t, line in zip(texts, lines, strict=True)]
 
 
+def reader_texts(chunk: ChunkText) -> list[str] | None:
+    """What the line reader reads of a chunk, one text per line record (what was said, without
+    the header: the ``speaker`` feature already matches names), or ``None`` without line records."""
+    lines = chunk_lines(chunk.content, chunk.location)
+    if not lines:
+        return None
+    return [line.text or line.raw.strip() for line in lines]
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkVectors:
     """One chunk's vectors from one provider call: its own (``None`` when only the units were
-    asked for) and its units' (``None`` when it has no line records)."""
+    asked for), its units' (``None`` when it has no line records) and the line reader's vector of
+    each unit (``None``: no units, or no reader)."""
 
     vector: Vector | None
     units: UnitVectors | None
+    reader: UnitVectors | None = None
+
+
+async def with_reader(
+    reader: LineReader | None, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]
+) -> list[ChunkVectors]:
+    """``embedded`` with the line reader's vectors of each chunk that has unit vectors (one call,
+    in a worker thread); unchanged without a reader, or when the reader fails (logged: the chunks
+    are stored without, and ``omoide reindex --units`` gives them theirs later)."""
+    out = list(embedded)
+    if reader is None:
+        return out
+    texts: list[str] = []
+    plan: list[tuple[int, int, int]] = []  # (index in out, first text, lines)
+    for i, (chunk, got) in enumerate(zip(chunks, embedded, strict=True)):
+        lines = reader_texts(chunk) if got.units is not None else None
+        if lines and len(lines) == got.units.shape[0]:  # type: ignore[union-attr]
+            plan.append((i, len(texts), len(lines)))
+            texts.extend(lines)
+    if not texts:
+        return out
+    try:
+        matrix = await asyncio.to_thread(reader.encode, texts)
+    except Exception as exc:  # a model that cannot read something must not stop the embedding
+        log.warning("line_reader_failed", error=f"{type(exc).__name__}: {exc}"[:300], chunks=len(plan))
+        return out
+    for i, first, n in plan:
+        out[i] = dataclasses.replace(out[i], reader=matrix[first : first + n])
+    return out
 
 
 async def within(call: Awaitable[T], seconds: float, model: str) -> T:
@@ -111,4 +159,14 @@ async def pooled_vectors(
     ]
 
 
-__all__ = ["ChunkVectors", "UnitVectors", "check_count", "chunk_text", "pooled_vectors", "unit_texts", "within"]
+__all__ = [
+    "ChunkVectors",
+    "UnitVectors",
+    "check_count",
+    "chunk_text",
+    "pooled_vectors",
+    "reader_texts",
+    "unit_texts",
+    "with_reader",
+    "within",
+]

@@ -29,7 +29,9 @@ using the old model until the setting is switched.
 Units: a chunk with line records (:mod:`omoide.stores.units`) also gets one vector per line,
 computed from the line with its neighbours (:func:`~omoide.stores.units.unit_embedding_texts`),
 sent with the chunk texts of the batch and stored in the chunk's row
-(``EmbeddingRow.unit_vectors``); older chunks get theirs from
+(``EmbeddingRow.unit_vectors``), with the line reader's vector of each line
+(``EmbeddingRow.reader_vectors``, :mod:`omoide.providers.local.line_reader`, when it is
+installed and ``line_reader`` is not ``off``); older chunks get theirs from
 :meth:`EmbeddingProcessor.backfill_units` (``omoide reindex --units``).
 
 Progress (``on_chunks``): a batch is then sent and stored in slices of about one provider
@@ -55,6 +57,7 @@ from omoide.knowledge.chunk_vectors import (
     chunk_text,
     pooled_vectors,
     unit_texts,
+    with_reader,
     within,
 )
 from omoide.knowledge.embed_report import (
@@ -68,6 +71,7 @@ from omoide.knowledge.embed_report import (
     units_written,
 )
 from omoide.providers.base import Embedder, PartsEmbedder, Vector
+from omoide.providers.local.line_reader import LineReader, line_reader
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, content_hash
 from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
@@ -108,8 +112,21 @@ class EmbeddingProcessor:
         check_count(vectors, texts, self.model, what="texts")
         return vectors
 
+    def _line_reader(self) -> LineReader | None:
+        """The line reader (loaded on first use, once per process), or ``None``."""
+        return line_reader(self.settings.line_reader)
+
+    def reads_lines(self) -> bool:
+        """Whether the line reader's vectors are stored with the unit vectors (it is on and loads)."""
+        return self._line_reader() is not None
+
     async def _embed(self, chunks: Sequence[ChunkText], *, units_only: bool = False) -> list[ChunkVectors]:
-        """The vectors of ``chunks`` and of their units (``units_only``: the units only), from one provider call."""
+        """The vectors of ``chunks`` and of their units (``units_only``: the units only), from one
+        provider call, with the line reader's vectors of the units."""
+        embedded = await self._embed_vectors(chunks, units_only=units_only)
+        return await with_reader(await asyncio.to_thread(self._line_reader), chunks, embedded)
+
+    async def _embed_vectors(self, chunks: Sequence[ChunkText], *, units_only: bool) -> list[ChunkVectors]:
         if self.settings.unit_vectors == "pooled" and isinstance(self.embedder, PartsEmbedder):
             pooled = await pooled_vectors(self.embedder, chunks, self._embed_texts, self.call_timeout)
             if pooled is not None:
@@ -160,6 +177,7 @@ class EmbeddingProcessor:
                     vector=got.vector,
                     content_hash=content_hash(chunk.content),
                     unit_vectors=got.units,
+                    reader_vectors=got.reader,
                 )
             )
         if not rows:
@@ -173,7 +191,11 @@ class EmbeddingProcessor:
         placeholder = np.zeros(dims, dtype=np.float32)  # put_unit_vectors ignores the chunk vector
         rows = [
             EmbeddingRow(
-                chunk_id=c.id, vector=placeholder, content_hash=content_hash(c.content), unit_vectors=got.units
+                chunk_id=c.id,
+                vector=placeholder,
+                content_hash=content_hash(c.content),
+                unit_vectors=got.units,
+                reader_vectors=got.reader,
             )
             for c, got in zip(chunks, embedded, strict=True)
             if got.units is not None
@@ -530,7 +552,8 @@ class EmbeddingProcessor:
         batch_size: int | None = None,
     ) -> EmbedReport:
         """Give unit vectors to this model's stored vectors that have none (chunks embedded
-        before units existed): ``omoide reindex --units``.
+        before units existed), or no line reader's vectors while the reader is on (chunks embedded
+        before it existed: their unit vectors are computed again with them): ``omoide reindex --units``.
 
         Pages through ``embeddings_missing_units`` by chunk id, embeds the unit texts of
         ``embed_batch_size`` chunks per provider call and stores them with ``put_unit_vectors``
@@ -555,7 +578,9 @@ class EmbeddingProcessor:
         size = batch_size or self.settings.embed_batch_size
 
         async def missing(after: int) -> list[ChunkText]:
-            return await self.store.embeddings_missing_units(model=self.model, after_id=after, limit=size)
+            return await self.store.embeddings_missing_units(
+                model=self.model, after_id=after, limit=size, reader=self.reads_lines()
+            )
 
         await self._page_through(missing, self._put_units, report, units_only=True, stop=stop, on_chunks=on_chunks)
         report.duration_s = time.perf_counter() - started

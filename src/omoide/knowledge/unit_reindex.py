@@ -11,7 +11,8 @@ run, in two phases:
    :meth:`~omoide.stores.knowledge.KnowledgeStore.put_unit_lexical` (skipped when an
    erasure rewrote the chunk meanwhile: the rewrite brought its own);
 2. **vectors** — for every stored vector of the embedding model whose chunk has line
-   records and no unit vectors, the unit vectors
+   records and no unit vectors (or, while the line reader is on, no reader vectors: chunks
+   embedded before the reader existed), the unit vectors with the reader's
    (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill_units`).
 
 Both phases page by chunk id through "what is still missing", so the queries are the cursor:
@@ -143,6 +144,8 @@ async def reindex_units(
 
     if processor is not None and not (stop is not None and stop.is_set()):
         total, done = status.unit_vectors_missing.get(processor.model, 0), 0
+        if processor.reads_lines():  # the reader's vectors come with the unit vectors
+            total = max(total, status.reader_vectors_missing.get(processor.model, 0))
         if on_progress is not None:
             on_progress("vectors", 0, total)
 

@@ -51,6 +51,7 @@ from omoide.errors import ContextOverflow, InvalidInput, OmoideError, ProviderEr
 from omoide.fusion import reciprocal_rank_fusion
 from omoide.models import Message
 from omoide.providers.base import ChatModel, Embedder, Reranker, TokenCounter
+from omoide.providers.local.line_reader import read_query
 from omoide.providers.tokens import get_token_counter
 from omoide.search.expansion import _EXPAND_SYSTEM, EXPANSION_MAX_TOKENS, parse_expansions
 from omoide.search.lexical_index import query_tokenizer
@@ -63,7 +64,7 @@ from omoide.search.results import (
     check_mode,
     check_query,
 )
-from omoide.search.units import ChunkCandidate, ScoredUnit, line_passes, score_units, weights_for
+from omoide.search.units import ChunkCandidate, ScoredUnit, has_reader, line_passes, score_units, weights_for
 from omoide.settings import Settings
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import MAX_K, RankedChunk, SearchFilters, SearchStore, check_k
@@ -87,6 +88,7 @@ class PipelineConfig:
     mode: SearchMode = "hybrid"
     expansions: int = 0
     unit_chunks: int = 30
+    line_reader: str = "auto"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PipelineConfig:
@@ -98,6 +100,7 @@ class PipelineConfig:
             mode=settings.search_mode,
             expansions=settings.search_query_expansion,
             unit_chunks=settings.search_unit_chunks,
+            line_reader=settings.line_reader,
         )
 
 
@@ -112,6 +115,7 @@ class _Lists:
     query_vector: npt.NDArray[np.float32] | None = None  # the query's vector (unit scoring)
     model: str | None = None  # the embedder whose vectors were searched
     units: dict[ChunkId, ChunkUnits] | None = None  # the fused chunks' units, read with the chunks
+    reader_query: asyncio.Task[npt.NDArray[np.float32] | None] | None = None  # the line reader's query vector
 
     def add(self, name: str, hits: list[RankedChunk]) -> None:
         self.names.append(name)
@@ -205,6 +209,10 @@ class SearchPipeline:
         lists = _Lists()
         fallback = False
         lexical_needed = chosen != "vector"
+        if self.config.unit_chunks and self.config.line_reader != "off" and (explain or has_reader(text, chosen)):
+            # read while the lists run; the unit stage waits for it (~1 ms of CPU). Explain shows
+            # the reader's features even where no model reads them (the fit collects them so)
+            lists.reader_query = asyncio.create_task(asyncio.to_thread(read_query, self.config.line_reader, text))
         phase_started = time.perf_counter()
         # hybrid: the lexical lists run while the query is embedded and the vectors searched
         lexical_task = (
@@ -238,6 +246,10 @@ class SearchPipeline:
                     timings["search"] = timings.get("search", 0.0) + _ms(started)
                 for i, hits in enumerate(lexical_lists):
                     lists.add(_list_name("lexical", i), hits)
+        except BaseException:
+            if lists.reader_query is not None:
+                lists.reader_query.cancel()
+            raise
         finally:
             if lexical_task is not None and not lexical_task.done():
                 lexical_task.cancel()
@@ -475,13 +487,16 @@ class SearchPipeline:
         """The units of the best fused chunks, scored one by one (:mod:`omoide.search.units`); the
         chunk hits unchanged when none of them has units yet."""
         units = lists.units or {}
+        reader_query = await lists.reader_query if lists.reader_query is not None else None
         if not any(u.lexical is not None for u in units.values()):
             return hits
         candidates = [
             ChunkCandidate(h.chunk, i, _best_rank(h.ranks, "lexical"), _best_rank(h.ranks, "vector"))
             for i, h in enumerate(hits)
         ]
-        weights = weights_for(query, mode)
+        if reader_query is not None and not any(u.reader is not None for u in units.values()):
+            reader_query = None  # not reindexed yet: the model fitted without the reader
+        weights = weights_for(query, mode, reader=reader_query is not None)
         per_line = bool(filters.author_ids) or filters.since is not None or filters.until is not None
         # each unit's line is built once here (ScoredUnit.line builds it anew on every access)
         scored: list[tuple[ScoredUnit, ChunkLine | None]] = []
@@ -492,6 +507,7 @@ class SearchPipeline:
             candidates,
             units,
             weights,
+            reader_query=reader_query,
             with_features=explain,
             limit=None if per_line else limit,  # a per-message filter may drop some: score them all
         ):

@@ -21,7 +21,12 @@ vector), and scores every unit with a small linear model over these features:
   the line belongs to: evidence that spans several messages lifts all of them);
 * ``time_cue``: 1 when the query asks when ("When did…", 「いつ」) and the line names a
   time ("yesterday", "last week", "2022", 「先週」, 「去年」);
-* ``length``: ``log(1 + tokens)`` of the line (a one-word reply is rarely the evidence).
+* ``length``: ``log(1 + tokens)`` of the line (a one-word reply is rarely the evidence);
+* ``reader_unit`` / ``reader_context``: the cosine of the line reader's vector of the line
+  (:mod:`omoide.providers.local.line_reader`, a second sentence encoder) with its vector of the
+  query, and the mean of that over the line and its two neighbours — raw cosines, not relative
+  to the best unit (the absolute level is what they add: relative, the Japanese gain fell from
+  +0.03 to +0.01).
 
 The model is fitted on the dev sets with cross-validation across conversations by
 ``benchmarks/fit_units.py`` and shipped as data (``unit_weights.json``), one per query
@@ -30,7 +35,10 @@ weights, or (the hybrid default since the third issue-16 session) 100 shallow La
 trees over the same features, evaluated with numpy by :mod:`omoide.search.trees` — they
 capture interactions a weighted sum cannot ("the line's own match counts more when its chunk
 ranks low in the vector list") and ranked better on both dev sets under cross-validation.
-A mode only uses the features it has (a lexical search has no vectors).
+A mode only uses the features it has (a lexical search has no vectors). The reader's two
+features have their own model, ``hybrid+reader``: hybrid search uses it when the line reader
+is on and some candidate chunk has the reader's vectors, and the ``hybrid`` model (fitted
+without them) otherwise — a database not yet reindexed ranks as before.
 
 A chunk without units (a document, or a chunk written before units existed, until
 ``omoide reindex --units``) competes as one ``chunk`` unit whose unit features are those of
@@ -39,43 +47,32 @@ the median candidate unit.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
-from importlib import resources
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from omoide.search.results import SearchMode
-from omoide.search.trees import TreeEnsemble
+from omoide.search.unit_models import (
+    FEATURES,
+    READER_FEATURES,
+    READER_SUFFIX,
+    UnitWeights,
+    has_reader,
+    query_language,
+    shipped_weights,
+    weights_for,
+)
 from omoide.stores._erasure_common import LINES_KEY, LineSpan
 from omoide.stores.knowledge import ChunkId
 from omoide.stores.search import ChunkHit, SearchFilters
 from omoide.stores.units import ChunkLine, ChunkUnits, chunk_line
 from omoide.text import is_japanese
 from omoide.text.chat_lines import HEADER, speaker_of
-
-FEATURES: tuple[str, ...] = (
-    "chunk_lexical",
-    "chunk_vector",
-    "chunk_position",
-    "unit_vector",
-    "neighbour_vector",
-    "unit_lexical",
-    "context_lexical",
-    "speaker",
-    "wide_vector",
-    "wide_lexical",
-    "time_cue",
-    "length",
-)
-"""The scorer's inputs, in the order of a weight vector."""
 
 RRF_K = 60.0
 WIDE = 2  # lines on each side for the wide features
@@ -138,52 +135,6 @@ def _names_time(text: str) -> bool:
         if word in _TIME_WORDS or (len(word) == 4 and word.isdigit()):
             return True
     return not text.isascii() and _JA_TIME.search(text) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class UnitWeights:
-    """One fitted model: a weight per feature name (missing: 0) and a bias, plus boosted
-    trees over the same features when the fit chose them (:mod:`omoide.search.trees`);
-    the score is the sum of both parts."""
-
-    weights: Mapping[str, float]
-    bias: float = 0.0
-    trees: TreeEnsemble | None = None
-
-    def vector(self) -> npt.NDArray[np.float64]:
-        return np.array([float(self.weights.get(name, 0.0)) for name in FEATURES])
-
-    def score(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """The score of each row of ``x`` (rows × :data:`FEATURES`)."""
-        linear: npt.NDArray[np.float64] = x @ self.vector() + self.bias
-        return linear if self.trees is None else linear + self.trees.predict(x)
-
-
-def _model(raw: Mapping[str, Any]) -> UnitWeights:
-    trees = raw.get("trees")
-    return UnitWeights(
-        dict(raw.get("weights") or {}),
-        float(raw.get("bias", 0.0)),
-        None if trees is None else TreeEnsemble.from_json(trees, columns=len(FEATURES)),
-    )
-
-
-@cache
-def shipped_weights() -> dict[str, dict[str, UnitWeights]]:
-    """The fitted models in the package: ``{language: {mode: UnitWeights}}``."""
-    raw = json.loads(resources.files("omoide.search").joinpath("unit_weights.json").read_text(encoding="utf-8"))
-    return {language: {mode: _model(w) for mode, w in modes.items()} for language, modes in raw["models"].items()}
-
-
-def query_language(query: str) -> str:
-    """``ja`` for a Japanese query, else ``default``."""
-    return "ja" if is_japanese(query) else "default"
-
-
-def weights_for(query: str, mode: SearchMode) -> UnitWeights:
-    models = shipped_weights()
-    by_mode = models.get(query_language(query)) or models["default"]
-    return by_mode.get(mode) or by_mode["hybrid"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,12 +375,15 @@ def score_units(
     units: Mapping[ChunkId, ChunkUnits],
     weights: UnitWeights,
     *,
+    reader_query: npt.NDArray[np.float32] | None = None,
     with_features: bool = True,
     limit: int | None = None,
 ) -> list[ScoredUnit]:
     """Score the units of ``candidates`` (see the module docstring), best first; a message that
     two overlapping chunks both hold is kept once, with its better score (ties: the earlier chunk).
 
+    ``reader_query``: the line reader's vector of the query (``None``: the reader features are
+    missing, as for a unit without the reader's vectors: the median, or 0 when no unit has them);
     ``with_features=False`` leaves :attr:`ScoredUnit.features` empty (a search without explain);
     ``limit`` stops after that many units (all by default).
 
@@ -439,6 +393,7 @@ def score_units(
         return []
     preps: list[_Prepared | None] = []
     blocks: list[tuple[int, npt.NDArray[np.float32]]] = []  # (first row, unit vectors of a chunk)
+    read: list[tuple[int, npt.NDArray[np.float32]]] = []  # (first row, the line reader's vectors of a chunk)
     sizes: list[int] = []
     n = 0
     for cand in candidates:
@@ -454,6 +409,8 @@ def score_units(
                 and (query_vector is None or vectors.shape[1] == np.shape(query_vector)[0])
             ):
                 blocks.append((n, vectors))
+            if reader_query is not None and found.reader is not None and found.reader.shape[0] == size:
+                read.append((n, found.reader))
         sizes.append(size)
         n += size
     counts = np.array(sizes)
@@ -488,6 +445,19 @@ def score_units(
         x[:, 8] = _window_means(x[:, 3], bounds, WIDE)
     else:
         x[:, 8] = np.nan
+    x[:, 12] = np.nan
+    if reader_query is not None and read:
+        rq = np.asarray(reader_query, dtype=np.float32)
+        rq = rq / (float(np.linalg.norm(rq)) or 1.0)
+        stacked = np.concatenate([m for _, m in read])
+        norms = np.linalg.norm(stacked, axis=1)
+        norms[norms == 0.0] = 1.0
+        sims = (stacked @ rq) / norms  # stored as float16: normalised again
+        at = 0
+        for start, block in read:
+            x[start : start + block.shape[0], 12] = sims[at : at + block.shape[0]]
+            at += block.shape[0]
+    x[:, 13] = np.where(is_unit, _window_means(x[:, 12], bounds, 1), np.nan)
     lengths = np.concatenate([np.zeros(1) if p is None else p.lengths for p in preps])
     if query_tokens:
         terms = list(dict.fromkeys(query_tokens))
@@ -520,7 +490,7 @@ def score_units(
             if named[speaker]:
                 x[[start + i for i in lines], 7] = 1.0
     # a whole chunk (no units) and a unit without a vector take the median unit's value
-    for col in (3, 4, 5, 6, 8, 9, 10, 11):
+    for col in (3, 4, 5, 6, 8, 9, 10, 11, 12, 13):
         column = x[:, col]
         missing = np.isnan(column)
         if missing.any():
@@ -566,9 +536,12 @@ def line_passes(line: ChunkLine, filters: SearchFilters) -> bool:
 
 __all__ = [
     "FEATURES",
+    "READER_FEATURES",
+    "READER_SUFFIX",
     "ChunkCandidate",
     "ScoredUnit",
     "UnitWeights",
+    "has_reader",
     "line_passes",
     "query_language",
     "score_units",
