@@ -289,20 +289,12 @@ async def test_postgres_v8_database_upgrades_and_old_chunks_search_without_units
 
     from omoide import Memory
     from omoide.settings import Settings
-    from omoide.stores.postgres.migrations import _CREATE_TABLE, LATEST_VERSION, MIGRATIONS
-    from omoide.stores.postgres.vector import ensure_vector_extension
+    from omoide.stores.postgres.migrations import LATEST_VERSION, apply_migrations
 
     content, location = _chat(THREE)
     conn = await asyncpg.connect(pg_url)
     try:
-        await conn.execute(_CREATE_TABLE)
-        for migration in (m for m in MIGRATIONS if m.version <= 8):
-            if migration.needs_vector:
-                await ensure_vector_extension(conn, where="test")
-            await conn.execute(migration.sql)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", migration.version, migration.name
-            )
+        await apply_migrations(conn, where="test", up_to=8)
         source = await conn.fetchval(
             "INSERT INTO knowledge_sources (workspace_id, type, title, status) VALUES ($1, 'session', 't', 'ready') "
             "RETURNING id",

@@ -562,21 +562,12 @@ async def test_a_postgres_v14_database_migrates_and_its_vectors_wait_for_the_rea
     import asyncpg
 
     from omoide.stores import open_store
-    from omoide.stores.postgres.migrations import _CREATE_TABLE, LATEST_VERSION, MIGRATIONS
-    from omoide.stores.postgres.vector import ensure_vector_extension
+    from omoide.stores.postgres.migrations import LATEST_VERSION, MIGRATIONS, apply_migrations
 
     content, location = _chat(CHAT_A)
     conn = await asyncpg.connect(pg_url)
     try:
-        await conn.execute(_CREATE_TABLE)
-        for migration in (m for m in MIGRATIONS if m.version <= 14):
-            if migration.needs_vector:
-                await ensure_vector_extension(conn, where="test")
-            for statement in (migration.sql,) if isinstance(migration.sql, str) else migration.sql:
-                await conn.execute(statement)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", migration.version, migration.name
-            )
+        await apply_migrations(conn, where="test", up_to=14)
         source = await conn.fetchval(
             "INSERT INTO knowledge_sources (workspace_id, type, title, status) VALUES ($1, 'session', 't', 'ready') "
             "RETURNING id",

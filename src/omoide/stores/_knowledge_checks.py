@@ -246,51 +246,40 @@ def check_unit_lexical_rows(rows: object) -> list[records.UnitLexicalRow]:
     return out
 
 
-def check_unit_vectors(where: str, dimensions: int, value: object) -> npt.NDArray[np.float32] | None:
-    """``None``, or a float32 ``(lines, dimensions)`` matrix of finite values within ±65504.
+def check_unit_vectors(
+    where: str, dimensions: int, value: object, *, what: str = "unit vectors"
+) -> npt.NDArray[np.float32] | None:
+    """``None``, or a float32 ``(lines, dimensions)`` matrix of finite values within ±65504
+    (both kinds of per-line vectors are stored as float16 on PostgreSQL).
 
     Raises:
-        InvalidInput: anything else (the message starts with ``where``).
+        InvalidInput: anything else (the message starts with ``where`` and names ``what``).
     """
     if value is None:
         return None
     try:
         matrix = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{where}: the unit vectors are not numeric: {exc}") from exc
+        raise InvalidInput(f"{where}: the {what} are not numeric: {exc}") from exc
     if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] != dimensions:
         raise InvalidInput(
-            f"{where}: the unit vectors have shape {matrix.shape}, expected (lines, {dimensions}) "
+            f"{where}: the {what} have shape {matrix.shape}, expected (lines, {dimensions}) "
             f"with at least one line for dimensions={dimensions}",
             dimensions=dimensions,
         )
     if not np.all(np.isfinite(matrix)) or float(np.max(np.abs(matrix), initial=0.0)) > HALFVEC_MAX:
-        raise InvalidInput(f"{where}: the unit vectors hold NaN, an infinity or a value beyond ±{HALFVEC_MAX:g}")
+        raise InvalidInput(f"{where}: the {what} hold NaN, an infinity or a value beyond ±{HALFVEC_MAX:g}")
     return np.ascontiguousarray(matrix)
 
 
 def check_reader_vectors(where: str, value: object) -> npt.NDArray[np.float32] | None:
-    """``None``, or a float32 ``(lines, READER_DIMENSIONS)`` matrix of finite values within ±65504
-    (the line reader's vectors are stored as float16).
+    """``None``, or the line reader's vectors: a float32 ``(lines, READER_DIMENSIONS)`` matrix of
+    finite values within ±65504 (stored as float16 on both backends).
 
     Raises:
         InvalidInput: anything else (the message starts with ``where``).
     """
-    if value is None:
-        return None
-    try:
-        matrix = np.asarray(value, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{where}: the reader vectors are not numeric: {exc}") from exc
-    if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] != READER_DIMENSIONS:
-        raise InvalidInput(
-            f"{where}: the reader vectors have shape {matrix.shape}, expected (lines, {READER_DIMENSIONS}) "
-            "with at least one line",
-            dimensions=READER_DIMENSIONS,
-        )
-    if not np.all(np.isfinite(matrix)) or float(np.max(np.abs(matrix), initial=0.0)) > HALFVEC_MAX:
-        raise InvalidInput(f"{where}: the reader vectors hold NaN, an infinity or a value beyond ±{HALFVEC_MAX:g}")
-    return np.ascontiguousarray(matrix)
+    return check_unit_vectors(where, READER_DIMENSIONS, value, what="reader vectors")
 
 
 def checked_planner(planner: records.ArchivePlanner) -> records.ArchivePlanner:

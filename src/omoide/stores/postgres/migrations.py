@@ -229,12 +229,13 @@ async def pending_migrations(conn: asyncpg.Connection, *, where: str) -> list[Mi
     return [m for m in MIGRATIONS if m.version not in done]
 
 
-async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]:
+async def apply_migrations(conn: asyncpg.Connection, *, where: str, up_to: int | None = None) -> list[int]:
     """Apply every pending migration in one transaction; return the versions applied.
 
     Args:
         conn: a connection not inside a transaction.
         where: the database URL without password, for messages.
+        up_to: stop after this version (tests build a database as an older omoide left it).
 
     Raises:
         MigrationError: the schema is newer than this code, or pgvector is missing.
@@ -242,7 +243,7 @@ async def apply_migrations(conn: asyncpg.Connection, *, where: str) -> list[int]
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
         await conn.execute(_CREATE_TABLE)
-        pending = await pending_migrations(conn, where=where)
+        pending = [m for m in await pending_migrations(conn, where=where) if up_to is None or m.version <= up_to]
         for migration in pending:
             started = time.perf_counter()
             if migration.needs_vector:
