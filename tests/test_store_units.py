@@ -291,9 +291,9 @@ async def test_embeddings_missing_units_and_put_unit_vectors(store: Any) -> None
 async def test_put_unit_vectors_needs_units_and_a_hash(store: Any) -> None:
     (a,) = await _add(store, _draft(CHAT_B))
     put = store.knowledge.put_unit_vectors
-    with pytest.raises(InvalidInput, match="unit_vectors and content_hash"):
+    with pytest.raises(InvalidInput, match="content_hash and unit_vectors or reader_vectors"):
         await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), "b2:x")])
-    with pytest.raises(InvalidInput, match="unit_vectors and content_hash"):
+    with pytest.raises(InvalidInput, match="content_hash and unit_vectors or reader_vectors"):
         await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), None, _matrix(2, 0))])
     assert await put(model=MODEL, dimensions=DIMS, rows=[]) == 0
 

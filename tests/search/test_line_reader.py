@@ -167,16 +167,22 @@ async def test_reindex_units_gives_reader_vectors_to_chunks_embedded_before(tmp_
         assert db.execute("SELECT count(*) FROM chunk_embeddings WHERE reader_vectors IS NULL").fetchone() == (2,)
     db.close()
 
+    with sqlite3.connect(tmp_path / "omoide.db") as db:
+        units_before = db.execute("SELECT unit_vectors FROM chunk_embeddings ORDER BY chunk_id").fetchall()
+    db.close()
+
     async with Memory.open(sqlite_settings(tmp_path)) as mem:
         before = await mem.search("pottery class on Tuesdays", workspace="g1", k=3, explain=True)
         assert before.hits[0].unit == "turn"  # ranked without the reader meanwhile
         report = await mem.knowledge.reindex_units()
-        assert report.vectors == 2
+        assert report.vectors == 2 and report.units == 0  # the reader's vectors only
         status = await mem.knowledge.status()
         assert status.reader_vectors_missing.get(mem.embedder.model_id, 0) == 0
         assert (await mem.knowledge.reindex_units()).vectors == 0  # resumable: nothing left
     with sqlite3.connect(tmp_path / "omoide.db") as db:
         assert db.execute("SELECT count(*) FROM chunk_embeddings WHERE reader_vectors IS NULL").fetchone() == (0,)
+        # the unit vectors were not embedded again
+        assert db.execute("SELECT unit_vectors FROM chunk_embeddings ORDER BY chunk_id").fetchall() == units_before
     db.close()
 
 

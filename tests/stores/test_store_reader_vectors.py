@@ -186,6 +186,12 @@ async def test_put_embeddings_writes_reader_vectors_and_fetch_reads_them(store: 
     _, routed = await store.search.fetch_chunks_with_units(ids, model=MODEL, workspace_id=WS)
     _same(routed[a].reader, reader_a)
     assert (await store.search.fetch_chunks_with_units([a], model=None))[1][a].reader is None
+    # a search that will not use the reader does not read it: the rest is the same
+    hits, without = await store.search.fetch_chunks_with_units(ids, model=MODEL, reader=False)
+    assert [h.chunk_id for h in hits] == [doc, a, b]
+    assert without[a].reader is None and without[b].reader is None
+    _same(without[a].vectors, routed[a].vectors)  # type: ignore[arg-type]
+    assert without[a].lexical == routed[a].lexical
 
     # an upsert replaces the whole row: with another reader, then without any
     await store.knowledge.put_embeddings(
@@ -230,6 +236,12 @@ async def test_put_unit_vectors_writes_both_and_keeps_a_stored_reader(store: Any
         await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), hashes[a], units_a, new_reader)]) == 1
     )
     _same((await store.search.fetch_units([a], model=MODEL))[a].reader, new_reader)
+    # a reader-only row (an old chunk given the reader's vectors): the stored unit vectors stay
+    only = _reader(3, 10)
+    assert await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), hashes[a], None, only)]) == 1
+    got = await store.search.fetch_units([a], model=MODEL)
+    _same(got[a].vectors, units_a)
+    _same(got[a].reader, only)
     # a stale hash (the chunk was rewritten meanwhile) writes neither
     stale = EmbeddingRow(b, _vector(0), "b2:stale", _units(2, 9), _reader(2, 9))
     assert await put(model=MODEL, dimensions=DIMS, rows=[stale]) == 0

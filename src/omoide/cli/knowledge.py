@@ -273,8 +273,9 @@ def reindex(
     status` counts them). Builds the per-message search tokens, then the per-message vectors
     of the configured embedder's vectors (of --model SPEC's with --model; chunks with no
     vector yet get theirs, units included, from `omoide embed`), with the line reader's vector
-    of each message (chunks embedded before the reader existed get both again). Search keeps
-    working meanwhile. Safe to interrupt (Ctrl-C) and rerun: it continues where it stopped.
+    of each message (chunks embedded before the reader existed get the reader's alone: only the
+    reader runs, ~0.5 ms a message). Search keeps working meanwhile. Safe to interrupt (Ctrl-C)
+    and rerun: it continues where it stopped.
     """
     if not (model or lexical or units):
         raise typer.BadParameter("give --model SPEC, --lexical or --units (see --help)")

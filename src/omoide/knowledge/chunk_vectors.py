@@ -79,10 +79,17 @@ class ChunkVectors:
     reader: UnitVectors | None = None
 
 
+async def reader_vectors(reader: LineReader, chunks: Sequence[ChunkText]) -> list[UnitVectors | None]:
+    """The line reader's vectors of each chunk's lines (``None``: no line records; all ``None``
+    when the reader fails: logged), one call in a worker thread."""
+    return [got.reader for got in await with_reader(reader, chunks, [ChunkVectors(None, None)] * len(chunks))]
+
+
 async def with_reader(
     reader: LineReader | None, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]
 ) -> list[ChunkVectors]:
-    """``embedded`` with the line reader's vectors of each chunk that has unit vectors (one call,
+    """``embedded`` with the line reader's vectors of each chunk that has unit vectors, or of every
+    chunk with line records when ``embedded`` holds no vectors at all (a reader-only pass) (one call,
     in a worker thread); unchanged without a reader, or when the reader fails (logged: the chunks
     are stored without, and ``omoide reindex --units`` gives them theirs later)."""
     out = list(embedded)
@@ -91,8 +98,10 @@ async def with_reader(
     texts: list[str] = []
     plan: list[tuple[int, int, int]] = []  # (index in out, first text, lines)
     for i, (chunk, got) in enumerate(zip(chunks, embedded, strict=True)):
-        lines = reader_texts(chunk) if got.units is not None else None
-        if lines and len(lines) == got.units.shape[0]:  # type: ignore[union-attr]
+        lines = reader_texts(chunk)  # the units' lines: as many as unit vectors, when there are some
+        if lines and (
+            (got.units is None and got.vector is None) or (got.units is not None and len(lines) == len(got.units))
+        ):
             plan.append((i, len(texts), len(lines)))
             texts.extend(lines)
     if not texts:
@@ -166,6 +175,7 @@ __all__ = [
     "chunk_text",
     "pooled_vectors",
     "reader_texts",
+    "reader_vectors",
     "unit_texts",
     "with_reader",
     "within",

@@ -11,8 +11,8 @@ run, in two phases:
    :meth:`~omoide.stores.knowledge.KnowledgeStore.put_unit_lexical` (skipped when an
    erasure rewrote the chunk meanwhile: the rewrite brought its own);
 2. **vectors** — for every stored vector of the embedding model whose chunk has line
-   records and no unit vectors (or, while the line reader is on, no reader vectors: chunks
-   embedded before the reader existed), the unit vectors with the reader's
+   records and no unit vectors, the unit vectors with the reader's; then, while the line reader
+   is on, the reader's vectors alone of those embedded before it existed
    (:meth:`~omoide.knowledge.embedding.EmbeddingProcessor.backfill_units`).
 
 Both phases page by chunk id through "what is still missing", so the queries are the cursor:

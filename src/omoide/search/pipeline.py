@@ -454,7 +454,9 @@ class SearchPipeline:
 
         ids = [ChunkId(f.key) for f in fused]
         if units:  # the units stage reads them: one query for both
-            rows, lists.units = await self.store.fetch_chunks_with_units(ids, model=lists.model, workspace_id=workspace)
+            rows, lists.units = await self.store.fetch_chunks_with_units(
+                ids, model=lists.model, workspace_id=workspace, reader=lists.reader_query is not None
+            )
         else:
             rows = await self.store.fetch_chunks(ids)
         chunks = {int(c.chunk_id): c for c in rows}

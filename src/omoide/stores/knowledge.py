@@ -297,21 +297,24 @@ class KnowledgeStore(ErasureAware):
         return await self._embeddings_missing_units(model, after, check_int("limit", limit, minimum=1), reader)
 
     async def put_unit_vectors(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
-        """Add unit vectors to existing ``model`` vectors (``row.vector`` is ignored; its
-        ``unit_vectors`` and ``content_hash`` are required) and, when the row has them, the line
-        reader's vectors (``reader_vectors``; a row without keeps those stored). A row is
-        skipped when the chunk has no ``model`` vector any more or its content hash differs.
-        Returns the number written.
+        """Add unit vectors and/or the line reader's vectors to existing ``model`` vectors
+        (``row.vector`` is ignored; ``content_hash`` and at least one of ``unit_vectors`` and
+        ``reader_vectors`` are required; what a row does not carry keeps what is stored: a
+        reader-only row gives an old chunk its reader's vectors without embedding its units
+        again). A row is skipped when the chunk has no ``model`` vector any more or its content
+        hash differs. Returns the number written.
 
         Raises:
-            InvalidInput: as :meth:`put_embeddings`, and a row without unit vectors or hash.
+            InvalidInput: as :meth:`put_embeddings`, and a row without hash or without either kind.
         """
         check_model(model)
         dims = check_dimensions(dimensions)
         checked = check_vectors(dims, rows)
-        for chunk_id, _, digest, units, _ in checked:
-            if units is None or digest is None:
-                raise InvalidInput(f"chunk {chunk_id}: put_unit_vectors needs unit_vectors and content_hash")
+        for chunk_id, _, digest, units, reader in checked:
+            if (units is None and reader is None) or digest is None:
+                raise InvalidInput(
+                    f"chunk {chunk_id}: put_unit_vectors needs content_hash and unit_vectors or reader_vectors"
+                )
         if not checked:
             return 0
         return await self._put_unit_vectors(model, dims, checked)

@@ -363,7 +363,12 @@ class SearchStore(abc.ABC):
         return await self._fetch_units(ids, model) if ids else {}
 
     async def fetch_chunks_with_units(
-        self, chunk_ids: Sequence[ChunkId], *, model: str | None, workspace_id: str | None = None
+        self,
+        chunk_ids: Sequence[ChunkId],
+        *,
+        model: str | None,
+        workspace_id: str | None = None,
+        reader: bool = True,
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
         """:meth:`fetch_chunks` and :meth:`fetch_units` of the same ids in one query: the
         search pipeline reads the fused chunks and their units together (one round trip).
@@ -372,12 +377,15 @@ class SearchStore(abc.ABC):
         id alone runs on every shard, with the workspace on the one shard holding it. Ids of
         another workspace may then be left out; SQLite ignores it.
 
+        ``reader=False`` leaves the line reader's vectors unread (``ChunkUnits.reader`` ``None``):
+        a search that will not use them does not read their ~10 KB a chunk.
+
         Raises:
             InvalidInput: an id is not an integer, or a bad model name.
         """
         ids = _unit_ids(chunk_ids, model)
         workspace = None if workspace_id is None else str(workspace_id)
-        return await self._fetch_chunks_with_units(ids, model, workspace) if ids else ([], {})
+        return await self._fetch_chunks_with_units(ids, model, workspace, bool(reader)) if ids else ([], {})
 
     async def lexical_tokenizer(self) -> str | None:
         """Name of the tokenizer that wrote the lexical index (``search_tokenizer_name()`` at
@@ -410,10 +418,10 @@ class SearchStore(abc.ABC):
 
     @abc.abstractmethod
     async def _fetch_chunks_with_units(
-        self, ids: list[int], model: str | None, workspace_id: str | None
+        self, ids: list[int], model: str | None, workspace_id: str | None, reader: bool
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
         """Read checked, distinct, non-empty ``ids`` in that order, and their units (backend;
-        ``workspace_id`` a routing hint)."""
+        ``workspace_id`` a routing hint; ``reader``: with the line reader's vectors)."""
 
     @abc.abstractmethod
     async def _lexical_tokenizer(self) -> str | None:

@@ -94,6 +94,9 @@ LEFT JOIN chunk_embeddings e
     ON e.chunk_id = c.id AND e.workspace_id = c.workspace_id AND e.model = $2 AND e.chunk_id = ANY($1::bigint[])
 WHERE c.id = ANY($1::bigint[])
 """
+_FETCH_CHUNKS_WITH_UNITS_NO_READER = _FETCH_CHUNKS_WITH_UNITS.replace(
+    "e.reader_vectors", "NULL::bytea AS reader_vectors"
+)
 _FETCH_CHUNKS_WITHOUT_VECTORS = f"""
 SELECT {HIT_COLUMNS}, c.unit_lexical::text AS unit_lexical, NULL::integer AS dimensions, NULL::bytea AS unit_vectors,
     NULL::bytea AS reader_vectors
@@ -488,17 +491,26 @@ async def fetch_chunks(conn: asyncpg.Connection, ids: Sequence[int]) -> list[Chu
 
 
 async def fetch_chunks_with_units(
-    conn: asyncpg.Connection, ids: Sequence[int], model: str | None, *, workspace_id: str | None = None
+    conn: asyncpg.Connection,
+    ids: Sequence[int],
+    model: str | None,
+    *,
+    workspace_id: str | None = None,
+    reader: bool = True,
 ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
     """The chunks of ``ids`` in that order and their units, in one query by primary keys
-    (``model`` ``None``: the join matches no vector row).
+    (``model`` ``None``: the join matches no vector row; ``reader=False``: the line reader's
+    vectors are not read, nor their TOAST pages).
 
     ``workspace_id``: the workspace the ids were ranked in. On Citus a statement by id alone runs
     on every shard (32 by default) — at 100k chunks it cost the workers more CPU than the rest of
     the search (``benchmarks/scale.py``, ``fetch-with-units``); with the workspace it is routed
     to the one shard holding it. On one server it changes nothing but one more index condition."""
     args: list[Any] = [list(ids)] if model is None else [list(ids), model]
-    sql = _FETCH_CHUNKS_WITHOUT_VECTORS if model is None else _FETCH_CHUNKS_WITH_UNITS
+    if model is None:
+        sql = _FETCH_CHUNKS_WITHOUT_VECTORS
+    else:
+        sql = _FETCH_CHUNKS_WITH_UNITS if reader else _FETCH_CHUNKS_WITH_UNITS_NO_READER
     if workspace_id is not None:
         args.append(workspace_id)
         sql += f" AND c.workspace_id = ${len(args)}"

@@ -135,7 +135,7 @@ async def share_chunks(conn: asyncpg.Connection, ids: Sequence[int], *, citus: b
 
 _PUT_UNIT_VECTORS = """
 UPDATE chunk_embeddings e
-SET unit_vectors = u.unit_vectors, reader_vectors = coalesce(u.reader_vectors, e.reader_vectors)
+SET unit_vectors = coalesce(u.unit_vectors, e.unit_vectors), reader_vectors = coalesce(u.reader_vectors, e.reader_vectors)
 FROM unnest($2::bigint[], $3::text[], $4::bytea[], $6::bytea[])
     AS u(chunk_id, content_hash, unit_vectors, reader_vectors)
 WHERE e.model = $1 AND e.chunk_id = u.chunk_id AND e.dimensions = $5
@@ -186,7 +186,8 @@ async def put_unit_vectors(
 ) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
     is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
-    their reader vectors when the row has them (``coalesce``: a row without keeps the stored ones).
+    their reader vectors: each kind when the row has it (``coalesce``: a row without keeps the
+    stored ones).
 
     The chunks are read ``FOR SHARE`` in the writing transaction, as by ``put_embeddings``: an
     erasure rewriting one commits first (its text no longer hashes to the row's, skipped) or

@@ -122,12 +122,12 @@ class PostgresSearch(SearchStore):
             return await uops.fetch_units(conn, ids, model)
 
     async def _fetch_chunks_with_units(
-        self, ids: list[int], model: str | None, workspace_id: str | None
+        self, ids: list[int], model: str | None, workspace_id: str | None, reader: bool
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
         """One query by primary keys: the chunks with their sources, units and unit vectors (with
         the workspace: routed to its shard on Citus)."""
         async with self._db.acquire() as conn:
-            return await sops.fetch_chunks_with_units(conn, ids, model, workspace_id=workspace_id)
+            return await sops.fetch_chunks_with_units(conn, ids, model, workspace_id=workspace_id, reader=reader)
 
     async def _lexical_tokenizer(self) -> str | None:
         """Reused for :data:`TOKENIZER_TTL` seconds (``db.tokenizer``); chunk writes and reindexes forget it."""

@@ -135,7 +135,7 @@ SET dimensions = excluded.dimensions, embedding = excluded.embedding,
 """
 _PUT_UNIT_LEXICAL = "UPDATE knowledge_chunks SET unit_lexical = ? WHERE id = ? AND content = ? AND unit_lexical IS NULL"
 _PUT_UNIT_VECTORS = """
-UPDATE chunk_embeddings SET unit_vectors = ?, reader_vectors = coalesce(?, reader_vectors)
+UPDATE chunk_embeddings SET unit_vectors = coalesce(?, unit_vectors), reader_vectors = coalesce(?, reader_vectors)
 WHERE chunk_id = ? AND model = ? AND dimensions = ? AND (content_hash IS NULL OR content_hash = ?)
 """
 # the unit counts walk the partial indexes of migrations 10 and 14 (small once `reindex --units`
@@ -416,8 +416,8 @@ def put_unit_lexical(conn: sqlite3.Connection, rows: Sequence[UnitLexicalRow]) -
 def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
     is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
-    their reader vectors when the row has them (a row without keeps the stored ones); returns
-    rows written."""
+    their reader vectors: each kind when the row has it (a row without keeps the stored ones);
+    returns rows written."""
     current = _contents(conn, [r[0] for r in rows])
     writes = [
         (units_blob(units), encode_reader_vectors(reader), chunk_id, model, dimensions, digest)

@@ -47,6 +47,7 @@ SELECT {HIT_COLUMNS}, c.unit_lexical, e.dimensions, e.unit_vectors, e.reader_vec
 FROM {FROM_CHUNKS} LEFT JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.model = ?
 WHERE c.id IN (SELECT value FROM json_each(?))
 """
+_CHUNKS_WITH_UNITS_NO_READER = _CHUNKS_WITH_UNITS.replace("e.reader_vectors", "NULL AS reader_vectors")
 
 
 def units_blob(vectors: npt.NDArray[np.float32] | None) -> bytes | None:
@@ -83,11 +84,12 @@ def fetch_units(conn: sqlite3.Connection, ids: Sequence[int], model: str | None)
 
 
 def fetch_chunks_with_units(
-    conn: sqlite3.Connection, ids: Sequence[int], model: str | None
+    conn: sqlite3.Connection, ids: Sequence[int], model: str | None, reader: bool = True
 ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
     """The chunks of ``ids`` in that order and their units, in one query (``model`` ``None``:
-    the join matches no vector row)."""
-    rows = {int(r[0]): r for r in conn.execute(_CHUNKS_WITH_UNITS, (model, json.dumps(list(ids)))).fetchall()}
+    the join matches no vector row; ``reader=False``: the line reader's vectors unread)."""
+    sql = _CHUNKS_WITH_UNITS if reader else _CHUNKS_WITH_UNITS_NO_READER
+    rows = {int(r[0]): r for r in conn.execute(sql, (model, json.dumps(list(ids)))).fetchall()}
     return chunks_with_units(ids, rows, lambda r: hit_from_row(r, score=0.0, rank=0), _row_units)
 
 

@@ -36,10 +36,10 @@ class SqliteSearch(SearchStore):
         return await self._db.read("fetch_units", uops.fetch_units, ids, model)
 
     async def _fetch_chunks_with_units(
-        self, ids: list[int], model: str | None, workspace_id: str | None
+        self, ids: list[int], model: str | None, workspace_id: str | None, reader: bool
     ) -> tuple[list[ChunkHit], dict[ChunkId, ChunkUnits]]:
         """One query by ids (one file: ``workspace_id``, a routing hint, is not needed)."""
-        return await self._db.read("fetch_chunks_with_units", uops.fetch_chunks_with_units, ids, model)
+        return await self._db.read("fetch_chunks_with_units", uops.fetch_chunks_with_units, ids, model, reader)
 
     async def _lexical_tokenizer(self) -> str | None:
         return await self._db.read("lexical_tokenizer", sops.lexical_tokenizer)
