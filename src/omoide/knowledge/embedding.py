@@ -56,7 +56,6 @@ from omoide.knowledge.chunk_vectors import (
     check_count,
     chunk_text,
     pooled_vectors,
-    reader_vectors,
     unit_texts,
     with_reader,
     within,
@@ -71,6 +70,7 @@ from omoide.knowledge.embed_report import (
     short_error,
     units_written,
 )
+from omoide.knowledge.reader_backfill import backfill_reader
 from omoide.providers.base import Embedder, PartsEmbedder, Vector
 from omoide.providers.local.line_reader import LineReader, line_reader
 from omoide.settings import Settings
@@ -585,50 +585,10 @@ class EmbeddingProcessor:
         await self._page_through(missing, self._put_units, report, units_only=True, stop=stop, on_chunks=on_chunks)
         reader = await asyncio.to_thread(self._line_reader)
         if reader is not None and not (stop is not None and stop.is_set()):
-            await self._backfill_reader(reader, size, report, stop=stop, on_chunks=on_chunks)
+            dims = self.embedder.dimensions
+            await backfill_reader(self.store, reader, self.model, dims, size, report, stop=stop, on_chunks=on_chunks)
         report.duration_s = time.perf_counter() - started
         return report
-
-    async def _backfill_reader(
-        self,
-        reader: LineReader,
-        size: int,
-        report: EmbedReport,
-        *,
-        stop: asyncio.Event | None,
-        on_chunks: OnChunks | None,
-    ) -> None:
-        """The line reader's vectors of stored vectors that have unit vectors but none of the
-        reader's: reader-only rows for ``put_unit_vectors`` (the unit vectors stay)."""
-        cursor = 0
-        while not (stop is not None and stop.is_set()):
-            chunks = await self.store.embeddings_missing_units(
-                model=self.model, after_id=cursor, limit=size, reader=True
-            )
-            if not chunks:
-                break
-            cursor = chunks[-1].id
-            read = await reader_vectors(reader, chunks)
-            rows = [
-                EmbeddingRow(
-                    chunk_id=c.id,
-                    vector=np.zeros(self.embedder.dimensions, dtype=np.float32),  # ignored by put_unit_vectors
-                    content_hash=content_hash(c.content),
-                    reader_vectors=r,
-                )
-                for c, r in zip(chunks, read, strict=True)
-                if r is not None
-            ]
-            if rows:
-                report.chunks += await self.store.put_unit_vectors(
-                    model=self.model, dimensions=self.embedder.dimensions, rows=rows
-                )
-            report.batches += 1
-            log.debug("reader_batch_stored", model=self.model, chunks=len(rows))
-            if on_chunks is not None:
-                on_chunks(len(chunks))
-        if stop is not None and stop.is_set():
-            report.stopped = True
 
 
 __all__ = ["EmbedReport", "EmbeddingProcessor", "OnChunks", "UnitVectors", "chunk_text", "content_hash", "unit_texts"]
