@@ -80,39 +80,38 @@ class ChunkVectors:
 
 
 async def reader_vectors(reader: LineReader, chunks: Sequence[ChunkText]) -> list[UnitVectors | None]:
-    """The line reader's vectors of each chunk's lines (``None``: no line records; all ``None``
-    when the reader fails: logged), one call in a worker thread."""
-    return [got.reader for got in await with_reader(reader, chunks, [ChunkVectors(None, None)] * len(chunks))]
+    """The line reader's vectors of each chunk's lines, one call in a worker thread (``None``: no
+    line records; all ``None`` when the reader fails: logged, the chunks are stored without and
+    ``omoide reindex --units`` gives them theirs later)."""
+    texts: list[str] = []
+    spans: list[tuple[int, int] | None] = []  # per chunk: (first text, lines)
+    for chunk in chunks:
+        lines = reader_texts(chunk)
+        spans.append((len(texts), len(lines)) if lines else None)
+        texts.extend(lines or ())
+    if not texts:
+        return [None] * len(chunks)
+    try:
+        matrix = await asyncio.to_thread(reader.encode, texts)
+    except Exception as exc:  # a model that cannot read something must not stop the embedding
+        log.warning("line_reader_failed", error=f"{type(exc).__name__}: {exc}"[:300], chunks=len(chunks))
+        return [None] * len(chunks)
+    return [None if span is None else matrix[span[0] : span[0] + span[1]] for span in spans]
 
 
 async def with_reader(
     reader: LineReader | None, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]
 ) -> list[ChunkVectors]:
-    """``embedded`` with the line reader's vectors of each chunk that has unit vectors, or of every
-    chunk with line records when ``embedded`` holds no vectors at all (a reader-only pass) (one call,
-    in a worker thread); unchanged without a reader, or when the reader fails (logged: the chunks
-    are stored without, and ``omoide reindex --units`` gives them theirs later)."""
+    """``embedded`` with the line reader's vectors of each chunk that has unit vectors (as many
+    as its unit vectors); unchanged without a reader."""
     out = list(embedded)
     if reader is None:
         return out
-    texts: list[str] = []
-    plan: list[tuple[int, int, int]] = []  # (index in out, first text, lines)
-    for i, (chunk, got) in enumerate(zip(chunks, embedded, strict=True)):
-        lines = reader_texts(chunk)  # the units' lines: as many as unit vectors, when there are some
-        if lines and (
-            (got.units is None and got.vector is None) or (got.units is not None and len(lines) == len(got.units))
-        ):
-            plan.append((i, len(texts), len(lines)))
-            texts.extend(lines)
-    if not texts:
-        return out
-    try:
-        matrix = await asyncio.to_thread(reader.encode, texts)
-    except Exception as exc:  # a model that cannot read something must not stop the embedding
-        log.warning("line_reader_failed", error=f"{type(exc).__name__}: {exc}"[:300], chunks=len(plan))
-        return out
-    for i, first, n in plan:
-        out[i] = dataclasses.replace(out[i], reader=matrix[first : first + n])
+    wanted = [i for i, got in enumerate(embedded) if got.units is not None]
+    for i, read in zip(wanted, await reader_vectors(reader, [chunks[i] for i in wanted]), strict=True):
+        units = out[i].units
+        if read is not None and units is not None and len(read) == len(units):
+            out[i] = dataclasses.replace(out[i], reader=read)
     return out
 
 

@@ -85,11 +85,16 @@ def query_language(query: str) -> str:
     return "ja" if is_japanese(query) else "default"
 
 
+def _by_mode(query: str) -> dict[str, UnitWeights]:
+    """The shipped models of the query's language, by mode."""
+    models = shipped_weights()
+    return models.get(query_language(query)) or models["default"]
+
+
 def weights_for(query: str, mode: SearchMode, *, reader: bool = False) -> UnitWeights:
     """The shipped model for a query's language and search mode; with ``reader`` (the candidates
     have the line reader's vectors) the mode's ``+reader`` model when there is one."""
-    models = shipped_weights()
-    by_mode = models.get(query_language(query)) or models["default"]
+    by_mode = _by_mode(query)
     if reader and (with_reader := by_mode.get(mode + READER_SUFFIX)) is not None:
         return with_reader
     return by_mode.get(mode) or by_mode["hybrid"]
@@ -98,9 +103,7 @@ def weights_for(query: str, mode: SearchMode, *, reader: bool = False) -> UnitWe
 def has_reader(query: str, mode: SearchMode) -> bool:
     """Whether a shipped ``+reader`` model exists for this query's language and mode (else the
     query's reader vector would not be used)."""
-    models = shipped_weights()
-    by_mode = models.get(query_language(query)) or models["default"]
-    return mode + READER_SUFFIX in by_mode
+    return mode + READER_SUFFIX in _by_mode(query)
 
 
 __all__ = [
