@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, NewType, TypeAlias
 
-from omoide.errors import InvalidContent
+from omoide.errors import InvalidContent, InvalidInput
 
 SessionId = NewType("SessionId", int)
 MessageId = NewType("MessageId", int)
@@ -33,13 +33,21 @@ def utcnow() -> datetime:
 
 
 def ensure_utc(value: datetime) -> datetime:
-    """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC."""
+    """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC.
+
+    Raises:
+        InvalidInput: ``value`` is outside the years 1–9999 once in UTC
+            (``9999-12-31T23:00-05:00`` is 10000-01-01 there).
+    """
     tz = value.tzinfo
     if tz is UTC:
         return value
     if tz is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(f"{value.isoformat()} is outside the years 1–9999 in UTC") from None
 
 
 # --------------------------------------------------------------------------- blocks

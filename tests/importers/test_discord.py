@@ -310,6 +310,32 @@ def test_malformed_records_are_reported_with_their_position(tmp_path: Path) -> N
     assert report.records == 6
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timestamp", "9999-12-31T23:00:00-05:00"),  # 10000-01-01 in UTC
+        ("timestamp", "0001-01-01T00:00:00+05:00"),  # before year 1 in UTC
+        ("timestampEdited", "9999-12-31T23:30:00-01:00"),
+    ],
+)
+def test_a_time_past_the_calendar_in_utc_is_a_skipped_record(tmp_path: Path, field: str, value: str) -> None:
+    bad = message(t(15, 1, 1), "bad")
+    bad[field] = value
+    path = write(tmp_path / "far.json", document([message(t(15, 1), "before"), bad, message(t(15, 1, 2), "after")]))
+
+    messages, report = _read(path)
+
+    assert [m.text for m in messages] == ["before", "after"]
+    assert [(p.position, p.message_id) for p in report.problems] == [("messages[1]", bad["id"])]
+    assert "years 1–9999" in report.problems[0].problem and field in report.problems[0].problem
+
+
+def test_snowflake_time_rejects_what_no_snowflake_can_be() -> None:
+    assert snowflake_time("175928847299117063").year == 2016
+    with pytest.raises(ValueError, match="too large"):
+        snowflake_time("9" * 30)
+
+
 def test_strict_mode_raises_on_the_first_malformed_record(tmp_path: Path) -> None:
     no_id = message(t(16, 1), "x")
     del no_id["id"]

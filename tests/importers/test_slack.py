@@ -286,6 +286,33 @@ def test_malformed_records_and_files(tmp_path: Path) -> None:
     assert info.value.details["path"] == str(root / "dev" / "2024-01-02.json")
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("ts", "253402300800.000000", "year 9999"),  # 10000-01-01: found by the property test below
+        ("ts", "9" * 5000, "year 9999"),  # more digits than int() reads
+        ("ts", "17041644²0.000100", "Slack timestamp"),  # a digit to str.isdigit, not to int()
+        ("ts", ".5", "Slack timestamp"),
+        ("edited", {"ts": "253402300800.5"}, "'edited.ts'"),
+        ("thread_ts", "99999999999999", "'thread_ts'"),
+    ],
+    ids=["year-10000", "5000-digits", "superscript", "no-seconds", "edited", "thread"],
+)
+def test_a_timestamp_no_date_can_hold_is_a_skipped_record(tmp_path: Path, field: str, value: Any, words: str) -> None:
+    files = export_files()
+    bad = msg("1704164450.000100", "bad")
+    bad[field] = value
+    files["general/2024-01-02.json"] = [msg("1704164440.000100", "before"), bad, msg("1704164460.000100", "after")]
+    root = write_dir(tmp_path / "x", files)
+
+    messages, report = _read(root)
+
+    texts = [m.text for m in messages]
+    assert "before" in texts and "after" in texts and "bad" not in texts
+    assert [(p.path, p.position) for p in report.problems] == [(str(root / "general" / "2024-01-02.json"), "[1]")]
+    assert words in report.problems[0].problem
+
+
 def test_unlisted_folders_and_org_users(tmp_path: Path) -> None:
     files = {
         "org_users.json": USERS,

@@ -76,6 +76,14 @@ async def test_malformed_bodies(client, tenants):
     assert strict.status_code == 400 and strict.json()["code"] in {"MALFORMED_EXPORT", "UNRECOGNIZED_EXPORT"}
     _is_problem(await client.get("/v1/nothing-here", headers=h), 404, "NOT_FOUND")
     _is_problem(await client.put("/v1/status", headers=h), 405, "METHOD_NOT_ALLOWED")
+    # a time the calendar holds only until it is read in UTC (10000-01-01 there): a 400, not a 500
+    far = "9999-12-31T23:00:00-05:00"
+    late = await client.post(
+        "/v1/sessions/messages", headers=h, json={"session": SESSION, "text": "x", "created_at": far}
+    )
+    assert "years 1–9999" in _is_problem(late, 400, "INVALID_INPUT")["detail"]
+    after = await client.post("/v1/search", headers=h, json={"query": "x", "since": far})
+    assert "years 1–9999" in _is_problem(after, 400, "INVALID_INPUT")["detail"]
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -46,7 +46,8 @@ def parse_time(value: object, field: str) -> datetime:
     """An ISO-8601 timestamp as an aware UTC datetime (a value without offset is taken as UTC).
 
     Raises:
-        RecordError: not a string, or not ISO-8601.
+        RecordError: not a string, not ISO-8601, or a time outside the years 1–9999 once in UTC
+            (``9999-12-31T23:00:00-05:00``).
     """
     if not isinstance(value, str):
         raise RecordError(f"{field} must be an ISO-8601 string, got {type(value).__name__}")
@@ -56,7 +57,10 @@ def parse_time(value: object, field: str) -> datetime:
         raise RecordError(f"{field} is not an ISO-8601 timestamp: {value!r:.60}") from exc
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise RecordError(f"{field} is outside the years 1–9999 in UTC: {value!r:.60}") from None
 
 
 def optional_time(value: object, field: str) -> datetime | None:

@@ -91,10 +91,13 @@ def snowflake_time(snowflake: str) -> datetime:
     """The creation time encoded in a Discord snowflake id (aware UTC).
 
     Raises:
-        ValueError: ``snowflake`` is not a decimal integer.
+        ValueError: ``snowflake`` is not a decimal integer, or too large to be one.
     """
     ms = (int(snowflake) >> 22) + _DISCORD_EPOCH_MS
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError) as exc:
+        raise ValueError(f"{snowflake!r:.40} is too large for a Discord snowflake") from exc
 
 
 def jump_url(guild_id: str, channel_id: str, message_id: str) -> str:

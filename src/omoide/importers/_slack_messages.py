@@ -8,6 +8,7 @@ legacy attachment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -53,11 +54,23 @@ def _ts_time(ts: str) -> datetime:
     return datetime.fromtimestamp(int(seconds), tz=UTC) + timedelta(microseconds=int(fraction[:6].ljust(6, "0")))
 
 
+_TS = re.compile(r"[0-9]+(?:\.[0-9]*)?")
+
+
 def _ts(value: object, field: str) -> str:
+    """A Slack timestamp (``"1712345678.000100"``), checked: ASCII digits with at most one dot,
+    and a time a :class:`datetime` can hold (years 1970–9999)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        value = f"{value:.6f}"
-    if not isinstance(value, str) or not value.replace(".", "", 1).isdigit():
+        try:
+            value = f"{value:.6f}"
+        except OverflowError:  # an int too large for a float
+            raise RecordError(f"'{field}' is a timestamp past the year 9999") from None
+    if not isinstance(value, str) or _TS.fullmatch(value) is None:
         raise RecordError(f"'{field}' must be a Slack timestamp such as \"1712345678.000100\", got {value!r:.40}")
+    try:
+        _ts_time(value)
+    except (ValueError, OverflowError, OSError):
+        raise RecordError(f"'{field}' is a timestamp past the year 9999, got {value!r:.40}") from None
     return value
 
 
