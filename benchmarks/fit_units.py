@@ -25,10 +25,10 @@ What it does, per set (LoCoMo dev → the ``default`` weights; the Japanese ques
 5. with ``--write``, fits on all conversations of the set and writes the model (with the
    cross-validated figures and this command) into ``unit_weights.json``.
 
-Only the product's own features are used (fourteen), so there is little to overfit; the
+Only the product's own features are used (eighteen), so there is little to overfit; the
 cross-validated figure is the one to trust. Each mode's model is fitted on the features
-without the line reader's two (what a search uses before ``omoide reindex --units`` gave the
-chunks the reader's vectors), and hybrid also on all fourteen (``hybrid+reader``, the default
+without the line reader's six (what a search uses before ``omoide reindex --units`` gave the
+chunks the reader's vectors), and hybrid also on all eighteen (``hybrid+reader``, the default
 search's model). Progress goes to stderr.
 """
 

@@ -1,6 +1,6 @@
-"""The line reader (issue 16): the bundled multilingual USE model itself, its two unit features,
-the model choice (``hybrid+reader`` only when the candidates have the reader's vectors), and end to
-end — the embedding worker stores each message's reader vector, ``omoide reindex --units`` gives
+"""The line reader (issue 16): the bundled multilingual USE model itself, its unit features (the
+line's own and its conversation's), the model choice (``hybrid+reader`` only when the candidates
+have the reader's vectors), and end to end — the embedding worker stores each message's reader vector, ``omoide reindex --units`` gives
 them to chunks embedded before, and ``line_reader = "off"`` leaves the search as it was.
 
 Real model, real SQLite files; the ``hashing`` embedder for the chunk vectors.
@@ -8,6 +8,7 @@ Real model, real SQLite files; the ``hashing`` embedder for the chunk vectors.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
 from pathlib import Path
@@ -29,6 +30,7 @@ from omoide.search.units import (
     weights_for,
 )
 from omoide.settings import Settings
+from omoide.stores.knowledge import ChunkId
 from omoide.stores.units import READER_DIMENSIONS, ChunkUnits, chunk_lines
 
 from .test_units_pipeline import CHAT, archive_chat, candidates_of, drafts_of, units_of
@@ -100,6 +102,48 @@ def test_the_reader_features_are_the_raw_cosine_and_its_neighbourhood_mean(reade
         assert u.features["reader_context"] == pytest.approx(float(near.mean()), abs=1e-5)
 
 
+def test_the_source_features_see_each_conversation_through_its_best_line(reader: LineReader) -> None:
+    """Two conversations (sources): each line gets its source's best reader cosine, its own
+    minus that, the mean of the source's three best (a message two overlapping chunks hold
+    counts once) and the source's place among the sources by that best."""
+    cands, units = reader_units(reader, window=4)  # CHAT in two chunks sharing one message: source 1
+    other = drafts_of(
+        [
+            ("u3", "Ken", "The weather was rainy all weekend."),
+            ("u4", "Ann", "I fixed my bike and cleaned the garage."),
+            ("u3", "Ken", "We watched a long movie about trains."),
+        ]
+    )
+    more = candidates_of(other, source=2)
+    more = [
+        dataclasses.replace(c, chunk=dataclasses.replace(c.chunk, chunk_id=ChunkId(100 + i)), position=len(cands) + i)
+        for i, c in enumerate(more)
+    ]
+    for cand, d in zip(more, other, strict=True):
+        lines = chunk_lines(d.content, d.location) or []
+        units[int(cand.chunk.chunk_id)] = ChunkUnits(d.unit_lexical, None, reader.encode([x.text for x in lines]))
+    query = "Who takes a pottery class?"
+    q = reader.encode([query])[0]
+    scored = score_units(query, [], None, [*cands, *more], units, UnitWeights({"reader_unit": 1.0}), reader_query=q)
+    by_source: dict[int, dict[object, float]] = {}
+    for u in scored:
+        by_source.setdefault(int(u.candidate.chunk.source_id), {})[u.message_id] = u.features["reader_unit"]
+    assert len(by_source[1]) == len(CHAT)  # the shared message once
+    best = {s: max(v.values()) for s, v in by_source.items()}
+    assert best[1] > best[2]  # the pottery line is in the first conversation
+    for u in scored:
+        s = int(u.candidate.chunk.source_id)
+        f = u.features
+        assert f["reader_source_best"] == pytest.approx(best[s], abs=1e-6)
+        assert f["reader_source_gap"] == pytest.approx(f["reader_unit"] - best[s], abs=1e-6)
+        top3 = sorted(by_source[s].values())[-3:]
+        assert f["reader_source_top3"] == pytest.approx(float(np.mean(top3)), abs=1e-6)
+        assert f["reader_source_rank"] == (0.0 if s == 1 else 1.0)
+    # without the query's reader vector every source feature is one finite value (the median fill)
+    for u in score_units(query, [], None, [*cands, *more], units, UnitWeights({})):
+        assert all(math.isfinite(u.features[name]) for name in READER_FEATURES)
+
+
 def test_units_without_reader_vectors_take_the_median(reader: LineReader) -> None:
     cands, units = reader_units(reader)
     last = int(cands[-1].chunk.chunk_id)
@@ -128,7 +172,9 @@ def test_the_reader_model_is_chosen_only_with_reader_vectors() -> None:
         if base.trees is not None:
             x = np.zeros((3, len(FEATURES)))
             y = x.copy()
-            y[:, [FEATURES.index(n) for n in READER_FEATURES]] = [[0.9, 0.1], [-0.3, 0.5], [0.0, 0.0]]
+            y[:, [FEATURES.index(n) for n in READER_FEATURES]] = np.random.default_rng(0).normal(
+                size=(3, len(READER_FEATURES))
+            )
             assert np.array_equal(base.score(x), base.score(y))
 
 

@@ -2,7 +2,7 @@
 models shipped in ``unit_weights.json``, and which one a search uses.
 
 One model per query language (``ja`` when the query reads as Japanese, else ``default``) and
-search mode, plus ``hybrid+reader`` — the hybrid trees fitted with the line reader's two features
+search mode, plus ``hybrid+reader`` — the hybrid trees fitted with the line reader's features
 — used when the candidates have the reader's vectors (:func:`weights_for`).
 """
 
@@ -22,6 +22,16 @@ from omoide.search.results import SearchMode
 from omoide.search.trees import TreeEnsemble
 from omoide.text import is_japanese
 
+READER_FEATURES: tuple[str, ...] = (
+    "reader_unit",
+    "reader_context",
+    "reader_source_best",
+    "reader_source_gap",
+    "reader_source_top3",
+    "reader_source_rank",
+)
+"""The features of the line reader (the last columns): only the ``+reader`` models read them."""
+
 FEATURES: tuple[str, ...] = (
     "chunk_lexical",
     "chunk_vector",
@@ -35,13 +45,9 @@ FEATURES: tuple[str, ...] = (
     "wide_lexical",
     "time_cue",
     "length",
-    "reader_unit",
-    "reader_context",
+    *READER_FEATURES,
 )
 """The scorer's inputs, in the order of a weight vector."""
-
-READER_FEATURES = ("reader_unit", "reader_context")
-"""The features of the line reader (the last columns): only the ``+reader`` models read them."""
 READER_SUFFIX = "+reader"
 
 

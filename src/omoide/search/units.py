@@ -26,7 +26,14 @@ vector), and scores every unit with a small linear model over these features:
   (:mod:`omoide.providers.local.line_reader`, a second sentence encoder) with its vector of the
   query, and the mean of that over the line and its two neighbours — raw cosines, not relative
   to the best unit (the absolute level is what they add: relative, the Japanese gain fell from
-  +0.03 to +0.01).
+  +0.03 to +0.01);
+* ``reader_source_best`` / ``reader_source_gap`` / ``reader_source_top3`` / ``reader_source_rank``:
+  the conversation a line belongs to (its chunk's *source*: one archived stretch of a channel)
+  seen through the reader — the best reader cosine among that source's candidate lines, the
+  line's own minus it, the mean of the source's three best (a message two overlapping chunks
+  hold counts once), and the source's place (0, 1, 2, …) among the candidates' sources by
+  that best. A question is about one conversation: its best-matching line says which, and
+  the evidence is often a plain line beside it (Japanese set +0.02 cross-validated).
 
 The model is fitted on the dev sets with cross-validation across conversations by
 ``benchmarks/fit_units.py`` and shipped as data (``unit_weights.json``), one per query
@@ -35,7 +42,7 @@ weights, or (the hybrid default since the third issue-16 session) 100 shallow La
 trees over the same features, evaluated with numpy by :mod:`omoide.search.trees` — they
 capture interactions a weighted sum cannot ("the line's own match counts more when its chunk
 ranks low in the vector list") and ranked better on both dev sets under cross-validation.
-A mode only uses the features it has (a lexical search has no vectors). The reader's two
+A mode only uses the features it has (a lexical search has no vectors). The reader's
 features have their own model, ``hybrid+reader``: hybrid search uses it when the line reader
 is on and some candidate chunk has the reader's vectors, and the ``hybrid`` model (fitted
 without them) otherwise — a database not yet reindexed ranks as before.
@@ -458,6 +465,7 @@ def score_units(
             x[start : start + block.shape[0], 12] = sims[at : at + block.shape[0]]
             at += block.shape[0]
     x[:, 13] = np.where(is_unit, _window_means(x[:, 12], bounds, 1), np.nan)
+    x[:, 14:18] = _source_reader(x[:, 12], owner, candidates, preps, firsts)
     lengths = np.concatenate([np.zeros(1) if p is None else p.lengths for p in preps])
     if query_tokens:
         terms = list(dict.fromkeys(query_tokens))
@@ -490,7 +498,7 @@ def score_units(
             if named[speaker]:
                 x[[start + i for i in lines], 7] = 1.0
     # a whole chunk (no units) and a unit without a vector take the median unit's value
-    for col in (3, 4, 5, 6, 8, 9, 10, 11, 12, 13):
+    for col in (3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17):
         column = x[:, col]
         missing = np.isnan(column)
         if missing.any():
@@ -515,6 +523,45 @@ def score_units(
         if limit is not None and len(out) >= limit:
             break
     return out
+
+
+def _source_reader(
+    cos: npt.NDArray[np.float64],
+    owner: npt.NDArray[np.intp],
+    candidates: Sequence[ChunkCandidate],
+    preps: Sequence[_Prepared | None],
+    firsts: npt.NDArray[np.intp],
+) -> npt.NDArray[np.float64]:
+    """The four ``reader_source_*`` columns (see the module docstring) for rows whose reader
+    cosine is ``cos`` (NaN: none) and whose chunk is ``candidates[owner[row]]``: NaN where the
+    row's source has no line with a reader cosine (the gap: where the row itself has none)."""
+    out = np.full((cos.shape[0], 4), np.nan)
+    rows = np.flatnonzero(~np.isnan(cos)).tolist()
+    if not rows:
+        return out
+    owners, starts, values = owner.tolist(), firsts.tolist(), cos.tolist()
+    source_of = [int(c.chunk.source_id) for c in candidates]
+    lines: dict[int, dict[Any, float]] = {}  # source -> message (or row) -> cosine
+    for row in rows:
+        at = owners[row]
+        prepared = preps[at]
+        message = None if prepared is None else prepared.records[row - starts[at]][3]
+        lines.setdefault(source_of[at], {})[("row", row) if message is None else message] = values[row]
+    best = {source: max(found.values()) for source, found in lines.items()}
+    top3 = {source: _mean(sorted(found.values())[-3:]) for source, found in lines.items()}
+    place = {source: i for i, source in enumerate(sorted(best, key=lambda s: (-best[s], s)))}
+    sources = np.array(source_of)[owner]
+    for source in lines:
+        mask = sources == source
+        out[mask, 0] = best[source]
+        out[mask, 1] = cos[mask] - best[source]
+        out[mask, 2] = top3[source]
+        out[mask, 3] = place[source]
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
 
 
 _MINUTE = timedelta(minutes=1)

