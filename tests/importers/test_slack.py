@@ -313,6 +313,24 @@ def test_a_timestamp_no_date_can_hold_is_a_skipped_record(tmp_path: Path, field:
     assert words in report.problems[0].problem
 
 
+@pytest.mark.parametrize("as_zip", [False, True], ids=["directory", "zip"])
+def test_an_integer_beyond_64_bits_costs_one_record_not_the_day(tmp_path: Path, as_zip: bool) -> None:
+    """ijson's C backend rejects such an integer (valid JSON): the day is decoded whole instead,
+    as the Discord reader does, and only the record holding it is skipped."""
+    files = export_files()
+    bad = msg("1704164450.000100", "bad")
+    bad["ts"] = 10**400
+    files["general/2024-01-02.json"] = [msg("1704164440.000100", "before"), bad, msg("1704164460.000100", "after")]
+    root = write_zip(tmp_path / "x.zip", files) if as_zip else write_dir(tmp_path / "x", files)
+
+    messages, report = _read(root)
+
+    texts = [m.text for m in messages]
+    assert "before" in texts and "after" in texts and "bad" not in texts
+    assert [p.position for p in report.problems] == ["[1]"]
+    assert "year 9999" in report.problems[0].problem
+
+
 def test_unlisted_folders_and_org_users(tmp_path: Path) -> None:
     files = {
         "org_users.json": USERS,

@@ -219,8 +219,14 @@ def load_whole(path: Path) -> Any:
     Raises:
         OSError: the file cannot be read.
     """
+    return decode_whole(path.read_bytes())
+
+
+def decode_whole(data: bytes) -> Any:
+    """``data`` decoded with :mod:`json` (a byte-order mark skipped), or ``None`` if it is not
+    valid JSON or nests beyond what Python's decoder can handle (see :func:`load_whole`)."""
     try:
-        return json.loads(path.read_bytes().decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig"))
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too deep
         return None
 
@@ -272,6 +278,7 @@ __all__ = [
     "Rejected",
     "TooDeep",
     "checked",
+    "decode_whole",
     "error_line",
     "iter_array",
     "iter_items",

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from omoide.importers._errors import ExportTooLarge, UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, error_line, iter_array
+from omoide.importers._jsonstream import JSONError, checked, decode_whole, error_line, iter_array
 
 DEFAULT_MAX_UNCOMPRESSED_BYTES = 1024**3
 """Default cap on the JSON a Slack zip may inflate to, in total (1 GiB)."""
@@ -140,13 +140,23 @@ class ExportTree:
             NotAnArray: the member is not a JSON array.
             ExportTooLarge: the zip inflates beyond the limits.
         """
+        try:
+            with self._member(name) as source:
+                return list(iter_array(source))
+        except JSONError as exc:
+            # valid JSON ijson's C backend rejects (an integer beyond 64 bits)? Decoded whole, as
+            # the Discord reader does; the member's bytes count against the limits once more
+            with self._member(name) as source:
+                document = decode_whole(b"".join(iter(lambda: source.read(1 << 20), b"")))
+            if not isinstance(document, list):
+                raise exc from None
+            return [checked(item) for item in document]
+
+    def _member(self, name: str) -> _Member:
         if self._zip is not None:
             info = self._zip.getinfo(self.prefix + name)
-            source = _Member(self._zip.open(info), self, info)
-        else:
-            source = _Member((self.path / self.prefix / name).open("rb"), None, None)
-        with source:
-            return list(iter_array(source))
+            return _Member(self._zip.open(info), self, info)
+        return _Member((self.path / self.prefix / name).open("rb"), None, None)
 
     def close(self) -> None:
         if self._zip is not None:
