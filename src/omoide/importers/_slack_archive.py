@@ -144,10 +144,19 @@ class ExportTree:
             with self._member(name) as source:
                 return list(iter_array(source))
         except JSONError as exc:
-            # valid JSON ijson's C backend rejects (an integer beyond 64 bits)? Decoded whole, as
-            # the Discord reader does; the member's bytes count against the limits once more
+            # valid JSON yajl refuses (an integer beyond 64 bits) is decoded whole, as the Discord
+            # reader does — only that error, and only a day file of at most WHOLE_DAY_MAX_BYTES,
+            # so invalid or huge hostile files still cost what streaming costs. The member's bytes
+            # count against the zip limits once more.
+            if "integer overflow" not in str(exc):
+                raise
+            data = bytearray()
             with self._member(name) as source:
-                document = decode_whole(b"".join(iter(lambda: source.read(1 << 20), b"")))
+                while chunk := source.read(1 << 20):
+                    data += chunk
+                    if len(data) > WHOLE_DAY_MAX_BYTES:
+                        raise exc from None
+            document = decode_whole(bytes(data))
             if not isinstance(document, list):
                 raise exc from None
             return [checked(item) for item in document]
@@ -199,6 +208,9 @@ class _Member:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+WHOLE_DAY_MAX_BYTES = 64 * 1024 * 1024
+"""The largest day file decoded whole when the streaming parser refuses a number it cannot hold."""
 
 READ_ERRORS = (OSError, KeyError, ValueError, JSONError, zipfile.BadZipFile, NotImplementedError, RuntimeError)
 """What reading one member can raise (RuntimeError: an encrypted member); ExportTooLarge is not among them."""
