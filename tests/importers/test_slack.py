@@ -18,6 +18,7 @@ from omoide.importers import (
     ImportReport,
     MalformedExport,
     UnrecognizedExport,
+    _slack_archive,
     iter_slack,
     read_export,
     slack_text,
@@ -329,6 +330,24 @@ def test_an_integer_beyond_64_bits_costs_one_record_not_the_day(tmp_path: Path, 
     assert "before" in texts and "after" in texts and "bad" not in texts
     assert [p.position for p in report.problems] == ["[1]"]
     assert "year 9999" in report.problems[0].problem
+
+
+def test_a_day_file_over_the_whole_read_bound_is_reported_not_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_slack_archive, "WHOLE_DAY_MAX_BYTES", 64)
+    files = export_files()
+    bad = msg("1704164450.000100", "bad")
+    bad["ts"] = 10**400
+    files["general/2024-01-02.json"] = [msg("1704164440.000100", "before"), bad]
+    root = write_dir(tmp_path / "x", files)
+
+    messages, report = _read(root)
+
+    assert "before" not in [m.text for m in messages]
+    day = str(root / "general" / "2024-01-02.json")
+    assert [(p.path, p.position) for p in report.problems] == [(day, "")]
+    assert "integer overflow" in report.problems[0].problem
 
 
 def test_unlisted_folders_and_org_users(tmp_path: Path) -> None:
