@@ -55,6 +55,7 @@ def _ts_time(ts: str) -> datetime:
 
 
 _TS = re.compile(r"[0-9]+(?:\.[0-9]*)?")
+_LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59 UTC: the last second a datetime holds
 
 
 def _ts(value: object, field: str) -> str:
@@ -67,10 +68,9 @@ def _ts(value: object, field: str) -> str:
             raise RecordError(f"'{field}' is a timestamp past the year 9999") from None
     if not isinstance(value, str) or _TS.fullmatch(value) is None:
         raise RecordError(f"'{field}' must be a Slack timestamp such as \"1712345678.000100\", got {value!r:.40}")
-    try:
-        _ts_time(value)
-    except (ValueError, OverflowError, OSError):
-        raise RecordError(f"'{field}' is a timestamp past the year 9999, got {value!r:.40}") from None
+    seconds = value.partition(".")[0]
+    if len(seconds) > len(str(_LAST_SECOND)) or int(seconds) > _LAST_SECOND:
+        raise RecordError(f"'{field}' is a timestamp past the year 9999, got {value!r:.40}")
     return value
 
 

@@ -498,12 +498,11 @@ def score_units(
             if named[speaker]:
                 x[[start + i for i in lines], 7] = 1.0
     # a whole chunk (no units) and a unit without a vector take the median unit's value
-    for col in (3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17):
+    for col in np.flatnonzero(np.isnan(x).any(axis=0)).tolist():
         column = x[:, col]
         missing = np.isnan(column)
-        if missing.any():
-            present = column[~missing]
-            column[missing] = float(np.median(present)) if present.size else 0.0
+        present = column[~missing]
+        column[missing] = float(np.median(present)) if present.size else 0.0
     scores = weights.score(x)
     order = np.lexsort((rows_at, -scores))
     out: list[ScoredUnit] = []
@@ -545,7 +544,7 @@ def _source_reader(
     for row in rows:
         at = owners[row]
         prepared = preps[at]
-        message = None if prepared is None else prepared.records[row - starts[at]][3]
+        message = None if prepared is None else prepared.message_id(row - starts[at])
         lines.setdefault(source_of[at], {})[("row", row) if message is None else message] = values[row]
     best = {source: max(found.values()) for source, found in lines.items()}
     top3 = {source: _mean(sorted(found.values())[-3:]) for source, found in lines.items()}
