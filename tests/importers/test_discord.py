@@ -15,6 +15,7 @@ from omoide.importers import (
     ImportReport,
     MalformedExport,
     UnrecognizedExport,
+    _jsonstream,
     iter_discord,
     read_export,
     snowflake_time,
@@ -360,6 +361,45 @@ def test_truncated_file_keeps_what_came_before(tmp_path: Path) -> None:
     assert len(report.problems) == 1
     assert report.problems[0].position == "messages[3]"
     assert "invalid JSON" in report.problems[0].problem
+
+
+def _big_integer_file(tmp_path: Path) -> Path:
+    odd = message(t(17, 1, 1), "m1")
+    odd["reactions"] = [{"count": 10**30}]  # valid JSON: yajl refuses integers beyond 64 bits
+    records = [message(t(17, 1, 0), "m0"), odd, message(t(17, 1, 2), "m2")]
+    return write(tmp_path / "big.json", document(records))
+
+
+def test_an_integer_beyond_64_bits_is_read_by_decoding_the_file_whole(tmp_path: Path) -> None:
+    messages, report = _read(_big_integer_file(tmp_path))
+    assert [m.text for m in messages] == ["m0", "m1", "m2"]
+    assert report.problems == []
+
+
+def test_a_file_over_the_whole_read_bound_is_read_up_to_the_integer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_jsonstream, "WHOLE_MAX_BYTES", 64)
+    messages, report = _read(_big_integer_file(tmp_path))
+    assert [m.text for m in messages] == ["m0"]
+    assert [p.position for p in report.problems] == ["messages[1]"]
+    assert "integer overflow" in report.problems[0].problem
+
+
+def test_invalid_json_is_never_decoded_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A truncated export (the usual invalid file, and it can be gigabytes) is reported from where
+    streaming stopped, without reading it all into memory to find it invalid."""
+
+    def refuse(data: bytes) -> None:
+        raise AssertionError(f"decoded {len(data)} bytes whole")
+
+    monkeypatch.setattr(_jsonstream, "decode_whole", refuse)
+    text = json.dumps(document([message(t(17, 1, i), f"m{i}") for i in range(3)]))
+    for name, content in (("cut.json", text[: text.index('"m2"')]), ("head.json", text[:30])):
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        _, report = _read(path)
+        assert len(report.problems) == 1, name
 
 
 @pytest.mark.parametrize(

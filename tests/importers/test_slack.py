@@ -18,7 +18,7 @@ from omoide.importers import (
     ImportReport,
     MalformedExport,
     UnrecognizedExport,
-    _slack_archive,
+    _jsonstream,
     iter_slack,
     read_export,
     slack_text,
@@ -335,7 +335,7 @@ def test_an_integer_beyond_64_bits_costs_one_record_not_the_day(tmp_path: Path, 
 def test_a_day_file_over_the_whole_read_bound_is_reported_not_decoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_slack_archive, "WHOLE_DAY_MAX_BYTES", 64)
+    monkeypatch.setattr(_jsonstream, "WHOLE_MAX_BYTES", 64)
     files = export_files()
     bad = msg("1704164450.000100", "bad")
     bad["ts"] = 10**400

@@ -363,7 +363,7 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
         try:
             header, has_messages = read_header(path, stop_at="messages", needed=_HEADER_KEYS)
         except JSONError as exc:
-            document = load_whole(path)  # valid JSON ijson's C backend rejects (e.g. integers beyond 64 bits)?
+            document = load_whole(path, exc)  # valid JSON ijson's C backend rejects (an integer beyond 64 bits)?
             if not isinstance(document, dict):
                 raise exc from None
             header = {k: v for k, v in document.items() if k != "messages"}
@@ -401,7 +401,7 @@ def _read_file(path: Path, run: ImportRun) -> Iterator[ImportedMessage]:
             run.problem(source, f"messages[{done}]", f"cannot read the messages: {_one_line(exc)}")
             return
         except JSONError as exc:
-            document = load_whole(path) if whole is None else None
+            document = load_whole(path, exc) if whole is None else None
             messages = document.get("messages") if isinstance(document, dict) else None
             if not isinstance(messages, list):
                 run.problem(

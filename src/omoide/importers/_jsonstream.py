@@ -5,8 +5,10 @@ Why ijson: a DiscordChatExporter file can be hundreds of megabytes. Measured her
 and peaked at ~500 MB of RAM; ``ijson.items`` (yajl2_c backend) took 4-5 s in a
 constant ~12 MB. Every file is streamed; there is no second code path for small files.
 The one exception: yajl rejects integers beyond 64 bits, which are valid JSON, so a file
-ijson calls invalid is decoded again with :mod:`json` (:func:`load_whole`) before it is
-reported as malformed.
+ijson refuses for that reason alone is decoded again with :mod:`json` (:func:`load_whole`),
+when it is at most :data:`WHOLE_MAX_BYTES`, before it is reported as malformed. Any other
+error is reported from where streaming stopped: decoding a truncated multi-gigabyte export
+whole only to find it invalid cost its size in memory several times over.
 
 Only ijson's **basic** event stream is used (``ijson.basic_parse``), and values are built
 here with an explicit nesting limit (:data:`MAX_DEPTH`). ijson's ``parse`` / ``items``
@@ -209,17 +211,31 @@ def checked(value: Any, max_depth: int = MAX_DEPTH) -> Any:
     return Rejected(too_deep_problem(max_depth)) if nesting_depth(value) > max_depth else value
 
 
-def load_whole(path: Path) -> Any:
-    """The whole file decoded with :mod:`json`, or ``None`` if it is not valid JSON.
+WHOLE_MAX_BYTES = 64 * 1024 * 1024
+"""The largest file (or zip member) decoded whole when the streaming parser refuses a number it
+cannot hold (:func:`worth_whole`): ~10x that in memory while :mod:`json` holds the document."""
 
-    The fallback when ijson's C backend rejects a file: yajl refuses integers beyond
-    64 bits, which Python's decoder accepts. Costs the memory of the whole document.
-    A document nested beyond what Python's decoder can handle is ``None`` too.
+
+def worth_whole(exc: BaseException) -> bool:
+    """Whether a streaming error is yajl refusing an integer beyond 64 bits (valid JSON that
+    Python's decoder accepts), the only error a whole decode can get past."""
+    return "integer overflow" in str(exc)
+
+
+def load_whole(path: Path, exc: BaseException) -> Any:
+    """The whole file decoded with :mod:`json` after the streaming parser failed with ``exc``,
+    or ``None``: ``exc`` is not one a whole decode can get past (:func:`worth_whole`), the file
+    is larger than :data:`WHOLE_MAX_BYTES`, or it is not valid JSON (or nests beyond what
+    Python's decoder can handle).
 
     Raises:
         OSError: the file cannot be read.
     """
-    return decode_whole(path.read_bytes())
+    if not worth_whole(exc):
+        return None
+    with path.open("rb") as handle:
+        data = handle.read(WHOLE_MAX_BYTES + 1)
+    return None if len(data) > WHOLE_MAX_BYTES else decode_whole(data)
 
 
 def decode_whole(data: bytes) -> Any:
@@ -273,6 +289,7 @@ def iter_items(path: Path, array: str, *, max_depth: int = MAX_DEPTH) -> Iterato
 
 __all__ = [
     "MAX_DEPTH",
+    "WHOLE_MAX_BYTES",
     "JSONError",
     "NotAnArray",
     "Rejected",
@@ -287,4 +304,5 @@ __all__ = [
     "open_json",
     "read_header",
     "too_deep_problem",
+    "worth_whole",
 ]

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from omoide.importers import _jsonstream
 from omoide.importers._errors import ExportTooLarge, UnrecognizedExport
-from omoide.importers._jsonstream import JSONError, checked, decode_whole, error_line, iter_array
+from omoide.importers._jsonstream import JSONError, checked, decode_whole, error_line, iter_array, worth_whole
 
 DEFAULT_MAX_UNCOMPRESSED_BYTES = 1024**3
 """Default cap on the JSON a Slack zip may inflate to, in total (1 GiB)."""
@@ -145,16 +146,16 @@ class ExportTree:
                 return list(iter_array(source))
         except JSONError as exc:
             # valid JSON yajl refuses (an integer beyond 64 bits) is decoded whole, as the Discord
-            # reader does — only that error, and only a day file of at most WHOLE_DAY_MAX_BYTES,
+            # reader does — only that error, and only a day file of at most WHOLE_MAX_BYTES,
             # so invalid or huge hostile files still cost what streaming costs. The member's bytes
             # count against the zip limits once more.
-            if "integer overflow" not in str(exc):
+            if not worth_whole(exc):
                 raise
             data = bytearray()
             with self._member(name) as source:
                 while chunk := source.read(1 << 20):
                     data += chunk
-                    if len(data) > WHOLE_DAY_MAX_BYTES:
+                    if len(data) > _jsonstream.WHOLE_MAX_BYTES:
                         raise exc from None
             document = decode_whole(bytes(data))
             if not isinstance(document, list):
@@ -208,9 +209,6 @@ class _Member:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-WHOLE_DAY_MAX_BYTES = 64 * 1024 * 1024
-"""The largest day file decoded whole when the streaming parser refuses a number it cannot hold."""
 
 READ_ERRORS = (OSError, KeyError, ValueError, JSONError, zipfile.BadZipFile, NotImplementedError, RuntimeError)
 """What reading one member can raise (RuntimeError: an encrypted member); ExportTooLarge is not among them."""
