@@ -344,7 +344,7 @@ def _parse(content: str, records: list[list[Any]], lexical: Sequence[str]) -> _P
         tuple(starts),
         tuple([(speaker, tuple(lines)) for speaker, lines in speaker_lines.items()]),
         tokens,
-        f" {' '.join(t for line in tokens for t in line)} ",
+        f" {' '.join(' '.join(lexical).split())} ",
         np.array([len(t) for t in tokens], dtype=np.float64),
         np.full(len(records), np.nan),
     )
@@ -533,34 +533,49 @@ def _source_reader(
 ) -> npt.NDArray[np.float64]:
     """The four ``reader_source_*`` columns (see the module docstring) for rows whose reader
     cosine is ``cos`` (NaN: none) and whose chunk is ``candidates[owner[row]]``: NaN where the
-    row's source has no line with a reader cosine (the gap: where the row itself has none)."""
+    row's source has no line with a reader cosine (the gap: where the row itself has none).
+
+    Per column, not per row: a message two chunks of its source both hold counts once (its
+    later row), found only among the sources with more than one candidate chunk."""
     out = np.full((cos.shape[0], 4), np.nan)
-    rows = np.flatnonzero(~np.isnan(cos)).tolist()
-    if not rows:
+    counted = ~np.isnan(cos)
+    if not counted.any():
         return out
-    owners, starts, values = owner.tolist(), firsts.tolist(), cos.tolist()
-    source_of = [int(c.chunk.source_id) for c in candidates]
-    lines: dict[int, dict[Any, float]] = {}  # source -> message (or row) -> cosine
-    for row in rows:
-        at = owners[row]
-        prepared = preps[at]
-        message = None if prepared is None else prepared.message_id(row - starts[at])
-        lines.setdefault(source_of[at], {})[("row", row) if message is None else message] = values[row]
-    best = {source: max(found.values()) for source, found in lines.items()}
-    top3 = {source: _mean(sorted(found.values())[-3:]) for source, found in lines.items()}
-    place = {source: i for i, source in enumerate(sorted(best, key=lambda s: (-best[s], s)))}
-    sources = np.array(source_of)[owner]
-    for source in lines:
-        mask = sources == source
-        out[mask, 0] = best[source]
-        out[mask, 1] = cos[mask] - best[source]
-        out[mask, 2] = top3[source]
-        out[mask, 3] = place[source]
+    source_of = np.array([int(c.chunk.source_id) for c in candidates], dtype=np.int64)
+    sources = source_of[owner]
+    shared, chunks = np.unique(source_of, return_counts=True)
+    for source in shared[chunks > 1].tolist():  # overlapping chunks of one source
+        seen: dict[Any, int] = {}
+        for row in np.flatnonzero(counted & (sources == source)).tolist():
+            at = int(owner[row])
+            prepared = preps[at]
+            message = None if prepared is None else prepared.message_id(row - int(firsts[at]))
+            if message is None:
+                continue
+            if message in seen:
+                counted[seen[message]] = False  # the later row speaks for the message
+            seen[message] = row
+    rows = np.flatnonzero(counted)
+    found, group = np.unique(sources[rows], return_inverse=True)
+    order = np.lexsort((cos[rows], group))  # by source, then cosine ascending
+    values, groups = cos[rows][order], group[order]
+    ends = np.flatnonzero(np.r_[groups[1:] != groups[:-1], True]) + 1
+    begins = np.r_[0, ends[:-1]]
+    best = values[ends - 1]
+    top3 = np.zeros(found.shape[0])
+    for back in (3, 2, 1):  # the three best, summed smallest first (as ``sum`` of a sorted list)
+        at = ends - back
+        top3 += np.where(at >= begins, values[np.maximum(at, 0)], 0.0)
+    top3 /= np.minimum(ends - begins, 3)
+    place = np.empty(found.shape[0])
+    place[np.lexsort((found, -best))] = np.arange(found.shape[0])
+    index = np.minimum(np.searchsorted(found, sources), found.shape[0] - 1)
+    has = found[index] == sources
+    out[has, 0] = best[index[has]]
+    out[has, 1] = cos[has] - best[index[has]]
+    out[has, 2] = top3[index[has]]
+    out[has, 3] = place[index[has]]
     return out
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 _MINUTE = timedelta(minutes=1)
