@@ -13,7 +13,7 @@ store would have written:
   ``private``/``members`` of the source); the generated ``lexical_tsv`` / ``lexical_len`` are
   computed by the server on ``COPY`` exactly as on ``INSERT``;
 * ``chunk_embeddings``: the ``halfvec`` in pgvector's binary form and the unit vectors as the
-  little-endian float16 ``bytea`` of ``encode_unit_vectors`` (``content_hash`` NULL, as the
+  ``bytea`` of ``encode_unit_vectors`` (``content_hash`` NULL, as the
   benchmark's earlier loader wrote);
 * ``store_meta``'s lexical tokenizer, as the first ``insert_source`` records it; the identity
   sequences moved past the ids written (ids are ``1..n`` on every target, so the single node
@@ -200,7 +200,7 @@ class ScaleData:
     def block(self, total: int) -> Block:
         """The next block of a ``total``-chunk load."""
         from omoide.stores._knowledge_common import to_json
-        from omoide.stores.postgres._units import UNIT_DTYPE, unit_lexical_json
+        from omoide.stores.postgres._units import encode_unit_vectors, unit_lexical_json
 
         _vectors = bench_search()._vectors
         index = self.next_block
@@ -223,8 +223,7 @@ class ScaleData:
             noise = self.unit_rng.standard_normal((count, UNIT_LINES, DIMS)).astype(np.float32)
             u = vectors[:, None, :] + self.unit_noise * noise / np.sqrt(DIMS)
             u /= np.linalg.norm(u, axis=2, keepdims=True)
-            u16 = np.ascontiguousarray(u.astype(np.float32), dtype=UNIT_DTYPE)
-            units = [u16[i].tobytes() for i in range(count)]
+            units = [encode_unit_vectors(u[i]) for i in range(count)]
         chunks = []
         for i, chat in enumerate(chats):
             n = done + i

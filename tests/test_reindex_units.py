@@ -260,6 +260,75 @@ def test_cli_status_and_reindex_units(db_url: str, tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["lexical"] == 0 and json.loads(out)["model"] == MODEL
 
 
+async def _as_written_before_int8(db_url: str) -> dict[int, bytes]:
+    """Rewrite every stored unit and reader matrix in the form an omoide before the int8 form
+    wrote (SQLite float32 / float16, PostgreSQL float16 / float16); the rows as they were."""
+    from omoide.stores.unit_codec import decode_matrix
+    from omoide.stores.units import HALF_DTYPE, READER_DIMENSIONS
+
+    legacy_units = np.dtype("<f2") if db_url.startswith("postgresql") else np.dtype("<f4")
+    select = "SELECT chunk_id, dimensions, unit_vectors, reader_vectors FROM chunk_embeddings"
+    update = "UPDATE chunk_embeddings SET unit_vectors = {0}, reader_vectors = {1} WHERE chunk_id = {2}"
+
+    def legacy(row: Any) -> tuple[bytes, bytes, int]:
+        units = decode_matrix(bytes(row[2]), row[1], legacy=legacy_units)
+        reader = decode_matrix(bytes(row[3]), READER_DIMENSIONS, legacy=HALF_DTYPE) if row[3] is not None else None
+        assert units is not None
+        return (
+            units.astype(legacy_units).tobytes(),
+            None if reader is None else reader.astype(HALF_DTYPE).tobytes(),
+            row[0],
+        )
+
+    if db_url.startswith("postgresql"):
+        import asyncpg
+
+        conn = await asyncpg.connect(db_url)
+        try:
+            rows = [legacy(r) for r in await conn.fetch(select)]
+            await conn.executemany(update.format("$1", "$2", "$3"), rows)
+        finally:
+            await conn.close()
+    else:
+        import sqlite3
+
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            rows = [legacy(r) for r in conn.execute(select).fetchall()]
+            conn.executemany(update.format("?", "?", "?"), rows)
+    return {chunk_id: units for units, _, chunk_id in rows}
+
+
+def test_cli_reindex_compact_re_encodes_vectors_stored_in_the_older_forms(db_url: str, tmp_path: Path) -> None:
+    import asyncio
+
+    asyncio.run(_seed(db_url, tmp_path))
+    assert omoide("reindex", "--units", "--db", db_url)[0] == 0
+    code, out, _ = omoide("reindex", "--compact", "--db", db_url, "--json")
+    assert code == 0 and json.loads(out)["rewritten"] == 0  # written now: int8 already
+    before = asyncio.run(_as_written_before_int8(db_url))
+    assert len(before) == 9
+
+    code, out, err = omoide("reindex", "--compact", "--db", db_url)
+
+    assert code == 0, err
+    assert "Re-encoded the per-message vectors of 9 stored vector(s) as int8" in out
+
+    async def read() -> dict[Any, Any]:
+        async with Memory.open(settings_for(db_url, tmp_path)) as m:
+            return await m.store.search.fetch_units(list(before), model=MODEL)
+
+    units = asyncio.run(read())
+    legacy_units = np.dtype("<f2") if db_url.startswith("postgresql") else np.dtype("<f4")
+    for chunk_id, data in before.items():
+        got = units[ChunkId(chunk_id)].vectors
+        assert got is not None
+        np.testing.assert_allclose(got, np.frombuffer(data, dtype=legacy_units).reshape(got.shape), atol=2e-3)
+    code, out, _ = omoide("reindex", "--compact", "--db", db_url, "--json")
+    assert code == 0 and json.loads(out)["rewritten"] == 0
+    code, _, err = omoide("reindex", "--compact", "--units", "--db", db_url)
+    assert code == 2 and "--compact runs on its own" in err
+
+
 def test_cli_reindex_flags(sqlite_url: str) -> None:
     code, _, err = omoide("reindex", "--db", sqlite_url)
     assert code != 0 and "--units" in err

@@ -24,6 +24,7 @@ from omoide.stores._erasure_common import content_hash, join_lines, line_spans, 
 from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, SourceDraft, UnitLexicalRow
 from omoide.stores.search import SearchFilters
 from omoide.stores.units import READER_DIMENSIONS, chunk_lines, unit_lexical_of
+from stored_vectors import exact
 
 WS = "g-units"
 MODEL = "test-units-model"
@@ -75,9 +76,8 @@ async def _add(store: Any, *drafts: ChunkDraft, workspace: str = WS) -> list[Chu
 
 
 def _matrix(lines: int, seed: int) -> npt.NDArray[np.float32]:
-    """Values exactly representable in float16, so PostgreSQL's half precision reads back equal."""
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((lines, DIMS)).astype(np.float16).astype(np.float32)
+    """Values every stored form holds exactly (:func:`stored_vectors.exact`)."""
+    return exact((lines, DIMS), seed)
 
 
 def _vector(seed: int) -> npt.NDArray[np.float32]:

@@ -16,6 +16,7 @@ from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, SourceDra
 from omoide.stores.units import chunk_lines, unit_lexical_of
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import chunk_lexical_text
+from stored_vectors import exact
 
 WS = "g1"
 MODEL = "m8"
@@ -53,8 +54,7 @@ async def _add(store: Any, drafts: list[ChunkDraft]) -> list[ChunkId]:
 
 
 def _units(lines: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((lines, DIMS)).astype(np.float32)
+    return exact((lines, DIMS), seed)
 
 
 def _vec(seed: int = 0) -> np.ndarray:
@@ -102,7 +102,7 @@ async def test_unit_vectors_with_embeddings_and_fetch_by_model(store: Any) -> No
     assert written == 2
     got = await store.search.fetch_units([a, b], model=MODEL)
     assert got[a].vectors is not None and got[a].vectors.dtype == np.float32 and got[a].vectors.shape == (3, DIMS)
-    np.testing.assert_allclose(got[a].vectors, ua, rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(got[a].vectors, ua)
     assert got[b].vectors is None and got[b].lexical is not None
     assert (await store.search.fetch_units([a], model="other"))[a].vectors is None
     assert (await store.search.fetch_units([a], model=None))[a].vectors is None
@@ -188,7 +188,7 @@ async def test_put_unit_vectors_needs_the_same_content_hash(store: Any) -> None:
     assert written == 1
     got = await store.search.fetch_units([a, b], model=MODEL)
     assert got[a].vectors is not None
-    np.testing.assert_allclose(got[a].vectors, _units(3, 7), rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(got[a].vectors, _units(3, 7))
     assert got[b].vectors is None
     assert [c.id for c in await store.knowledge.embeddings_missing_units(model=MODEL)] == [b]
     assert (await store.knowledge.knowledge_status()).unit_vectors_missing.get(MODEL) == 1

@@ -35,7 +35,8 @@ def _as_f16(text: str | None) -> list[float] | None:
 
 
 def _comparable(rows: dict[str, list[Row]], *, half: bool) -> dict[str, list[Row]]:
-    """Rows with vectors as float lists (rounded to float16 where PostgreSQL stores them so)."""
+    """Rows with vectors as float lists (a chunk's vector rounded to float16 where PostgreSQL
+    stores it so; unit vectors are int8 with a scale per line on both backends, restored as read)."""
     out: dict[str, list[Row]] = {}
     for name, table_rows in rows.items():
         fixed = []
@@ -43,7 +44,8 @@ def _comparable(rows: dict[str, list[Row]], *, half: bool) -> dict[str, list[Row
             row = dict(row)
             for col in ("embedding", "unit_vectors"):
                 if col in row and row[col] is not None:
-                    row[col] = _as_f16(row[col]) if half else [float(x) for x in vector_from_b64(row[col])]
+                    rounded = half and col == "embedding"
+                    row[col] = _as_f16(row[col]) if rounded else [float(x) for x in vector_from_b64(row[col])]
             fixed.append(row)
         out[name] = fixed
     return out

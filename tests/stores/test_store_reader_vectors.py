@@ -24,6 +24,7 @@ from omoide.errors import InvalidInput
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash, join_lines, spans_json
 from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, SourceDraft
+from omoide.stores.unit_codec import MAGIC
 from omoide.stores.units import (
     READER_DIMENSIONS,
     ChunkUnits,
@@ -31,6 +32,7 @@ from omoide.stores.units import (
     encode_reader_vectors,
     unit_lexical_of,
 )
+from stored_vectors import exact
 
 WS = "g-reader"
 MODEL = "test-reader-model"
@@ -80,8 +82,8 @@ async def _add(store: Any, *drafts: ChunkDraft, workspace: str = WS) -> list[Chu
 
 
 def _half(shape: tuple[int, ...], seed: int) -> npt.NDArray[np.float32]:
-    """Values exactly representable in float16, so what is stored reads back equal."""
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float16).astype(np.float32)
+    """Values every stored form holds exactly (:func:`stored_vectors.exact`)."""
+    return exact(shape, seed)
 
 
 def _units(lines: int, seed: int) -> npt.NDArray[np.float32]:
@@ -118,24 +120,35 @@ def test_chunk_units_keep_their_two_field_form() -> None:
     assert ChunkUnits(lexical, None, reader).reader is reader
 
 
-def test_reader_vectors_encode_as_float16_rows() -> None:
+def test_reader_vectors_encode_as_int8_rows_with_a_scale_each() -> None:
     reader = _reader(3, 1)
     data = encode_reader_vectors(reader)
-    assert data is not None and len(data) == 3 * READER_DIMENSIONS * 2
-    assert data == reader.astype("<f2").tobytes()  # little-endian float16, row-major
+    assert data is not None and len(data) == 12 + 3 * (4 + READER_DIMENSIONS)  # header, scales, int8
+    assert data[:4] == MAGIC
     _same(decode_reader_vectors(data), reader)
+    padded = encode_reader_vectors(reader, multiple=2 * READER_DIMENSIONS)  # SQLite's CHECK
+    assert padded is not None and len(padded) % (2 * READER_DIMENSIONS) == 0 and padded.startswith(data)
+    _same(decode_reader_vectors(padded), reader)
     assert encode_reader_vectors(None) is None and decode_reader_vectors(None) is None
     assert decode_reader_vectors(b"") is None
-    assert decode_reader_vectors(data[:-2]) is None  # not a whole number of rows
+    assert decode_reader_vectors(data[:-1]) is None  # cut short
     decoded = decode_reader_vectors(data)
     assert decoded is not None
     decoded[0, 0] = 99.0  # a writable copy
     _same(decode_reader_vectors(data), reader)
 
 
+def test_reader_vectors_stored_before_the_int8_form_are_read_as_float16_rows() -> None:
+    reader = _reader(3, 1)
+    legacy = reader.astype("<f2").tobytes()  # little-endian float16, row-major
+    _same(decode_reader_vectors(legacy), reader)
+    assert decode_reader_vectors(legacy[:-2]) is None  # not a whole number of rows
+
+
 def test_backups_carry_reader_vectors_exactly_between_backends() -> None:
     from omoide.ops._codec import decoder, encoder
     from omoide.ops.tables import BY_NAME, Kind
+    from omoide.stores.sqlite import _units as sqlite_units
 
     assert BY_NAME["chunk_embeddings"].columns["reader_vectors"] is Kind.HALF
     stored = encode_reader_vectors(_reader(2, 3))
@@ -143,7 +156,9 @@ def test_backups_carry_reader_vectors_exactly_between_backends() -> None:
         (logical,) = decoder(source, [Kind.HALF], ["r"])((stored,)).values()
         assert np.frombuffer(base64.b64decode(logical), dtype="<f4").shape == (2 * READER_DIMENSIONS,)
         for target in ("sqlite", "postgresql"):
-            assert encoder(target, [Kind.HALF], ["r"])({"r": logical}) == (stored,)
+            (restored,) = encoder(target, [Kind.HALF], ["r"])({"r": logical})
+            assert restored == (stored if target == "postgresql" else sqlite_units.reader_blob(_reader(2, 3)))
+            _same(decode_reader_vectors(restored), _reader(2, 3))
             assert encoder(target, [Kind.HALF], ["r"])({}) == (None,)  # a backup made before the column
 
 
@@ -501,7 +516,7 @@ async def test_a_v13_sqlite_file_migrates_and_its_vectors_wait_for_the_reader(tm
         ).fetchone()
         assert "WHERE reader_vectors IS NULL" in index and "(model, chunk_id)" in index
         stored = conn.execute("SELECT length(reader_vectors) FROM chunk_embeddings").fetchone()[0]
-        assert stored == 3 * READER_DIMENSIONS * 2  # float16 on SQLite too
+        assert stored == 4 * READER_DIMENSIONS  # int8: 1,560 bytes padded to whole float16 rows of 512
         # the CHECK refuses what is not whole float16 rows of 512
         for bad in (b"", b"\x00" * (READER_DIMENSIONS * 2 + 2), b"\x00" * READER_DIMENSIONS * 4 * 3 + b"\x00"):
             with pytest.raises(sqlite3.IntegrityError):
@@ -631,7 +646,7 @@ async def test_a_postgres_v14_database_migrates_and_its_vectors_wait_for_the_rea
         )
         assert index is not None and "(model, chunk_id)" in index and "reader_vectors IS NULL" in index
         stored = await conn.fetchval("SELECT reader_vectors FROM chunk_embeddings WHERE chunk_id = $1", chunk)
-        assert stored == _reader(3, 7).astype("<f2").tobytes()
+        assert stored == encode_reader_vectors(_reader(3, 7))  # int8, unpadded on PostgreSQL
         # the migration's statements can run again (an interrupted run, a hand-applied one): nothing changes
         (migration,) = [m for m in MIGRATIONS if m.version == 15]
         for statement in migration.sql:

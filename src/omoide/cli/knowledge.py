@@ -254,11 +254,20 @@ def reindex(
             "stored before omoide had them; with --model, the unit vectors of that model's vectors.",
         ),
     ] = False,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Re-encode the per-message vectors an older omoide stored as float32 (SQLite) or float16 "
+            "(PostgreSQL) as int8: about half the space, the same rankings, nothing embedded again.",
+        ),
+    ] = False,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
     """Re-embed every chunk with another embedding model (--model), rebuild the full-text index
-    (--lexical), or build the retrieval units of older chunks (--units).
+    (--lexical), build the retrieval units of older chunks (--units), or store their per-message
+    vectors in half the space (--compact).
 
     --model: the new vectors are stored beside the current ones and search keeps using the
     configured model meanwhile. When it is done, set OMOIDE_EMBEDDER to the new model and
@@ -276,13 +285,25 @@ def reindex(
     of each message (chunks embedded before the reader existed get the reader's alone: only the
     reader runs, ~0.5 ms a message). Search keeps working meanwhile. Safe to interrupt (Ctrl-C)
     and rerun: it continues where it stopped.
+
+    --compact: per-message vectors stored before 2026-11-27 (float32 on SQLite, float16 on
+    PostgreSQL) are rewritten as int8 with a scale per message, about half the space; search
+    ranks the same. On PostgreSQL every rewritten row also goes into the vector index (~200 rows
+    a second at 1M chunks on two cores). The file keeps its size: run VACUUM (SQLite) or
+    VACUUM FULL chunk_embeddings (PostgreSQL, an exclusive lock) to give the space back. Search
+    keeps working meanwhile. Safe to interrupt and rerun.
     """
-    if not (model or lexical or units):
-        raise typer.BadParameter("give --model SPEC, --lexical or --units (see --help)")
-    if lexical and (model is not None or units):
+    if not (model or lexical or units or compact):
+        raise typer.BadParameter("give --model SPEC, --lexical, --units or --compact (see --help)")
+    if lexical and (model is not None or units or compact):
         raise typer.BadParameter("--lexical runs on its own: run `omoide reindex --lexical`, then the other one")
+    if compact and (model is not None or units):
+        raise typer.BadParameter("--compact runs on its own: run `omoide reindex --compact`, then the other one")
     if lexical:
         _reindex_lexical(db, json_)
+        return
+    if compact:
+        _reindex_compact(db, json_)
         return
     if units:
         _reindex_units(db, json_, model)
@@ -317,6 +338,46 @@ def reindex(
         f"Switch to it with OMOIDE_EMBEDDER={spec} and restart the workers.",
         highlight=False,
     )
+
+
+def _reindex_compact(db: str | None, json_: bool) -> None:
+    signals: list[int] = []
+
+    async def main() -> dict[str, Any]:
+        stop = asyncio.Event()
+        with _stop_on_signals(stop, signals):
+            try:
+                async with open_memory(db) as mem:
+                    with progress_bars(not json_) as progress:
+                        task = progress.add_task("Per-message vectors re-encoded", total=None, unit="chunk ids")
+
+                        def advance(done: int, last: int) -> None:
+                            progress.update(task, completed=done, total=last or None)
+
+                        report = await mem.knowledge.compact_line_vectors(on_progress=advance, stop=stop)
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                return {"cancelled": True}  # a second signal: the rounds stored so far are kept
+        return report.as_log()
+
+    summary = run(main, json_errors=json_)
+    again = "what was re-encoded is kept. Run `omoide reindex --compact` again to finish."
+    _exit_if_cancelled(summary, signals, again)
+    if json_:
+        print_json(summary)
+    else:
+        console.print(
+            f"Re-encoded the per-message vectors of {summary['rewritten']} stored vector(s) as int8 (about half "
+            "the space; the file keeps its size until VACUUM).",
+            highlight=False,
+        )
+    if signals and summary.get("stopped"):
+        err_console.print(
+            f"[yellow]Stopped by {signal.Signals(signals[0]).name}; {again}[/]",
+            highlight=False,
+        )
+        raise typer.Exit(128 + signals[0])
 
 
 def _reindex_units(db: str | None, json_: bool, model: str | None) -> None:
@@ -506,7 +567,7 @@ COMMANDS: dict[str, tuple[Callable[..., None], str]] = {
     "reindex": (
         reindex,
         "Examples: omoide reindex --model openai:text-embedding-3-small@512   |   omoide reindex --lexical"
-        "   |   omoide reindex --units",
+        "   |   omoide reindex --units   |   omoide reindex --compact",
     ),
 }
 

@@ -27,6 +27,7 @@ from omoide.knowledge.importing import (
     import_export,
     ingest_messages,
 )
+from omoide.knowledge.line_vector_compaction import CompactionReport, OnCompactProgress, compact_line_vectors
 from omoide.knowledge.unit_reindex import OnUnitProgress, UnitReindexReport, reindex_units
 from omoide.providers.base import Embedder
 from omoide.providers.registry import build
@@ -203,6 +204,24 @@ class KnowledgeService:
             )
             processor = self.embedding_processor(chosen)
         return await reindex_units(self.store.knowledge, processor, stop=stop, on_progress=on_progress)
+
+    async def compact_line_vectors(
+        self, *, on_progress: OnCompactProgress | None = None, stop: asyncio.Event | None = None
+    ) -> CompactionReport:
+        """Rewrite as int8 the per-message vectors stored by an older omoide as float32 (SQLite) or
+        float16 (PostgreSQL): about half the space, the same rankings, nothing embedded again
+        (``omoide reindex --compact``; :mod:`omoide.knowledge.line_vector_compaction`). Search
+        keeps working meanwhile. Safe to interrupt and run again.
+
+        Args:
+            on_progress: ``(chunk id reached, highest chunk id)`` after each round.
+            stop: when set, stop after the round in flight (``report.stopped``).
+
+        Example:
+            >>> (await mem.knowledge.compact_line_vectors()).rewritten  # doctest: +SKIP
+            1200
+        """
+        return await compact_line_vectors(self.store.knowledge, stop=stop, on_progress=on_progress)
 
     async def reindex_lexical(
         self, *, on_rows: Callable[[LexicalTable, int, int], None] | None = None

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from omoide.ops.tables import Kind
+from omoide.stores.unit_codec import decode_matrix, encode_matrix, stored_width
+from omoide.stores.units import READER_DIMENSIONS
 
 Convert = Callable[[Any], Any]
 Row = dict[str, Any]
@@ -59,14 +61,36 @@ def _nullable(fn: Convert) -> Convert:
     return convert
 
 
-def _units_out(data: bytes) -> str:
-    """Stored float16 (PostgreSQL's unit vectors, either backend's reader vectors) as backed up: float32."""
-    return _b64(np.frombuffer(data, dtype=F16).astype(F32).tobytes())
+def _matrix_out(legacy: np.dtype[Any]) -> Convert:
+    """Stored per-line vectors as backed up: float32 (the int8 form decoded; a matrix written
+    before it, of ``legacy`` values, converted)."""
+
+    def convert(data: bytes) -> str:
+        width = stored_width(data)
+        if width is None:
+            return _b64(np.frombuffer(data, dtype=legacy).astype(F32).tobytes())
+        matrix = decode_matrix(data, width, legacy=legacy)
+        if matrix is None:
+            raise ValueError("a stored matrix of vectors is cut short")
+        return _b64(matrix.astype(F32).tobytes())
+
+    return convert
 
 
-def _units_in(text: str) -> bytes:
-    """A backed-up float32 matrix as stored float16."""
-    return np.frombuffer(_unb64(text), dtype=F32).astype(F16).tobytes()
+def _matrix_in(width: int | None, multiple: Callable[[int], int]) -> Callable[[str, Row], bytes]:
+    """A backed-up float32 matrix as stored: int8 with a scale per line, padded to
+    ``multiple(width)`` bytes; ``width`` ``None``: the row's ``dimensions``."""
+
+    def convert(text: str, row: Row) -> bytes:
+        columns = int(row["dimensions"]) if width is None else width
+        values = np.frombuffer(_unb64(text), dtype=F32)
+        if not columns or values.size % columns:
+            raise ValueError(f"a backed-up matrix of {values.size} values is not {columns} wide")
+        data = encode_matrix(values.reshape(-1, columns), multiple=multiple(columns))
+        assert data is not None
+        return data
+
+    return convert
 
 
 # ------------------------------------------------------------------ SQLite
@@ -78,8 +102,8 @@ _SQLITE_OUT: dict[Kind, Convert] = {
     Kind.BOOL: _nullable(bool),
     Kind.JSON: _nullable(json.loads),
     Kind.VECTOR: _nullable(_b64),  # float32 little-endian BLOB
-    Kind.UNITS: _nullable(_b64),
-    Kind.HALF: _nullable(_units_out),  # float16 little-endian BLOB
+    Kind.UNITS: _nullable(_matrix_out(F32)),  # int8 (rows written before it: float32)
+    Kind.HALF: _nullable(_matrix_out(F16)),  # int8 (before it: float16)
 }
 _SQLITE_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
@@ -88,8 +112,11 @@ _SQLITE_IN: dict[Kind, Convert] = {
     Kind.BOOL: _nullable(int),
     Kind.JSON: _nullable(json_text),
     Kind.VECTOR: _nullable(_unb64),
-    Kind.UNITS: _nullable(_unb64),
-    Kind.HALF: _nullable(_units_in),
+}
+_SQLITE_MATRIX_IN: dict[Kind, Callable[[str, Row], bytes]] = {
+    # padded to a whole number of the float32 / float16 rows the columns' CHECKs were written for
+    Kind.UNITS: _matrix_in(None, lambda width: F32.itemsize * width),
+    Kind.HALF: _matrix_in(READER_DIMENSIONS, lambda width: F16.itemsize * width),
 }
 
 
@@ -113,8 +140,8 @@ _POSTGRES_OUT: dict[Kind, Convert] = {
     Kind.BOOL: _same,
     Kind.JSON: _nullable(json.loads),  # asyncpg hands jsonb over as text
     Kind.VECTOR: _nullable(_halfvec_out),
-    Kind.UNITS: _nullable(_units_out),
-    Kind.HALF: _nullable(_units_out),
+    Kind.UNITS: _nullable(_matrix_out(F16)),
+    Kind.HALF: _nullable(_matrix_out(F16)),
 }
 _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
@@ -123,12 +150,15 @@ _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.BOOL: _same,
     Kind.JSON: _nullable(json_text),
     Kind.VECTOR: _nullable(_halfvec_in),
-    Kind.UNITS: _nullable(_units_in),
-    Kind.HALF: _nullable(_units_in),
+}
+_POSTGRES_MATRIX_IN: dict[Kind, Callable[[str, Row], bytes]] = {
+    Kind.UNITS: _matrix_in(None, lambda width: 1),
+    Kind.HALF: _matrix_in(READER_DIMENSIONS, lambda width: 1),
 }
 
 _OUT = {"sqlite": _SQLITE_OUT, "postgresql": _POSTGRES_OUT}
 _IN = {"sqlite": _SQLITE_IN, "postgresql": _POSTGRES_IN}
+_MATRIX_IN = {"sqlite": _SQLITE_MATRIX_IN, "postgresql": _POSTGRES_MATRIX_IN}
 
 
 def decoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callable[[Sequence[Any]], Row]:
@@ -144,11 +174,21 @@ def decoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callab
 
 def encoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callable[[Row], tuple[Any, ...]]:
     """A function turning one backup row into the values ``backend`` inserts (in ``names`` order)."""
-    converts = [_IN[backend][k] for k in kinds]
-    pairs = list(zip(names, converts, strict=True))
+
+    def matrix(convert: Callable[[str, Row], bytes]) -> Callable[[Any, Row], Any]:
+        return lambda value, row: None if value is None else convert(value, row)
+
+    def plain(convert: Convert) -> Callable[[Any, Row], Any]:
+        return lambda value, row: convert(value)
+
+    matrices = _MATRIX_IN[backend]
+    pairs = [
+        (name, matrix(matrices[kind]) if kind in matrices else plain(_IN[backend][kind]))
+        for name, kind in zip(names, kinds, strict=True)
+    ]
 
     def encode(row: Row) -> tuple[Any, ...]:
-        return tuple(fn(row.get(name)) for name, fn in pairs)
+        return tuple(fn(row.get(name), row) for name, fn in pairs)
 
     return encode
 

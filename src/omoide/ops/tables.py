@@ -8,12 +8,13 @@ backend restores into either:
 * ``TS``: ISO-8601 UTC text with microseconds (``2026-11-26T09:43:35.123456+00:00``);
 * ``JSON``: the parsed JSON value (not its text);
 * ``BOOL``: ``true`` / ``false``;
-* ``VECTOR`` / ``UNITS``: base64 of little-endian float32 (a vector; a ``lines × dimensions``
-  matrix). PostgreSQL keeps float16, so a vector read from it round-trips exactly through
-  either backend; a float32 vector from SQLite is rounded to float16 when restored into
-  PostgreSQL (what PostgreSQL would have stored in the first place).
-* ``HALF``: base64 of little-endian float32 too (the line reader's ``lines × 512`` matrix),
-  stored as float16 by both backends, so it round-trips exactly between any two.
+* ``VECTOR``: base64 of little-endian float32. PostgreSQL keeps float16, so a vector read
+  from it round-trips exactly through either backend; a float32 vector from SQLite is rounded
+  to float16 when restored into PostgreSQL (what PostgreSQL would have stored in the first place).
+* ``UNITS`` / ``HALF``: base64 of little-endian float32 too (a ``lines × dimensions`` matrix of
+  unit vectors; the line reader's ``lines × 512``), stored by both backends as int8 with a scale
+  per line (:mod:`omoide.stores.unit_codec`): restored, a matrix is stored in that form again
+  (a row written before it, float32 or float16, is restored in it too).
 
 Derived data is left out and rebuilt by the target: the FTS5 tables and PostgreSQL's
 generated columns (``lexical_tsv``, ``lexical_len``, from ``lexical``), SQLite's

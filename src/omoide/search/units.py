@@ -64,6 +64,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from omoide.search.source_features import source_features
 from omoide.search.unit_models import (
     FEATURES,
     READER_FEATURES,
@@ -465,7 +466,14 @@ def score_units(
             x[start : start + block.shape[0], 12] = sims[at : at + block.shape[0]]
             at += block.shape[0]
     x[:, 13] = np.where(is_unit, _window_means(x[:, 12], bounds, 1), np.nan)
-    x[:, 14:18] = _source_reader(x[:, 12], owner, candidates, preps, firsts)
+    source_of = np.array([int(c.chunk.source_id) for c in candidates], dtype=np.int64)
+
+    def message_of(row: int) -> Any:
+        at = int(owner[row])
+        prepared = preps[at]
+        return None if prepared is None else prepared.message_id(row - int(firsts[at]))
+
+    x[:, 14:18] = source_features(x[:, 12], source_of[owner], message_of)
     lengths = np.concatenate([np.zeros(1) if p is None else p.lengths for p in preps])
     if query_tokens:
         terms = list(dict.fromkeys(query_tokens))
@@ -521,60 +529,6 @@ def score_units(
         out.append(ScoredUnit(cand, float(scores[r]), features, source, index))
         if limit is not None and len(out) >= limit:
             break
-    return out
-
-
-def _source_reader(
-    cos: npt.NDArray[np.float64],
-    owner: npt.NDArray[np.intp],
-    candidates: Sequence[ChunkCandidate],
-    preps: Sequence[_Prepared | None],
-    firsts: npt.NDArray[np.intp],
-) -> npt.NDArray[np.float64]:
-    """The four ``reader_source_*`` columns (see the module docstring) for rows whose reader
-    cosine is ``cos`` (NaN: none) and whose chunk is ``candidates[owner[row]]``: NaN where the
-    row's source has no line with a reader cosine (the gap: where the row itself has none).
-
-    Per column, not per row: a message two chunks of its source both hold counts once (its
-    later row), found only among the sources with more than one candidate chunk."""
-    out = np.full((cos.shape[0], 4), np.nan)
-    counted = ~np.isnan(cos)
-    if not counted.any():
-        return out
-    source_of = np.array([int(c.chunk.source_id) for c in candidates], dtype=np.int64)
-    sources = source_of[owner]
-    shared, chunks = np.unique(source_of, return_counts=True)
-    for source in shared[chunks > 1].tolist():  # overlapping chunks of one source
-        seen: dict[Any, int] = {}
-        for row in np.flatnonzero(counted & (sources == source)).tolist():
-            at = int(owner[row])
-            prepared = preps[at]
-            message = None if prepared is None else prepared.message_id(row - int(firsts[at]))
-            if message is None:
-                continue
-            if message in seen:
-                counted[seen[message]] = False  # the later row speaks for the message
-            seen[message] = row
-    rows = np.flatnonzero(counted)
-    found, group = np.unique(sources[rows], return_inverse=True)
-    order = np.lexsort((cos[rows], group))  # by source, then cosine ascending
-    values, groups = cos[rows][order], group[order]
-    ends = np.flatnonzero(np.r_[groups[1:] != groups[:-1], True]) + 1
-    begins = np.r_[0, ends[:-1]]
-    best = values[ends - 1]
-    top3 = np.zeros(found.shape[0])
-    for back in (3, 2, 1):  # the three best, summed smallest first (as ``sum`` of a sorted list)
-        at = ends - back
-        top3 += np.where(at >= begins, values[np.maximum(at, 0)], 0.0)
-    top3 /= np.minimum(ends - begins, 3)
-    place = np.empty(found.shape[0])
-    place[np.lexsort((found, -best))] = np.arange(found.shape[0])
-    index = np.minimum(np.searchsorted(found, sources), found.shape[0] - 1)
-    has = found[index] == sources
-    out[has, 0] = best[index[has]]
-    out[has, 1] = cos[has] - best[index[has]]
-    out[has, 2] = top3[index[has]]
-    out[has, 3] = place[index[has]]
     return out
 
 

@@ -49,7 +49,7 @@ from omoide.stores.knowledge_records import (
     SourceId,
     SourceStatus,
 )
-from omoide.stores.units import UnitLexicalRow
+from omoide.stores.units import CompactedPage, UnitLexicalRow
 
 # The records (sources, chunks, embeddings, archive plans) live in ``knowledge_records`` and are
 # re-exported here (``__all__``): callers import them from this module, beside the contract.
@@ -319,6 +319,19 @@ class KnowledgeStore(ErasureAware):
             return 0
         return await self._put_unit_vectors(model, dims, checked)
 
+    async def compact_line_vectors(self, *, after_id: int = 0, limit: int = 200) -> CompactedPage:
+        """Rewrite in the int8 form (:mod:`omoide.stores.unit_codec`) the unit and line-reader
+        vectors of up to ``limit`` stored vectors, by chunk id ``> after_id``, that still hold them
+        in an older form (float32 or float16, written before it): ``omoide reindex --units``. The
+        values read back are those stored, within half a step of each line's int8 scale. A vector
+        re-embedded or erased since it was read is left as it now is.
+
+        Raises:
+            InvalidInput: a negative ``after_id`` or a ``limit`` below 1.
+        """
+        after = check_int("after_id", after_id, minimum=0)
+        return await self._compact_line_vectors(after, check_int("limit", limit, minimum=1))
+
     async def list_sources(
         self,
         *,
@@ -432,6 +445,10 @@ class KnowledgeStore(ErasureAware):
         reader vectors where the row has them (``COALESCE``: a row without keeps the stored ones)."""
 
     @abc.abstractmethod
+    async def _compact_line_vectors(self, after_id: int, limit: int) -> CompactedPage:
+        """Rewrite a page of line vectors stored in an older form (see :meth:`compact_line_vectors`)."""
+
+    @abc.abstractmethod
     async def _list_sources(
         self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
     ) -> list[KnowledgeSource]:
@@ -461,6 +478,7 @@ __all__ = [
     "ChunkDraft",
     "ChunkId",
     "ChunkText",
+    "CompactedPage",
     "EmbeddingRow",
     "KnowledgeChunk",
     "KnowledgeSource",

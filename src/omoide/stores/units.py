@@ -10,12 +10,12 @@ one per message or part of a long message):
   ``omoide reindex --lexical``; ``NULL`` for a chunk written before units existed (or one
   without line records: an imported document), until ``omoide reindex --units``.
 * ``chunk_embeddings.unit_vectors``: one vector per line from the chunk's embedding model,
-  stored with the chunk's own vector (the same row, the same content hash): a float32
-  ``(lines, dimensions)`` matrix; ``NULL`` until embedded.
+  stored with the chunk's own vector (the same row, the same content hash): a ``(lines,
+  dimensions)`` matrix, int8 with a scale per line (:mod:`omoide.stores.unit_codec`); ``NULL``
+  until embedded.
 * ``chunk_embeddings.reader_vectors``: one vector per line from the line reader, a second,
   fixed sentence encoder (:data:`READER_DIMENSIONS` wide whatever the row's model), stored in
-  the same row: little-endian float16 ``(lines, READER_DIMENSIONS)`` on both backends
-  (:func:`encode_half_matrix`); ``NULL`` until read.
+  the same row and the same form (:func:`encode_reader_vectors`); ``NULL`` until read.
 
 Search ranks chunks first (lexical and vector lists over chunks, fused), then scores the
 units of the best chunks (:mod:`omoide.search.units`), so a hit can be one message.
@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from omoide.errors import InvalidInput
 from omoide.stores._erasure_common import LineSpan, line_spans
+from omoide.stores.unit_codec import decode_matrix, encode_matrix
 from omoide.text import lexical_text, tokenize_for_search
 from omoide.text.chat_lines import HEADER, speaker_of
 
@@ -47,7 +48,8 @@ READER_DIMENSIONS = 512
 """Dimensions of the line reader's vectors (``chunk_embeddings.reader_vectors``)."""
 
 HALF_DTYPE = np.dtype("<f2")
-"""How float16 matrices are stored (PostgreSQL's unit vectors, both backends' reader vectors)."""
+"""How float16 matrices were stored before the int8 form (PostgreSQL's unit vectors, both
+backends' reader vectors): such rows are still read."""
 
 _STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]")
 _HEADER_AT = re.compile(HEADER.pattern.removeprefix("^"))  # HEADER, matched at a given position
@@ -199,37 +201,16 @@ class ChunkUnits:
     reader: npt.NDArray[np.float32] | None = None
 
 
-def encode_half_matrix(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
-    """A checked float32 ``(lines, width)`` matrix as the stored bytes: little-endian float16,
-    row-major (``None`` stays ``None``). The checks kept every value within float16's range."""
-    return None if matrix is None else np.ascontiguousarray(matrix, dtype=HALF_DTYPE).tobytes()
-
-
-def decode_half_matrix(data: bytes | None, width: int | None) -> npt.NDArray[np.float32] | None:
-    """The float32 ``(lines, width)`` matrix of stored float16 bytes (a writable copy); ``None``
-    when absent, empty or not a whole number of rows (which only a hand-edited row could be).
-
-    >>> decode_half_matrix(encode_half_matrix(np.ones((2, 3), dtype=np.float32)), 3).shape
-    (2, 3)
-    >>> decode_half_matrix(b"\\x00" * 5, 3) is None
-    True
-    """
-    if data is None or not width:
-        return None
-    row = int(width) * HALF_DTYPE.itemsize
-    if not data or len(data) % row:
-        return None
-    return np.frombuffer(data, dtype=HALF_DTYPE).astype(np.float32).reshape(-1, int(width))
-
-
-def encode_reader_vectors(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
-    """``chunk_embeddings.reader_vectors`` as stored on either backend (float16, row-major)."""
-    return encode_half_matrix(matrix)
+def encode_reader_vectors(matrix: npt.NDArray[np.float32] | None, *, multiple: int = 1) -> bytes | None:
+    """``chunk_embeddings.reader_vectors`` as stored on either backend: int8 with a scale per line
+    (:mod:`omoide.stores.unit_codec`), padded to ``multiple`` bytes."""
+    return encode_matrix(matrix, multiple=multiple)
 
 
 def decode_reader_vectors(data: bytes | None) -> npt.NDArray[np.float32] | None:
-    """Stored ``reader_vectors`` as a float32 ``(lines, READER_DIMENSIONS)`` matrix, or ``None``."""
-    return decode_half_matrix(data, READER_DIMENSIONS)
+    """Stored ``reader_vectors`` as a float32 ``(lines, READER_DIMENSIONS)`` matrix, or ``None``
+    (rows written before the int8 form: float16)."""
+    return decode_matrix(data, READER_DIMENSIONS, legacy=HALF_DTYPE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,19 +223,34 @@ class UnitLexicalRow:
     unit_lexical: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CompactedPage:
+    """One page of :meth:`~omoide.stores.knowledge.KnowledgeStore.compact_line_vectors`.
+
+    Attributes:
+        after_id: the ``after_id`` of the next page (``None``: nothing in an older form is left
+            after the page's start).
+        rewritten: stored vectors whose line vectors were rewritten in the int8 form.
+        last_chunk_id: the highest chunk id with a stored vector (0: none), for progress.
+    """
+
+    after_id: int | None
+    rewritten: int
+    last_chunk_id: int
+
+
 __all__ = [
     "HALF_DTYPE",
     "READER_DIMENSIONS",
     "UNIT_CONTEXT",
     "ChunkLine",
     "ChunkUnits",
+    "CompactedPage",
     "UnitLexicalRow",
     "check_unit_lexical",
     "chunk_line",
     "chunk_lines",
-    "decode_half_matrix",
     "decode_reader_vectors",
-    "encode_half_matrix",
     "encode_reader_vectors",
     "line_embedding_source",
     "line_lexical_source",

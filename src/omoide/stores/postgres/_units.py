@@ -2,10 +2,10 @@
 
 * ``knowledge_chunks.unit_lexical`` is ``jsonb``: ``NULL`` or an array of strings, the
   search tokens of each line record (space-joined).
-* ``chunk_embeddings.unit_vectors`` is ``bytea``: ``NULL`` or the row's unit vectors as
-  little-endian float16, row-major, ``lines × dimensions`` (the row's ``dimensions``). The
-  contract already checked that every value fits float16 (±65504, as ``halfvec``); they
-  are read back as float32.
+* ``chunk_embeddings.unit_vectors`` is ``bytea``: ``NULL`` or the row's unit vectors,
+  ``lines × dimensions`` (the row's ``dimensions``), int8 with a scale per line
+  (:mod:`omoide.stores.unit_codec`); rows written before that form hold little-endian float16,
+  row-major, and are still read. They are read back as float32.
 * ``chunk_embeddings.reader_vectors`` (migration 15) is ``bytea`` too: ``NULL`` or the line
   reader's vectors of the same lines, stored the same way (``lines × READER_DIMENSIONS``).
 
@@ -16,6 +16,7 @@ A chunk "has line records" when ``location->'lines'`` is a non-empty JSON array
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,18 +28,16 @@ import numpy.typing as npt
 from omoide.stores._erasure_common import content_hash
 from omoide.stores._knowledge_checks import CheckedVector
 from omoide.stores.knowledge import ChunkId, ChunkText, SourceId, UnitLexicalRow
+from omoide.stores.unit_codec import MAGIC, decode_matrix, encode_matrix, next_page, reencode
 from omoide.stores.units import (
     HALF_DTYPE,
+    READER_DIMENSIONS,
     ChunkUnits,
-    decode_half_matrix,
+    CompactedPage,
     decode_reader_vectors,
-    encode_half_matrix,
     encode_reader_vectors,
     unit_lexical_of,
 )
-
-UNIT_DTYPE = HALF_DTYPE
-"""How unit vectors are stored: little-endian float16 (half of SQLite's float32)."""
 
 
 def has_lines(alias: str = "c") -> str:
@@ -53,13 +52,13 @@ HAS_LINES = has_lines()
 def encode_unit_vectors(matrix: npt.NDArray[np.float32] | None) -> bytes | None:
     """A checked ``(lines, dimensions)`` matrix as the ``bytea`` stored (``None`` stays ``None``);
     the reader's vectors are stored the same way (:func:`~omoide.stores.units.encode_reader_vectors`)."""
-    return encode_half_matrix(matrix)
+    return encode_matrix(matrix)
 
 
 def decode_unit_vectors(data: bytes | None, dimensions: int | None) -> npt.NDArray[np.float32] | None:
     """The float32 ``(lines, dimensions)`` matrix of a stored ``bytea`` (``None`` when absent or
-    not a whole number of rows, which only a hand-edited row could be)."""
-    return decode_half_matrix(data, dimensions)
+    not a whole matrix, which only a hand-edited row could be)."""
+    return decode_matrix(data, dimensions, legacy=HALF_DTYPE)
 
 
 def unit_lexical_json(tokens: Sequence[str] | None) -> str | None:
@@ -151,6 +150,63 @@ WHERE c.id = ANY($1::bigint[])
 _FETCH_UNIT_LEXICAL = """
 SELECT c.id, c.unit_lexical::text AS unit_lexical FROM knowledge_chunks c WHERE c.id = ANY($1::bigint[])
 """
+
+
+_LEGACY_LINE_VECTORS = """
+SELECT chunk_id, model, dimensions, unit_vectors, reader_vectors FROM chunk_embeddings
+WHERE chunk_id > $1 AND (substring(unit_vectors from 1 for 4) <> $3 OR substring(reader_vectors from 1 for 4) <> $3)
+ORDER BY chunk_id, model LIMIT $2
+"""
+_COMPACT_LINE_VECTORS = """
+UPDATE chunk_embeddings e
+SET unit_vectors = coalesce(v.unit_vectors, e.unit_vectors), reader_vectors = coalesce(v.reader_vectors, e.reader_vectors)
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[])
+    AS v(chunk_id, model, unit_md5, reader_md5, unit_vectors, reader_vectors)
+WHERE e.chunk_id = v.chunk_id AND e.model = v.model
+  AND md5(e.unit_vectors) IS NOT DISTINCT FROM v.unit_md5 AND md5(e.reader_vectors) IS NOT DISTINCT FROM v.reader_md5
+"""
+
+
+def _md5(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+async def legacy_line_vectors(conn: asyncpg.Connection, after_id: int, limit: int) -> list[asyncpg.Record]:
+    """A page of stored vectors, by chunk id ``> after_id``, whose line vectors are in an older form."""
+    return list(await conn.fetch(_LEGACY_LINE_VECTORS, after_id, limit, MAGIC))
+
+
+async def write_compacted(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]) -> int:
+    """Rewrite the line vectors of ``rows`` (read by :func:`legacy_line_vectors`) in the int8 form,
+    in one ``UPDATE`` where both stored values still hash to what was read (``md5``: a vector
+    re-embedded, given its reader's vectors or erased meanwhile is left as it now is)."""
+    writes = []
+    for r in rows:
+        units = reencode(r["unit_vectors"], r["dimensions"], legacy=HALF_DTYPE)
+        reader = reencode(r["reader_vectors"], READER_DIMENSIONS, legacy=HALF_DTYPE)
+        if units is not None or reader is not None:
+            writes.append((r, units, reader))
+    if not writes:
+        return 0
+    status = await conn.execute(
+        _COMPACT_LINE_VECTORS,
+        [r["chunk_id"] for r, _, _ in writes],
+        [r["model"] for r, _, _ in writes],
+        [_md5(r["unit_vectors"]) for r, _, _ in writes],
+        [_md5(r["reader_vectors"]) for r, _, _ in writes],
+        [units for _, units, _ in writes],
+        [reader for _, _, reader in writes],
+    )
+    return _count(status)
+
+
+async def compact_line_vectors(conn: asyncpg.Connection, after_id: int, limit: int) -> CompactedPage:
+    """:meth:`~omoide.stores.knowledge.KnowledgeStore.compact_line_vectors`: a page read, then written
+    where unchanged (:func:`write_compacted`)."""
+    rows = await legacy_line_vectors(conn, after_id, limit)
+    rewritten = await write_compacted(conn, rows)
+    last = await conn.fetchval("SELECT coalesce(max(chunk_id), 0) FROM chunk_embeddings")
+    return CompactedPage(next_page([(r["chunk_id"],) for r in rows], limit), rewritten, int(last))
 
 
 def _count(status: str) -> int:
@@ -257,10 +313,10 @@ def units_status_sql(workspace: str | None) -> str:
 
 __all__ = [
     "HAS_LINES",
-    "UNIT_DTYPE",
     "chunk_unit_lexical",
     "chunk_workspaces",
     "chunks_missing_units",
+    "compact_line_vectors",
     "decode_unit_vectors",
     "embeddings_missing_units",
     "encode_unit_vectors",

@@ -19,6 +19,7 @@ from omoide.stores.knowledge import (
     ChunkDraft,
     ChunkId,
     ChunkText,
+    CompactedPage,
     KnowledgeChunk,
     KnowledgeSource,
     KnowledgeStatus,
@@ -143,6 +144,10 @@ class PostgresKnowledge(KnowledgeStore):
         """float16 ``bytea`` where the stored content hash is the row's."""
         async with self._db.acquire() as conn:
             return await uops.put_unit_vectors(conn, model, dimensions, rows, citus=self._db.citus)
+
+    async def _compact_line_vectors(self, after_id: int, limit: int) -> CompactedPage:
+        async with self._db.acquire() as conn:
+            return await uops.compact_line_vectors(conn, after_id, limit)
 
     async def _list_sources(
         self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int

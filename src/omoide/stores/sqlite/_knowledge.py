@@ -21,9 +21,9 @@ the FTS5 table ``knowledge_chunks_fts``, filled by the triggers of migration 1.
 
 Retrieval units (migration 10, :mod:`omoide.stores.units`): ``knowledge_chunks.unit_lexical``
 is a JSON array of token strings, one per line record; ``chunk_embeddings.unit_vectors`` the
-unit vectors of that row's model, float32 little-endian, row-major (``lines x dimensions``);
-``chunk_embeddings.reader_vectors`` (migration 14) the line reader's vectors of the same lines,
-float16 little-endian, row-major (``lines x READER_DIMENSIONS``).
+unit vectors of that row's model (``lines x dimensions``) and ``chunk_embeddings.reader_vectors``
+(migration 14) the line reader's vectors of the same lines (``lines x READER_DIMENSIONS``), both
+int8 with a scale per line (:mod:`omoide.stores.sqlite._units`).
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ from omoide.stores.sqlite._units import (
     chunk_text,
     chunks_missing_units,
     embeddings_missing_units,
+    reader_blob,
     unit_lexical_json,
     units_blob,
 )
-from omoide.stores.units import encode_reader_vectors
 from omoide.text import search_tokenizer_name
 
 VECTOR_DTYPE = np.dtype("<f4")
@@ -395,7 +395,7 @@ def put_embeddings(
                 digest,
                 stamp,
                 units_blob(units),
-                encode_reader_vectors(reader),
+                reader_blob(reader),
                 chunk_id,
             )
             for chunk_id, vector, digest, units, reader in rows
@@ -420,7 +420,7 @@ def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows
     returns rows written."""
     current = _contents(conn, [r[0] for r in rows])
     writes = [
-        (units_blob(units), encode_reader_vectors(reader), chunk_id, model, dimensions, digest)
+        (units_blob(units), reader_blob(reader), chunk_id, model, dimensions, digest)
         for chunk_id, _, digest, units, reader in rows
         if chunk_id in current and digest == content_hash(current[chunk_id])
     ]

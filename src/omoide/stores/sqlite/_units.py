@@ -3,11 +3,13 @@
 * ``knowledge_chunks.unit_lexical``: a JSON array of strings, one per line record (each
   line's search tokens, space-joined), or ``NULL`` (written before units existed, or a chunk
   without line records).
-* ``chunk_embeddings.unit_vectors``: the unit vectors of that row's model, float32
-  little-endian, row-major (``lines = length / 4 / dimensions``), or ``NULL``.
+* ``chunk_embeddings.unit_vectors``: the unit vectors of that row's model, int8 with a scale
+  per line (:mod:`omoide.stores.unit_codec`), padded to a multiple of ``4 × dimensions``
+  bytes (the column's ``CHECK``, written for the float32 rows before that form, which are
+  still read), or ``NULL``.
 * ``chunk_embeddings.reader_vectors`` (migration 14): the line reader's vectors of the same
-  lines, float16 little-endian, row-major (``lines = length / 2 / READER_DIMENSIONS``), or
-  ``NULL`` (:func:`~omoide.stores.units.encode_reader_vectors`).
+  lines, stored the same way and padded to a multiple of ``2 × READER_DIMENSIONS`` bytes (rows
+  before: float16), or ``NULL`` (:func:`~omoide.stores.units.encode_reader_vectors`).
 
 :func:`fetch_units` is on search's hot path (30–60 chunk ids per search): one query by
 rowid, a JSON parse and a ``frombuffer`` per chunk.
@@ -26,9 +28,21 @@ import numpy.typing as npt
 from omoide.stores.knowledge import ChunkId, ChunkText, SourceId
 from omoide.stores.search import ChunkHit, chunks_with_units
 from omoide.stores.sqlite._search import FROM_CHUNKS, HIT_COLUMNS, hit_from_row
-from omoide.stores.units import ChunkUnits, decode_reader_vectors, unit_lexical_of
+from omoide.stores.unit_codec import MAGIC, decode_matrix, encode_matrix, next_page, reencode
+from omoide.stores.units import (
+    HALF_DTYPE,
+    READER_DIMENSIONS,
+    ChunkUnits,
+    CompactedPage,
+    decode_reader_vectors,
+    encode_reader_vectors,
+    unit_lexical_of,
+)
 
 UNITS_DTYPE = np.dtype("<f4")
+"""How unit vectors were stored before the int8 form (such rows are still read)."""
+READER_MULTIPLE = 2 * READER_DIMENSIONS
+"""Reader vectors are padded to a multiple of this many bytes (the ``CHECK`` of migration 14)."""
 
 HAS_LINES = "json_array_length({c}.location, '$.lines') > 0"
 """SQL: the chunk ``{c}`` has line records (``location->'lines'`` is a non-empty array; 0 otherwise)."""
@@ -50,14 +64,46 @@ WHERE c.id IN (SELECT value FROM json_each(?))
 _CHUNKS_WITH_UNITS_NO_READER = _CHUNKS_WITH_UNITS.replace("e.reader_vectors", "NULL AS reader_vectors")
 
 
+_LEGACY_LINE_VECTORS = """
+SELECT chunk_id, model, dimensions, unit_vectors, reader_vectors FROM chunk_embeddings
+WHERE chunk_id > ? AND (substr(unit_vectors, 1, 4) != ? OR substr(reader_vectors, 1, 4) != ?)
+ORDER BY chunk_id, model LIMIT ?
+"""
+_COMPACT_LINE_VECTORS = """
+UPDATE chunk_embeddings SET unit_vectors = coalesce(?, unit_vectors), reader_vectors = coalesce(?, reader_vectors)
+WHERE chunk_id = ? AND model = ?
+"""
+
+
+def compact_line_vectors(conn: sqlite3.Connection, after_id: int, limit: int) -> CompactedPage:
+    """:meth:`~omoide.stores.knowledge.KnowledgeStore.compact_line_vectors`, read and written in
+    the caller's write transaction (nothing else writes meanwhile)."""
+    rows = conn.execute(_LEGACY_LINE_VECTORS, (after_id, MAGIC, MAGIC, limit)).fetchall()
+    writes = []
+    for chunk_id, model, dimensions, units, reader in rows:
+        new_units = reencode(units, dimensions, legacy=UNITS_DTYPE, multiple=UNITS_DTYPE.itemsize * dimensions)
+        new_reader = reencode(reader, READER_DIMENSIONS, legacy=HALF_DTYPE, multiple=READER_MULTIPLE)
+        if new_units is not None or new_reader is not None:
+            writes.append((new_units, new_reader, chunk_id, model))
+    conn.executemany(_COMPACT_LINE_VECTORS, writes)
+    last = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunk_embeddings").fetchone()[0]
+    return CompactedPage(next_page(rows, limit), len(writes), int(last))
+
+
 def units_blob(vectors: npt.NDArray[np.float32] | None) -> bytes | None:
-    """The stored form of unit vectors: a float32 little-endian, row-major ``(lines, dimensions)`` BLOB."""
-    return None if vectors is None else np.ascontiguousarray(vectors, dtype=UNITS_DTYPE).tobytes()
+    """The stored form of a ``(lines, dimensions)`` matrix of unit vectors (see the module docstring)."""
+    return None if vectors is None else encode_matrix(vectors, multiple=UNITS_DTYPE.itemsize * vectors.shape[1])
 
 
-def units_from_blob(blob: bytes, dimensions: int) -> npt.NDArray[np.float32]:
-    """Unit vectors read back: a float32 ``(lines, dimensions)`` matrix (a writable copy)."""
-    return np.frombuffer(blob, dtype=UNITS_DTYPE).reshape(-1, dimensions).astype(np.float32)
+def units_from_blob(blob: bytes | None, dimensions: int) -> npt.NDArray[np.float32] | None:
+    """Unit vectors read back: a float32 ``(lines, dimensions)`` matrix (a writable copy), or ``None``
+    (absent, or not a whole matrix)."""
+    return decode_matrix(blob, dimensions, legacy=UNITS_DTYPE)
+
+
+def reader_blob(vectors: npt.NDArray[np.float32] | None) -> bytes | None:
+    """The stored form of the line reader's vectors (see the module docstring)."""
+    return encode_reader_vectors(vectors, multiple=READER_MULTIPLE)
 
 
 def unit_lexical_json(tokens: Sequence[str] | None) -> str | None:
@@ -76,10 +122,7 @@ def fetch_units(conn: sqlite3.Connection, ids: Sequence[int], model: str | None)
         return {ChunkId(r[0]): ChunkUnits(_tokens(r[1]), None) for r in rows}
     rows = conn.execute(_UNITS_WITH_MODEL, (model, json.dumps(list(ids)))).fetchall()
     return {
-        ChunkId(r[0]): ChunkUnits(
-            _tokens(r[1]), None if r[3] is None else units_from_blob(r[3], r[2]), decode_reader_vectors(r[4])
-        )
-        for r in rows
+        ChunkId(r[0]): ChunkUnits(_tokens(r[1]), units_from_blob(r[3], r[2]), decode_reader_vectors(r[4])) for r in rows
     }
 
 
@@ -95,9 +138,7 @@ def fetch_chunks_with_units(
 
 def _row_units(row: Sequence[Any]) -> ChunkUnits:
     lexical, dimensions, blob, reader = row[_HIT_WIDTH:]
-    return ChunkUnits(
-        _tokens(lexical), None if blob is None else units_from_blob(blob, dimensions), decode_reader_vectors(reader)
-    )
+    return ChunkUnits(_tokens(lexical), units_from_blob(blob, dimensions), decode_reader_vectors(reader))
 
 
 CHUNK_TEXT = "c.id, c.source_id, c.workspace_id, c.content, c.location"
@@ -188,9 +229,11 @@ __all__ = [
     "HAS_LINES",
     "chunk_text",
     "chunks_missing_units",
+    "compact_line_vectors",
     "embeddings_missing_units",
     "fetch_chunks_with_units",
     "fetch_units",
+    "reader_blob",
     "unit_lexical_json",
     "unit_lexical_rewrites",
     "units_blob",

@@ -18,6 +18,7 @@ from omoide.stores.knowledge import (
     ChunkDraft,
     ChunkId,
     ChunkText,
+    CompactedPage,
     KnowledgeChunk,
     KnowledgeSource,
     KnowledgeStatus,
@@ -29,6 +30,7 @@ from omoide.stores.knowledge import (
 )
 from omoide.stores.sqlite import _erasure as erasure
 from omoide.stores.sqlite import _knowledge as kops
+from omoide.stores.sqlite import _units as uops
 from omoide.stores.sqlite._db import SqliteDb
 
 
@@ -93,6 +95,9 @@ class SqliteKnowledge(KnowledgeStore):
 
     async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
         return await self._db.write("put_unit_vectors", kops.put_unit_vectors, model, dimensions, rows)
+
+    async def _compact_line_vectors(self, after_id: int, limit: int) -> CompactedPage:
+        return await self._db.write("compact_line_vectors", uops.compact_line_vectors, after_id, limit)
 
     async def _list_sources(
         self, workspace_id: str | None, origin_session_id: int | None, limit: int, offset: int
