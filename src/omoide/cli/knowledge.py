@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
@@ -40,6 +40,13 @@ def _exit_if_cancelled(summary: dict[str, object], signals: list[int], what_now:
         err_console.print(
             f"[yellow]Stopped at once by a second {signal.Signals(signals[-1]).name}; {what_now}[/]", highlight=False
         )
+        raise typer.Exit(128 + signals[0])
+
+
+def _exit_if_stopped(summary: dict[str, object], signals: list[int], what_now: str) -> None:
+    """A job a signal stopped after the work in flight: say so, exit 128 + the signal."""
+    if signals and summary.get("stopped"):
+        err_console.print(f"[yellow]Stopped by {signal.Signals(signals[0]).name}; {what_now}[/]", highlight=False)
         raise typer.Exit(128 + signals[0])
 
 
@@ -144,35 +151,29 @@ def embed(db: DbOption = None, json_: JsonOption = False) -> None:
     """
     signals: list[int] = []
 
-    async def main() -> dict[str, Any]:
-        stop = asyncio.Event()
-        with _stop_on_signals(stop, signals):
-            try:
-                async with open_memory(db) as mem:
-                    status = await mem.knowledge.status()
-                    model = mem.embedder.model_id
-                    todo = max(0, status.chunks - status.embedded.get(model, 0))
-                    recorder = ProgressRecorder(mem.store, job="embed", model=model)
-                    recorder.set_total(todo)
-                    with progress_bars(not json_) as progress:
-                        task = progress.add_task(f"Embedding with {model}", total=todo or None, unit="chunks")
+    async def job(stop: asyncio.Event) -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            status = await mem.knowledge.status()
+            model = mem.embedder.model_id
+            todo = max(0, status.chunks - status.embedded.get(model, 0))
+            recorder = ProgressRecorder(mem.store, job="embed", model=model)
+            recorder.set_total(todo)
+            with progress_bars(not json_) as progress:
+                task = progress.add_task(f"Embedding with {model}", total=todo or None, unit="chunks")
 
-                        def advance(n: int) -> None:
-                            progress.advance(task, n)
-                            recorder.advance(n)
+                def advance(n: int) -> None:
+                    progress.advance(task, n)
+                    recorder.advance(n)
 
-                        try:
-                            report = await mem.knowledge.embed(on_chunks=advance, stop=stop)
-                        finally:
-                            recorder.finish()
-                            await recorder.flush()
-            except asyncio.CancelledError:
-                if not signals:
-                    raise
-                return {"cancelled": True}  # a second signal: the claimed sources were handed back
+                try:
+                    report = await mem.knowledge.embed(on_chunks=advance, stop=stop)
+                finally:
+                    recorder.finish()
+                    await recorder.flush()
         return report.as_log()
 
-    summary = run(main, json_errors=json_)
+    # a second signal cancels: the claimed sources are handed back as the pass unwinds
+    summary = run(lambda: _until_stopped(signals, job), json_errors=json_)
     _exit_if_cancelled(summary, signals, "the unfinished sources are pending again. Run `omoide embed` to continue.")
     if json_:
         print_json(summary)
@@ -225,6 +226,21 @@ def _stop_on_signals(stop: asyncio.Event, received: list[int]) -> Iterator[None]
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+
+
+async def _until_stopped(
+    signals: list[int], job: Callable[[asyncio.Event], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """``job(stop)`` with SIGTERM / SIGINT setting ``stop`` (the job stops after what is in flight);
+    a second signal cancels it at once, which gives ``{"cancelled": True}``."""
+    stop = asyncio.Event()
+    with _stop_on_signals(stop, signals):
+        try:
+            return await job(stop)
+        except asyncio.CancelledError:
+            if not signals:
+                raise
+            return {"cancelled": True}
 
 
 # ------------------------------------------------------------------------- reindex
@@ -343,25 +359,18 @@ def reindex(
 def _reindex_compact(db: str | None, json_: bool) -> None:
     signals: list[int] = []
 
-    async def main() -> dict[str, Any]:
-        stop = asyncio.Event()
-        with _stop_on_signals(stop, signals):
-            try:
-                async with open_memory(db) as mem:
-                    with progress_bars(not json_) as progress:
-                        task = progress.add_task("Per-message vectors re-encoded", total=None, unit="chunk ids")
+    async def job(stop: asyncio.Event) -> dict[str, Any]:
+        async with open_memory(db) as mem:
+            with progress_bars(not json_) as progress:
+                task = progress.add_task("Per-message vectors re-encoded", total=None, unit="chunk ids")
 
-                        def advance(done: int, last: int) -> None:
-                            progress.update(task, completed=done, total=last or None)
+                def advance(done: int, last: int) -> None:
+                    progress.update(task, completed=done, total=last or None)
 
-                        report = await mem.knowledge.compact_line_vectors(on_progress=advance, stop=stop)
-            except asyncio.CancelledError:
-                if not signals:
-                    raise
-                return {"cancelled": True}  # a second signal: the rounds stored so far are kept
+                report = await mem.knowledge.compact_line_vectors(on_progress=advance, stop=stop)
         return report.as_log()
 
-    summary = run(main, json_errors=json_)
+    summary = run(lambda: _until_stopped(signals, job), json_errors=json_)
     again = "what was re-encoded is kept. Run `omoide reindex --compact` again to finish."
     _exit_if_cancelled(summary, signals, again)
     if json_:
@@ -372,43 +381,32 @@ def _reindex_compact(db: str | None, json_: bool) -> None:
             "the space; the file keeps its size until VACUUM).",
             highlight=False,
         )
-    if signals and summary.get("stopped"):
-        err_console.print(
-            f"[yellow]Stopped by {signal.Signals(signals[0]).name}; {again}[/]",
-            highlight=False,
-        )
-        raise typer.Exit(128 + signals[0])
+    _exit_if_stopped(summary, signals, again)
 
 
 def _reindex_units(db: str | None, json_: bool, model: str | None) -> None:
     signals: list[int] = []
 
-    async def main() -> dict[str, Any]:
+    async def job(stop: asyncio.Event) -> dict[str, Any]:
         from omoide.providers.registry import resolve_embedder
 
-        stop = asyncio.Event()
-        with _stop_on_signals(stop, signals):
-            try:
-                async with open_memory(db) as mem:
-                    embedder = resolve_embedder(model, mem.settings)[0] if model is not None else mem.embedder
-                    with progress_bars(not json_) as progress:
-                        tasks: dict[str, TaskID] = {}
-                        names = {"lexical": "Unit tokens", "vectors": f"Unit vectors with {embedder.model_id}"}
+        async with open_memory(db) as mem:
+            embedder = resolve_embedder(model, mem.settings)[0] if model is not None else mem.embedder
+            with progress_bars(not json_) as progress:
+                tasks: dict[str, TaskID] = {}
+                names = {"lexical": "Unit tokens", "vectors": f"Unit vectors with {embedder.model_id}"}
 
-                        def advance(phase: str, done: int, total: int) -> None:
-                            if phase not in tasks:
-                                tasks[phase] = progress.add_task(names.get(phase, phase), total=total or None)
-                            progress.update(tasks[phase], completed=done, total=total or None)
+                def advance(phase: str, done: int, total: int) -> None:
+                    if phase not in tasks:
+                        tasks[phase] = progress.add_task(names.get(phase, phase), total=total or None)
+                    progress.update(tasks[phase], completed=done, total=total or None)
 
-                        report = await mem.knowledge.reindex_units(embedder=embedder, on_progress=advance, stop=stop)
-            except asyncio.CancelledError:
-                if not signals:
-                    raise
-                return {"cancelled": True}  # a second signal: the batches stored so far are kept
+                report = await mem.knowledge.reindex_units(embedder=embedder, on_progress=advance, stop=stop)
         return report.as_log()
 
-    summary = run(main, json_errors=json_)
-    _exit_if_cancelled(summary, signals, "what was built is kept. Run `omoide reindex --units` again to finish.")
+    summary = run(lambda: _until_stopped(signals, job), json_errors=json_)
+    again = "what was built is kept. Run `omoide reindex --units` again to finish."
+    _exit_if_cancelled(summary, signals, again)
     if json_:
         print_json(summary)
     else:
@@ -429,13 +427,7 @@ def _reindex_units(db: str | None, json_: bool, model: str | None) -> None:
                 "they stay searchable as whole chunks.[/]",
                 highlight=False,
             )
-    if signals and summary.get("stopped"):
-        err_console.print(
-            f"[yellow]Stopped by {signal.Signals(signals[0]).name}; what was built is kept. "
-            "Run `omoide reindex --units` again to finish.[/]",
-            highlight=False,
-        )
-        raise typer.Exit(128 + signals[0])
+    _exit_if_stopped(summary, signals, again)
 
 
 def _reindex_lexical(db: str | None, json_: bool) -> None:
