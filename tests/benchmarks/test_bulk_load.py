@@ -51,6 +51,7 @@ async def _through_the_store(url: str, tmp_path: Path) -> None:
 
     from omoide.stores import open_store
     from omoide.stores.knowledge import ChunkDraft, EmbeddingRow, SourceDraft
+    from omoide.stores.postgres._units import decode_unit_vectors
 
     data = ScaleData(units=True)
     async with open_store(settings=_settings(url, tmp_path)) as store:
@@ -73,15 +74,15 @@ async def _through_the_store(url: str, tmp_path: Path) -> None:
             source_id, ids = await store.knowledge.add_source(
                 SourceDraft(workspace_id=block.workspace, type=block.source[2], title=block.source[3]), drafts
             )
+            dims = block.embeddings[0][3]
             rows = [
                 EmbeddingRow(
                     chunk_id=cid,
                     vector=np.frombuffer(e[4][4:], dtype=">f2").astype(np.float32),
-                    unit_vectors=np.frombuffer(e[6], dtype="<f2").astype(np.float32).reshape(10, -1),
+                    unit_vectors=decode_unit_vectors(e[6], dims),  # as stored: the store writes the same bytes
                 )
                 for cid, e in zip(ids, block.embeddings, strict=True)
             ]
-            _, dims = block.embeddings[0][2], block.embeddings[0][3]
             await store.knowledge.put_embeddings(model=block.embeddings[0][2], dimensions=dims, rows=rows)
             await store.knowledge.finish_source(source_id, status="ready")
 
