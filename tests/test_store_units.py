@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from old_databases import sqlite_file_at
 from omoide.errors import InvalidInput
 from omoide.search.lexical_index import rebuild_lexical_index
 from omoide.settings import Settings
@@ -424,31 +425,22 @@ async def test_repeated_ids_and_bad_tokens_are_refused(store: Any) -> None:
 
 def _v9_file(path: Path) -> None:
     """An SQLite database at migration 9 with one chat chunk (line records) and its vector."""
-    from omoide.stores.sqlite import MIGRATIONS
-    from omoide.stores.sqlite.migrations import apply_pending
-
     content, location = _chat(CHAT_A)
-    stamp = "2026-01-19T10:00:00.000000+00:00"
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        apply_pending(conn, migrations=tuple(m for m in MIGRATIONS if m.version <= 9))
-        conn.execute(
-            "INSERT INTO knowledge_sources (workspace_id, type, title, status, created_at, updated_at) "
-            "VALUES (?, 'discord_channel', 'old', 'ready', ?, ?)",
-            (WS, stamp, stamp),
-        )
-        conn.execute(
-            "INSERT INTO knowledge_chunks (source_id, workspace_id, channel_id, chunk_index, content, lexical, location, "
-            "author_ids, token_count, created_at) VALUES (1, ?, 'c1', 0, ?, '会議 三時', ?, '[\"alice\",\"bob\"]', 10, ?)",
-            (WS, content, json.dumps(location), stamp),
-        )
-        conn.execute(
-            "INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, "
-            "embedded_at) VALUES (1, ?, ?, ?, ?, NULL, ?)",
-            (WS, MODEL, DIMS, _vector(7).astype("<f4").tobytes(), stamp),
-        )
-    finally:
-        conn.close()
+    chunk = {
+        "channel_id": "c1",
+        "content": content,
+        "lexical": "会議 三時",
+        "location": json.dumps(location),
+        "author_ids": '["alice","bob"]',
+        "token_count": 10,
+    }
+    embedding = {
+        "model": MODEL,
+        "dimensions": DIMS,
+        "embedding": _vector(7).astype("<f4").tobytes(),
+        "content_hash": None,
+    }
+    sqlite_file_at(path, 9, WS, chunk=chunk, embedding=embedding)
 
 
 async def test_a_v9_sqlite_file_migrates_and_old_chunks_read_without_units(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from old_databases import sqlite_file_at
 from omoide.errors import InvalidInput
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash, join_lines, spans_json
@@ -444,46 +445,23 @@ async def test_an_erasure_leaves_no_reader_vectors_of_the_erased_lines(store: An
 
 def _v13_file(path: Path) -> None:
     """An SQLite database at migration 13 with one chat chunk and its vector with unit vectors."""
-    from omoide.stores.sqlite import MIGRATIONS
-    from omoide.stores.sqlite.migrations import apply_pending
-
     content, location = _chat(CHAT_A)
-    stamp = "2026-01-19T10:00:00.000000+00:00"
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        apply_pending(conn, migrations=tuple(m for m in MIGRATIONS if m.version <= 13))
-        conn.execute(
-            "INSERT INTO knowledge_sources (workspace_id, type, title, status, created_at, updated_at) "
-            "VALUES (?, 'discord_channel', 'old', 'ready', ?, ?)",
-            (WS, stamp, stamp),
-        )
-        conn.execute(
-            "INSERT INTO knowledge_chunks (source_id, workspace_id, chunk_index, content, lexical, location, "
-            "author_ids, token_count, created_at, unit_lexical) VALUES (1, ?, 0, ?, ?, ?, '[]', 10, ?, ?)",
-            (
-                WS,
-                content,
-                content,
-                json.dumps(location),
-                stamp,
-                json.dumps(list(unit_lexical_of(content, location) or ())),
-            ),
-        )
-        conn.execute(
-            "INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, "
-            "embedded_at, unit_vectors) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                WS,
-                MODEL,
-                DIMS,
-                _vector(7).astype("<f4").tobytes(),
-                content_hash(content),
-                stamp,
-                _units(3, 7).astype("<f4").tobytes(),
-            ),
-        )
-    finally:
-        conn.close()
+    chunk = {
+        "content": content,
+        "lexical": content,
+        "location": json.dumps(location),
+        "author_ids": "[]",
+        "token_count": 10,
+        "unit_lexical": json.dumps(list(unit_lexical_of(content, location) or ())),
+    }
+    embedding = {
+        "model": MODEL,
+        "dimensions": DIMS,
+        "embedding": _vector(7).astype("<f4").tobytes(),
+        "content_hash": content_hash(content),
+        "unit_vectors": _units(3, 7).astype("<f4").tobytes(),
+    }
+    sqlite_file_at(path, 13, WS, chunk=chunk, embedding=embedding)
 
 
 async def test_a_v13_sqlite_file_migrates_and_its_vectors_wait_for_the_reader(tmp_path: Path) -> None:
