@@ -13,10 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from omoide.ops.tables import Kind
+from omoide.stores.sqlite._units import reader_blob, units_blob
 from omoide.stores.unit_codec import decode_matrix, encode_matrix, stored_width
-from omoide.stores.units import READER_DIMENSIONS
+from omoide.stores.units import READER_DIMENSIONS, encode_reader_vectors
 
 Convert = Callable[[Any], Any]
 Row = dict[str, Any]
@@ -77,16 +79,18 @@ def _matrix_out(legacy: np.dtype[Any]) -> Convert:
     return convert
 
 
-def _matrix_in(width: int | None, multiple: Callable[[int], int]) -> Callable[[str, Row], bytes]:
-    """A backed-up float32 matrix as stored: int8 with a scale per line, padded to
-    ``multiple(width)`` bytes; ``width`` ``None``: the row's ``dimensions``."""
+def _matrix_in(
+    width: int | None, store: Callable[[npt.NDArray[np.float32]], bytes | None]
+) -> Callable[[str, Row], bytes]:
+    """A backed-up float32 matrix as the backend stores it (``store``: its own encoder);
+    ``width`` ``None``: the row's ``dimensions``."""
 
     def convert(text: str, row: Row) -> bytes:
         columns = int(row["dimensions"]) if width is None else width
         values = np.frombuffer(_unb64(text), dtype=F32)
         if not columns or values.size % columns:
             raise ValueError(f"a backed-up matrix of {values.size} values is not {columns} wide")
-        data = encode_matrix(values.reshape(-1, columns), multiple=multiple(columns))
+        data = store(values.reshape(-1, columns))
         assert data is not None
         return data
 
@@ -114,9 +118,8 @@ _SQLITE_IN: dict[Kind, Convert] = {
     Kind.VECTOR: _nullable(_unb64),
 }
 _SQLITE_MATRIX_IN: dict[Kind, Callable[[str, Row], bytes]] = {
-    # padded to a whole number of the float32 / float16 rows the columns' CHECKs were written for
-    Kind.UNITS: _matrix_in(None, lambda width: F32.itemsize * width),
-    Kind.HALF: _matrix_in(READER_DIMENSIONS, lambda width: F16.itemsize * width),
+    Kind.UNITS: _matrix_in(None, units_blob),  # padded for the columns' CHECKs
+    Kind.HALF: _matrix_in(READER_DIMENSIONS, reader_blob),
 }
 
 
@@ -152,8 +155,8 @@ _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.VECTOR: _nullable(_halfvec_in),
 }
 _POSTGRES_MATRIX_IN: dict[Kind, Callable[[str, Row], bytes]] = {
-    Kind.UNITS: _matrix_in(None, lambda width: 1),
-    Kind.HALF: _matrix_in(READER_DIMENSIONS, lambda width: 1),
+    Kind.UNITS: _matrix_in(None, encode_matrix),  # what encode_unit_vectors writes (asyncpg is an extra)
+    Kind.HALF: _matrix_in(READER_DIMENSIONS, encode_reader_vectors),
 }
 
 _OUT = {"sqlite": _SQLITE_OUT, "postgresql": _POSTGRES_OUT}
