@@ -22,7 +22,7 @@ from omoide.errors import InvalidInput
 from omoide.search.lexical_index import rebuild_lexical_index
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash, join_lines, line_spans, spans_json
-from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, SourceDraft, UnitLexicalRow
+from omoide.stores.knowledge import ChunkDraft, ChunkId, EmbeddingRow, LineVectorsRow, SourceDraft, UnitLexicalRow
 from omoide.stores.search import SearchFilters
 from omoide.stores.units import READER_DIMENSIONS, chunk_lines, unit_lexical_of
 from stored_vectors import exact
@@ -257,45 +257,42 @@ async def test_embeddings_missing_units_and_put_unit_vectors(store: Any) -> None
     units_a, units_b = _matrix(3, seed=5), _matrix(2, seed=6)
     put = store.knowledge.put_unit_vectors
     # a stale hash (the chunk was rewritten since it was read) and a chunk without a vector: skipped
-    assert await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), "b2:stale", units_a)]) == 0
+    assert await put(model=MODEL, dimensions=DIMS, rows=[LineVectorsRow(a, "b2:stale", units_a)]) == 0
     unembedded_hash = content_hash((await _content(store, unembedded))[0])
-    assert (
-        await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(unembedded, _vector(0), unembedded_hash, units_b)])
-        == 0
-    )
-    assert (
-        await put(model="another-model", dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), hashes[a], units_a)]) == 0
-    )
+    assert await put(model=MODEL, dimensions=DIMS, rows=[LineVectorsRow(unembedded, unembedded_hash, units_b)]) == 0
+    assert await put(model="another-model", dimensions=DIMS, rows=[LineVectorsRow(a, hashes[a], units_a)]) == 0
     # unit vectors of another size than the stored vector (the model was reconfigured): skipped
     wide = np.zeros((3, DIMS * 2), dtype=np.float32)
-    assert await put(model=MODEL, dimensions=DIMS * 2, rows=[EmbeddingRow(a, wide[0], hashes[a], wide)]) == 0
+    assert await put(model=MODEL, dimensions=DIMS * 2, rows=[LineVectorsRow(a, hashes[a], wide)]) == 0
     assert (await store.search.fetch_units([a], model=MODEL))[a].vectors is None
-    assert (
-        await put(
-            model=MODEL,
-            dimensions=DIMS,
-            rows=[EmbeddingRow(a, _vector(0), hashes[a], units_a), EmbeddingRow(b, _vector(0), hashes[b], units_b)],
-        )
-        == 2
-    )
+    # an EmbeddingRow is taken too (its chunk vector is not read: b keeps its own)
+    rows = [LineVectorsRow(a, hashes[a], units_a), EmbeddingRow(b, _vector(0), hashes[b], units_b)]
+    assert await put(model=MODEL, dimensions=DIMS, rows=rows) == 2
     assert await store.knowledge.embeddings_missing_units(model=MODEL) == []
     assert (await store.knowledge.knowledge_status()).unit_vectors_missing == {}  # models with some missing only
     got = await store.search.fetch_units([a, b], model=MODEL)
     np.testing.assert_array_equal(got[a].vectors, units_a)
     np.testing.assert_array_equal(got[b].vectors, units_b)
-    # row.vector is ignored: the chunk keeps its own vector
-    stored = await store.knowledge.get_embedding(a, MODEL)
-    assert stored is not None
-    np.testing.assert_allclose(stored, _vector(a), atol=1e-3)
+    for chunk in (a, b):  # the chunks keep their own vectors
+        stored = await store.knowledge.get_embedding(chunk, MODEL)
+        assert stored is not None
+        np.testing.assert_allclose(stored, _vector(chunk), atol=1e-3)
 
 
 async def test_put_unit_vectors_needs_units_and_a_hash(store: Any) -> None:
     (a,) = await _add(store, _draft(CHAT_B))
     put = store.knowledge.put_unit_vectors
     with pytest.raises(InvalidInput, match="content_hash and unit_vectors or reader_vectors"):
-        await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), "b2:x")])
+        await put(model=MODEL, dimensions=DIMS, rows=[LineVectorsRow(a, "b2:x")])
     with pytest.raises(InvalidInput, match="content_hash and unit_vectors or reader_vectors"):
         await put(model=MODEL, dimensions=DIMS, rows=[EmbeddingRow(a, _vector(0), None, _matrix(2, 0))])
+    with pytest.raises(InvalidInput, match="row 0 must be a LineVectorsRow, got dict"):
+        await put(model=MODEL, dimensions=DIMS, rows=[{"chunk_id": a}])
+    with pytest.raises(InvalidInput, match="appears twice in one put_unit_vectors call"):
+        await put(model=MODEL, dimensions=DIMS, rows=[LineVectorsRow(a, "b2:x", _matrix(2, 0))] * 2)
+    reader = np.zeros((3, READER_DIMENSIONS), dtype=np.float32)
+    with pytest.raises(InvalidInput, match="reader vectors have 3 line"):
+        await put(model=MODEL, dimensions=DIMS, rows=[LineVectorsRow(a, "b2:x", _matrix(2, 0), reader)])
     assert await put(model=MODEL, dimensions=DIMS, rows=[]) == 0
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omoide.errors import ProviderError
-from omoide.stores.knowledge import ChunkText, EmbeddingRow
+from omoide.stores.knowledge import ChunkText, EmbeddingRow, LineVectorsRow
 
 ERROR_CHARS = 500
 """Longest error text kept on a source and in a report."""
@@ -57,7 +57,7 @@ class Transient(Exception):
         self.cause = cause
 
 
-def units_written(rows: Sequence[EmbeddingRow], written: int) -> int:
+def units_written(rows: Sequence[EmbeddingRow | LineVectorsRow], written: int) -> int:
     """Unit vectors in ``rows`` when the store wrote all of them; when it skipped some (chunks
     rewritten or deleted meanwhile) it does not say which, so count those of the ``written``
     rows with the fewest units (a lower bound)."""

@@ -75,7 +75,7 @@ from omoide.providers.base import Embedder, PartsEmbedder, Vector
 from omoide.providers.local.line_reader import LineReader, line_reader
 from omoide.settings import Settings
 from omoide.stores._erasure_common import LINES_KEY, content_hash
-from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, SourceId, SourceStatus
+from omoide.stores.knowledge import ChunkText, EmbeddingRow, KnowledgeStore, LineVectorsRow, SourceId, SourceStatus
 
 log = structlog.get_logger(__name__)
 
@@ -189,11 +189,9 @@ class EmbeddingProcessor:
     async def _put_units(self, chunks: Sequence[ChunkText], embedded: Sequence[ChunkVectors]) -> tuple[int, int]:
         """Add unit vectors to stored chunk vectors; ``(chunks given units, unit vectors written)``."""
         dims = self.embedder.dimensions
-        placeholder = np.zeros(dims, dtype=np.float32)  # put_unit_vectors ignores the chunk vector
         rows = [
-            EmbeddingRow(
+            LineVectorsRow(
                 chunk_id=c.id,
-                vector=placeholder,
                 content_hash=content_hash(c.content),
                 unit_vectors=got.units,
                 reader_vectors=got.reader,

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import structlog
 
 from omoide.knowledge.chunk_vectors import reader_vectors
 from omoide.knowledge.embed_report import EmbedReport, OnChunks
 from omoide.providers.local.line_reader import LineReader
 from omoide.stores._erasure_common import content_hash
-from omoide.stores.knowledge import EmbeddingRow, KnowledgeStore
+from omoide.stores.knowledge import KnowledgeStore, LineVectorsRow
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +35,6 @@ async def backfill_reader(
 ) -> None:
     """Give the reader's vectors to ``model``'s stored vectors that have none, ``size`` chunks a
     round; ``report.chunks`` counts the chunks given them (``report.stopped`` when ``stop`` was set)."""
-    placeholder = np.zeros(dimensions, dtype=np.float32)  # put_unit_vectors ignores the chunk vector
     cursor = 0
     while not (stop is not None and stop.is_set()):
         chunks = await store.embeddings_missing_units(model=model, after_id=cursor, limit=size, reader=True)
@@ -45,7 +43,7 @@ async def backfill_reader(
         cursor = chunks[-1].id
         read = await reader_vectors(reader, chunks)
         rows = [
-            EmbeddingRow(chunk_id=c.id, vector=placeholder, content_hash=content_hash(c.content), reader_vectors=r)
+            LineVectorsRow(chunk_id=c.id, content_hash=content_hash(c.content), reader_vectors=r)
             for c, r in zip(chunks, read, strict=True)
             if r is not None
         ]

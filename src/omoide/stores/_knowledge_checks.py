@@ -44,6 +44,23 @@ class CheckedVector(NamedTuple):
     reader: npt.NDArray[np.float32] | None
 
 
+class CheckedLines(NamedTuple):
+    """A :class:`LineVectorsRow` as checked (a tuple: ``chunk_id, content_hash, units, reader``).
+
+    Attributes:
+        chunk_id: the chunk.
+        content_hash: the hash of the text the vectors were computed from.
+        units: the unit vectors, a float32 ``(lines, dimensions)`` matrix, or ``None``.
+        reader: the line reader's vectors, a float32 ``(lines, READER_DIMENSIONS)`` matrix, or
+            ``None`` (never both ``None``; as many lines as ``units`` when both are given).
+    """
+
+    chunk_id: int
+    content_hash: str
+    units: npt.NDArray[np.float32] | None
+    reader: npt.NDArray[np.float32] | None
+
+
 def _optional_text(name: str, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise InvalidInput(f"{name} must be text or None, got {type(value).__name__}")
@@ -210,15 +227,55 @@ def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
                 "(the halfvec range)",
                 chunk_id=chunk_id,
             )
-        units = check_unit_vectors(f"chunk {chunk_id}", dimensions, row.unit_vectors)
-        reader = check_reader_vectors(f"chunk {chunk_id}", row.reader_vectors)
-        if units is not None and reader is not None and units.shape[0] != reader.shape[0]:
+        units, reader = _line_matrices(chunk_id, dimensions, row.unit_vectors, row.reader_vectors)
+        out.append(CheckedVector(chunk_id, vector, row.content_hash, units, reader))
+    return out
+
+
+def _line_matrices(
+    chunk_id: int, dimensions: int, unit_vectors: object, reader_vectors: object
+) -> tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]:
+    """A row's unit and reader matrices, checked, with as many lines in each."""
+    units = check_unit_vectors(f"chunk {chunk_id}", dimensions, unit_vectors)
+    reader = check_reader_vectors(f"chunk {chunk_id}", reader_vectors)
+    if units is not None and reader is not None and units.shape[0] != reader.shape[0]:
+        raise InvalidInput(
+            f"chunk {chunk_id}: the reader vectors have {reader.shape[0]} line(s) but the unit vectors "
+            f"{units.shape[0]}: one row per line record in both",
+            chunk_id=chunk_id,
+        )
+    return units, reader
+
+
+def check_line_vectors(dimensions: int, rows: object) -> list[CheckedLines]:
+    """A :class:`CheckedLines` for each :class:`LineVectorsRow` (or :class:`EmbeddingRow`, whose
+    chunk vector is not read).
+
+    Raises:
+        InvalidInput: a row of another type, a chunk id that repeats, a row without
+            ``content_hash`` or without either matrix, or a matrix that is not one
+            (:func:`check_unit_vectors`, :func:`check_reader_vectors`) or whose numbers of
+            lines differ.
+    """
+    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
+        raise InvalidInput(f"rows must be a sequence of LineVectorsRow, got {type(rows).__name__}")
+    out: list[CheckedLines] = []
+    seen: set[int] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, records.LineVectorsRow | records.EmbeddingRow):
+            raise InvalidInput(f"row {i} must be a LineVectorsRow, got {type(row).__name__}")
+        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
+        if chunk_id in seen:
+            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_unit_vectors call", chunk_id=chunk_id)
+        seen.add(chunk_id)
+        _optional_text(f"row {i}: content_hash", row.content_hash)
+        units, reader = _line_matrices(chunk_id, dimensions, row.unit_vectors, row.reader_vectors)
+        if (units is None and reader is None) or row.content_hash is None:
             raise InvalidInput(
-                f"chunk {chunk_id}: the reader vectors have {reader.shape[0]} line(s) but the unit vectors "
-                f"{units.shape[0]}: one row per line record in both",
+                f"chunk {chunk_id}: put_unit_vectors needs content_hash and unit_vectors or reader_vectors",
                 chunk_id=chunk_id,
             )
-        out.append(CheckedVector(chunk_id, vector, row.content_hash, units, reader))
+        out.append(CheckedLines(chunk_id, row.content_hash, units, reader))
     return out
 
 
@@ -293,9 +350,11 @@ def checked_planner(planner: records.ArchivePlanner) -> records.ArchivePlanner:
 
 
 __all__ = [
+    "CheckedLines",
     "CheckedVector",
     "check_chunks",
     "check_finish_status",
+    "check_line_vectors",
     "check_locked_plan",
     "check_plan",
     "check_reader_vectors",

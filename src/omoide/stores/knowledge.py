@@ -25,9 +25,11 @@ from omoide.models import Session, SessionId
 from omoide.stores._checks import MAX_INDEX_DIMENSIONS, check_dimensions, check_int, check_model, check_number
 from omoide.stores._erasure_common import ErasureAware
 from omoide.stores._knowledge_checks import (
+    CheckedLines,
     CheckedVector,
     check_chunks,
     check_finish_status,
+    check_line_vectors,
     check_plan,
     check_source,
     check_unit_lexical_rows,
@@ -45,6 +47,7 @@ from omoide.stores.knowledge_records import (
     KnowledgeChunk,
     KnowledgeSource,
     KnowledgeStatus,
+    LineVectorsRow,
     SourceDraft,
     SourceId,
     SourceStatus,
@@ -296,25 +299,24 @@ class KnowledgeStore(ErasureAware):
             raise InvalidInput(f"reader must be a bool, got {type(reader).__name__}")
         return await self._embeddings_missing_units(model, after, check_int("limit", limit, minimum=1), reader)
 
-    async def put_unit_vectors(self, *, model: str, dimensions: int, rows: Sequence[EmbeddingRow]) -> int:
-        """Add unit vectors and/or the line reader's vectors to existing ``model`` vectors
-        (``row.vector`` is ignored; ``content_hash`` and at least one of ``unit_vectors`` and
-        ``reader_vectors`` are required; what a row does not carry keeps what is stored: a
-        reader-only row gives an old chunk its reader's vectors without embedding its units
-        again). A row is skipped when the chunk has no ``model`` vector any more or its content
-        hash differs. Returns the number written.
+    async def put_unit_vectors(
+        self, *, model: str, dimensions: int, rows: Sequence[LineVectorsRow | EmbeddingRow]
+    ) -> int:
+        """Add unit vectors and/or the line reader's vectors to existing ``model`` vectors; each
+        row a :class:`LineVectorsRow` (an :class:`EmbeddingRow` is taken too, its ``vector``
+        ignored). A row needs ``content_hash`` and at least one of ``unit_vectors`` and
+        ``reader_vectors``; what it does not carry keeps what is stored (a reader-only row gives an
+        old chunk its reader's vectors without embedding its units again). A row is skipped when
+        the chunk has no ``model`` vector any more or its content hash differs. Returns the number
+        written.
 
         Raises:
-            InvalidInput: as :meth:`put_embeddings`, and a row without hash or without either kind.
+            InvalidInput: a bad model, dimensions or matrix (as :meth:`put_embeddings`), a row
+                without hash or without either kind, or of another type.
         """
         check_model(model)
         dims = check_dimensions(dimensions)
-        checked = check_vectors(dims, rows)
-        for chunk_id, _, digest, units, reader in checked:
-            if (units is None and reader is None) or digest is None:
-                raise InvalidInput(
-                    f"chunk {chunk_id}: put_unit_vectors needs content_hash and unit_vectors or reader_vectors"
-                )
+        checked = check_line_vectors(dims, rows)
         if not checked:
             return 0
         return await self._put_unit_vectors(model, dims, checked)
@@ -322,7 +324,7 @@ class KnowledgeStore(ErasureAware):
     async def compact_line_vectors(self, *, after_id: int = 0, limit: int = 200) -> CompactedPage:
         """Rewrite in the int8 form (:mod:`omoide.stores.unit_codec`) the unit and line-reader
         vectors of up to ``limit`` stored vectors, by chunk id ``> after_id``, that still hold them
-        in an older form (float32 or float16, written before it): ``omoide reindex --units``. The
+        in an older form (float32 or float16, written before it): ``omoide reindex --compact``. The
         values read back are those stored, within half a step of each line's int8 scale. A vector
         re-embedded or erased since it was read is left as it now is.
 
@@ -440,7 +442,7 @@ class KnowledgeStore(ErasureAware):
         ``reader``: or ``reader_vectors`` NULL), by id."""
 
     @abc.abstractmethod
-    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedLines]) -> int:
         """Set the unit vectors of existing vectors where the content hash matches, and their
         reader vectors where the row has them (``COALESCE``: a row without keeps the stored ones)."""
 
@@ -484,6 +486,7 @@ __all__ = [
     "KnowledgeSource",
     "KnowledgeStatus",
     "KnowledgeStore",
+    "LineVectorsRow",
     "SourceDraft",
     "SourceId",
     "SourceStatus",

@@ -190,6 +190,19 @@ class EmbeddingRow:
 
 
 @dataclass(frozen=True, slots=True)
+class LineVectorsRow:
+    """Per-message vectors to add to a chunk's stored vector
+    (:meth:`~omoide.stores.knowledge.KnowledgeStore.put_unit_vectors`): its unit vectors
+    (``(lines, dimensions)``), the line reader's (``(lines, READER_DIMENSIONS)``), or both, for
+    the text that hashes to ``content_hash`` (a chunk rewritten since is skipped)."""
+
+    chunk_id: ChunkId
+    content_hash: str
+    unit_vectors: npt.NDArray[np.float32] | None = None
+    reader_vectors: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KnowledgeStatus:
     """Counts for ``omoide status``."""
 

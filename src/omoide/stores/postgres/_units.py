@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.stores._erasure_common import content_hash
-from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores._knowledge_checks import CheckedLines
 from omoide.stores.knowledge import ChunkId, ChunkText, SourceId, UnitLexicalRow
 from omoide.stores.unit_codec import MAGIC, decode_matrix, encode_matrix, next_page, reencode
 from omoide.stores.units import (
@@ -238,7 +238,7 @@ async def embeddings_missing_units(
 
 
 async def put_unit_vectors(
-    conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector], *, citus: bool = False
+    conn: asyncpg.Connection, model: str, dimensions: int, rows: Sequence[CheckedLines], *, citus: bool = False
 ) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
     is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
@@ -250,8 +250,10 @@ async def put_unit_vectors(
     waits for this to commit (and then drops the vector with its unit vectors).
     """
     async with conn.transaction():
-        current = {r["id"]: r["content"] for r in await share_chunks(conn, [r[0] for r in rows], citus=citus)}
-        writes = [row for row in rows if row[0] in current and row[2] == content_hash(current[row[0]])]
+        current = {r["id"]: r["content"] for r in await share_chunks(conn, [r.chunk_id for r in rows], citus=citus)}
+        writes = [
+            row for row in rows if row.chunk_id in current and row.content_hash == content_hash(current[row.chunk_id])
+        ]
         if not writes:
             return 0
         status = await conn.execute(

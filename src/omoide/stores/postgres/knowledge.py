@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from omoide.models import Session
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores._knowledge_checks import CheckedLines, CheckedVector
 from omoide.stores._knowledge_common import session_not_found, source_not_found
 from omoide.stores.knowledge import (
     ArchivePlan,
@@ -140,7 +140,7 @@ class PostgresKnowledge(KnowledgeStore):
         async with self._db.acquire() as conn:
             return await uops.embeddings_missing_units(conn, model, after_id, limit, reader=reader)
 
-    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedLines]) -> int:
         """float16 ``bytea`` where the stored content hash is the row's."""
         async with self._db.acquire() as conn:
             return await uops.put_unit_vectors(conn, model, dimensions, rows, citus=self._db.citus)

@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from omoide.models import Session, SessionStatus
 from omoide.stores._erasure_common import content_hash, stale_rows
-from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores._knowledge_checks import CheckedLines, CheckedVector
 from omoide.stores._knowledge_common import (
     check_archive_range,
     prune_through,
@@ -413,7 +413,7 @@ def put_unit_lexical(conn: sqlite3.Connection, rows: Sequence[UnitLexicalRow]) -
     return max(cursor.rowcount, 0)
 
 
-def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedVector]) -> int:
+def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows: Sequence[CheckedLines]) -> int:
     """Set the unit vectors of existing ``model`` vectors of ``dimensions`` whose content hash
     is the row's (a vector stored without a hash: when the chunk's content hashes to it), and
     their reader vectors: each kind when the row has it (a row without keeps the stored ones);
@@ -421,7 +421,7 @@ def put_unit_vectors(conn: sqlite3.Connection, model: str, dimensions: int, rows
     current = _contents(conn, [r[0] for r in rows])
     writes = [
         (units_blob(units), reader_blob(reader), chunk_id, model, dimensions, digest)
-        for chunk_id, _, digest, units, reader in rows
+        for chunk_id, digest, units, reader in rows
         if chunk_id in current and digest == content_hash(current[chunk_id])
     ]
     if not writes:

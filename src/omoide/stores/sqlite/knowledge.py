@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from omoide.models import Session, utcnow
 from omoide.stores._erasure_common import ErasureState
-from omoide.stores._knowledge_checks import CheckedVector
+from omoide.stores._knowledge_checks import CheckedLines, CheckedVector
 from omoide.stores.knowledge import (
     ArchivePlan,
     ArchivePlanner,
@@ -93,7 +93,7 @@ class SqliteKnowledge(KnowledgeStore):
             "embeddings_missing_units", kops.embeddings_missing_units, model, after_id, limit, reader
         )
 
-    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedVector]) -> int:
+    async def _put_unit_vectors(self, model: str, dimensions: int, rows: list[CheckedLines]) -> int:
         return await self._db.write("put_unit_vectors", kops.put_unit_vectors, model, dimensions, rows)
 
     async def _compact_line_vectors(self, after_id: int, limit: int) -> CompactedPage:
