@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from old_databases import postgres_at
 from omoide.errors import InvalidInput
 from omoide.search.lexical_index import rebuild_lexical_index
 from omoide.stores._erasure_common import content_hash, join_lines, spans_json
@@ -285,33 +286,23 @@ async def test_lexical_reindex_keeps_unit_vectors_and_chunks_without_lines(store
 
 @pytest.mark.postgres
 async def test_postgres_v8_database_upgrades_and_old_chunks_search_without_units(pg_url: str, tmp_path: Any) -> None:
-    import asyncpg
-
     from omoide import Memory
     from omoide.settings import Settings
-    from omoide.stores.postgres.migrations import LATEST_VERSION, apply_migrations
+    from omoide.stores.postgres.migrations import LATEST_VERSION
 
     content, location = _chat(THREE)
-    conn = await asyncpg.connect(pg_url)
-    try:
-        await apply_migrations(conn, where="test", up_to=8)
-        source = await conn.fetchval(
-            "INSERT INTO knowledge_sources (workspace_id, type, title, status) VALUES ($1, 'session', 't', 'ready') "
-            "RETURNING id",
-            WS,
-        )
-        chunk = await conn.fetchval(
-            "INSERT INTO knowledge_chunks (source_id, workspace_id, chunk_index, content, lexical, location, "
-            "author_ids, token_count) VALUES ($1, $2, 0, $3, $4, $5::jsonb, $6::jsonb, 9) RETURNING id",
-            source,
-            WS,
-            content,
-            lexical_text(tokenize_for_search(chunk_lexical_text(content))),
-            json.dumps(location),
-            json.dumps(["alice", "bob"]),
-        )
-    finally:
-        await conn.close()
+    chunk = await postgres_at(
+        pg_url,
+        8,
+        WS,
+        chunk={
+            "content": content,
+            "lexical": lexical_text(tokenize_for_search(chunk_lexical_text(content))),
+            "location": location,
+            "author_ids": ["alice", "bob"],
+            "token_count": 9,
+        },
+    )
     settings = Settings(database_url=pg_url, embedder="hashing", transcripts_dir=tmp_path, db_pool_max=4)
     async with Memory.open(settings) as mem:
         store = mem.store

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from old_databases import sqlite_file_at
+from old_databases import postgres_at, sqlite_file_at
 from omoide.errors import InvalidInput
 from omoide.settings import Settings
 from omoide.stores._erasure_common import content_hash, join_lines, spans_json
@@ -567,40 +567,29 @@ async def test_a_postgres_v14_database_migrates_and_its_vectors_wait_for_the_rea
     import asyncpg
 
     from omoide.stores import open_store
-    from omoide.stores.postgres.migrations import LATEST_VERSION, MIGRATIONS, apply_migrations
+    from omoide.stores.postgres.migrations import LATEST_VERSION, MIGRATIONS
 
     content, location = _chat(CHAT_A)
-    conn = await asyncpg.connect(pg_url)
-    try:
-        await apply_migrations(conn, where="test", up_to=14)
-        source = await conn.fetchval(
-            "INSERT INTO knowledge_sources (workspace_id, type, title, status) VALUES ($1, 'session', 't', 'ready') "
-            "RETURNING id",
-            WS,
-        )
-        chunk = await conn.fetchval(
-            "INSERT INTO knowledge_chunks (source_id, workspace_id, chunk_index, content, lexical, location, "
-            "author_ids, token_count, unit_lexical) VALUES ($1, $2, 0, $3, $3, $4::jsonb, '[]'::jsonb, 9, $5::jsonb) "
-            "RETURNING id",
-            source,
-            WS,
-            content,
-            json.dumps(location),
-            json.dumps(list(unit_lexical_of(content, location) or ())),
-        )
-        await conn.execute(
-            "INSERT INTO chunk_embeddings (chunk_id, workspace_id, model, dimensions, embedding, content_hash, "
-            "unit_vectors) VALUES ($1, $2, $3, $4, $5::text::halfvec, $6, $7)",
-            chunk,
-            WS,
-            MODEL,
-            DIMS,
-            "[" + ",".join(str(float(x)) for x in _vector(7)) + "]",
-            content_hash(content),
-            _units(3, 7).astype("<f2").tobytes(),
-        )
-    finally:
-        await conn.close()
+    chunk = await postgres_at(
+        pg_url,
+        14,
+        WS,
+        chunk={
+            "content": content,
+            "lexical": content,
+            "location": location,
+            "author_ids": [],
+            "token_count": 9,
+            "unit_lexical": list(unit_lexical_of(content, location) or ()),
+        },
+        embedding={
+            "model": MODEL,
+            "dimensions": DIMS,
+            "embedding": _vector(7),
+            "content_hash": content_hash(content),
+            "unit_vectors": _units(3, 7).astype("<f2").tobytes(),
+        },
+    )
     settings = Settings(database_url=pg_url, transcripts_dir=tmp_path / "t", db_pool_max=4)
     async with open_store(settings=settings) as store:
         assert await store.schema_version() == LATEST_VERSION >= 15
