@@ -11,9 +11,9 @@ the record types from it (as a module, so either can be imported first).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -188,6 +188,32 @@ def check_finish_status(status: object) -> records.SourceStatus:
     return value
 
 
+def _keyed_rows(rows: object, kinds: type[Any] | tuple[type[Any], ...], call: str) -> Iterator[tuple[int, Any, int]]:
+    """``(index, row, chunk id)`` for each row of a ``call``'s ``rows``: a sequence of ``kinds``
+    (the first one named in the errors), each with a positive chunk id not seen before.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    kind = (kinds if isinstance(kinds, tuple) else (kinds,))[0].__name__
+    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
+        raise InvalidInput(f"rows must be a sequence of {kind}, got {type(rows).__name__}")
+    seen: set[int] = set()
+    items: Sequence[Any] = rows
+    for i, row in enumerate(items):
+        if not isinstance(row, kinds):
+            raise InvalidInput(f"row {i} must be {_article(kind)} {kind}, got {type(row).__name__}")
+        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
+        if chunk_id in seen:
+            raise InvalidInput(f"chunk {chunk_id} appears twice in one {call} call", chunk_id=chunk_id)
+        seen.add(chunk_id)
+        yield i, row, chunk_id
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "AEIOU" else "a"
+
+
 def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
     """A :class:`CheckedVector` for each :class:`EmbeddingRow`.
 
@@ -198,17 +224,8 @@ def check_vectors(dimensions: int, rows: object) -> list[CheckedVector]:
             such a matrix (:func:`check_unit_vectors`, :func:`check_reader_vectors`), or
             whose numbers of lines differ.
     """
-    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
-        raise InvalidInput(f"rows must be a sequence of EmbeddingRow, got {type(rows).__name__}")
     out: list[CheckedVector] = []
-    seen: set[int] = set()
-    for i, row in enumerate(rows):
-        if not isinstance(row, records.EmbeddingRow):
-            raise InvalidInput(f"row {i} must be an EmbeddingRow, got {type(row).__name__}")
-        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
-        if chunk_id in seen:
-            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_embeddings call", chunk_id=chunk_id)
-        seen.add(chunk_id)
+    for i, row, chunk_id in _keyed_rows(rows, records.EmbeddingRow, "put_embeddings"):
         _optional_text(f"row {i}: content_hash", row.content_hash)
         try:
             vector = np.asarray(row.vector, dtype=np.float32)
@@ -257,17 +274,9 @@ def check_line_vectors(dimensions: int, rows: object) -> list[CheckedLines]:
             (:func:`check_unit_vectors`, :func:`check_reader_vectors`) or whose numbers of
             lines differ.
     """
-    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
-        raise InvalidInput(f"rows must be a sequence of LineVectorsRow, got {type(rows).__name__}")
     out: list[CheckedLines] = []
-    seen: set[int] = set()
-    for i, row in enumerate(rows):
-        if not isinstance(row, records.LineVectorsRow | records.EmbeddingRow):
-            raise InvalidInput(f"row {i} must be a LineVectorsRow, got {type(row).__name__}")
-        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
-        if chunk_id in seen:
-            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_unit_vectors call", chunk_id=chunk_id)
-        seen.add(chunk_id)
+    kinds = (records.LineVectorsRow, records.EmbeddingRow)
+    for i, row, chunk_id in _keyed_rows(rows, kinds, "put_unit_vectors"):
         _optional_text(f"row {i}: content_hash", row.content_hash)
         units, reader = _line_matrices(chunk_id, dimensions, row.unit_vectors, row.reader_vectors)
         if (units is None and reader is None) or row.content_hash is None:
@@ -285,17 +294,8 @@ def check_unit_lexical_rows(rows: object) -> list[records.UnitLexicalRow]:
     Raises:
         InvalidInput: anything else.
     """
-    if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
-        raise InvalidInput(f"rows must be a sequence of UnitLexicalRow, got {type(rows).__name__}")
     out: list[records.UnitLexicalRow] = []
-    seen: set[int] = set()
-    for i, row in enumerate(rows):
-        if not isinstance(row, records.UnitLexicalRow):
-            raise InvalidInput(f"row {i} must be a UnitLexicalRow, got {type(row).__name__}")
-        chunk_id = check_int(f"row {i}: chunk_id", row.chunk_id, minimum=1)
-        if chunk_id in seen:
-            raise InvalidInput(f"chunk {chunk_id} appears twice in one put_unit_lexical call", chunk_id=chunk_id)
-        seen.add(chunk_id)
+    for i, row, chunk_id in _keyed_rows(rows, records.UnitLexicalRow, "put_unit_lexical"):
         if not isinstance(row.content, str):
             raise InvalidInput(f"row {i}: content must be text")
         tokens = check_unit_lexical(row.unit_lexical, what=f"row {i}: unit_lexical")
