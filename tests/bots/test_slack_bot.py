@@ -528,3 +528,30 @@ async def test_a_users_dm_knowledge_is_retrievable_by_their_ask_only(mem: Memory
     assert {h.chunk.channel_id for h in result.hits} == {"D0ALICE", "C0SECRET", "C0GENERAL"}
     result = await mem.ask("What is Bluebird?", workspace=TEAM, viewer=BOB, k=5)
     assert {h.chunk.channel_id for h in result.hits} == {"C0GENERAL"}
+
+
+async def test_memory_verbs_accept_a_japanese_ime_space(mem: Memory, fake_slack: FakeSlack):
+    """A Japanese IME types a full-width space (U+3000) after the verb, and full-width digits."""
+    app = _app(mem, fake_slack)
+
+    async def memory(text: str, hook: str) -> str:
+        await socket_dispatch(
+            app, slash_command("/memory", text, user=ALICE, hook=hook, fake=fake_slack), kind="slash_commands"
+        )
+        [body] = fake_slack.responses(hook)
+        return str(body["text"])
+
+    assert (await memory("add\u3000誕生日は3月15日", "a1")).startswith("メモリ `#")
+    assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == ["誕生日は3月15日"]
+    assert "誕生日は3月15日" in await memory("search\u3000誕生日", "s1")
+    assert "誕生日は3月15日" in await memory("list\u3000１", "l1")
+    memory_id = (await mem.memories.list(TEAM, ALICE))[0].id
+    assert await memory(f"delete\u3000＃{memory_id}", "d1") == f"Deleted memory `#{memory_id}`."
+    assert await mem.memories.list(TEAM, ALICE) == []
+    # digits that are not decimal, and numbers too large for the database, are answered, not crashed on
+    assert await memory("delete ²", "d2") == "You have no memory `#2`. `/memory list` shows yours."
+    assert "`/memory add" in await memory("list ²", "l2")
+    assert await memory("delete 99999999999999999999999", "d3") == (
+        "You have no memory `#99999999999999999999999`. `/memory list` shows yours."
+    )
+    assert await memory("list 99999999999999999999999", "l3") == "No memories on page 99999999999999999999999."
