@@ -62,6 +62,10 @@ class FakeSlack:
     """Envelopes the Socket Mode endpoint sends to the connected app."""
     acks: list[dict[str, Any]] = field(default_factory=list)
     """What the app sent back over the socket (acknowledgements)."""
+    rejected_tokens: set[str] = field(default_factory=set)
+    """Tokens answered with ``invalid_auth`` (a revoked or mistyped token), as Slack does."""
+    rate_limited: dict[str, int] = field(default_factory=dict)
+    """Method → how many of its next calls get HTTP 429 with ``Retry-After: 1`` (Slack's rate limit)."""
 
     def posted(self) -> list[dict[str, Any]]:
         return [params for method, params in self.calls if method == "chat.postMessage"]
@@ -92,6 +96,14 @@ class FakeSlack:
             else:
                 params = dict(await request.post())
             self.calls.append((method, params))
+            token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if token in self.rejected_tokens:
+                return web.json_response({"ok": False, "error": "invalid_auth"})
+            if self.rate_limited.get(method, 0) > 0:
+                self.rate_limited[method] -= 1
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"}
+                )
             if method == "auth.test":
                 return web.json_response(
                     {

@@ -530,6 +530,38 @@ async def test_a_users_dm_knowledge_is_retrievable_by_their_ask_only(mem: Memory
     assert {h.chunk.channel_id for h in result.hits} == {"C0GENERAL"}
 
 
+async def test_a_rejected_token_stops_the_bot_at_once_naming_the_variable(mem: Memory, fake_slack: FakeSlack):
+    """A revoked or mistyped token (right prefix, ``invalid_auth``) stops ``run_slack_bot`` with a
+    ConfigError naming the variable, instead of reconnecting for ever (app token) or connecting and
+    failing every event (bot token)."""
+    fake_slack.rejected_tokens |= {"xoxb-revoked", "xapp-revoked"}
+
+    async def run(bot_token: str, app_token: str) -> None:
+        client = AsyncWebClient(token=bot_token, base_url=f"{fake_slack.base_url}/api/")
+        await asyncio.wait_for(
+            run_slack_bot(mem, bot_token=bot_token, app_token=app_token, client=client, workers=False), timeout=30
+        )
+
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN") as bot_error:
+        await run("xoxb-revoked", "xapp-test")
+    assert "invalid_auth" in str(bot_error.value) and bot_error.value.details["setting"] == "SLACK_BOT_TOKEN"
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN") as app_error:
+        await run("xoxb-test", "xapp-revoked")
+    assert "invalid_auth" in str(app_error.value) and app_error.value.details["setting"] == "SLACK_APP_TOKEN"
+    assert fake_slack.acks == []  # never connected
+
+
+async def test_a_rate_limited_reply_is_posted_after_retry_after(mem: Memory, fake_slack: FakeSlack):
+    """``chat.postMessage`` answered 429 with ``Retry-After``: the reply is posted once the limit
+    has passed, not lost (the user's message is already stored, so a redelivery would not answer)."""
+    app = _app(mem, fake_slack)
+    fake_slack.rate_limited["chat.postMessage"] = 1
+    await socket_dispatch(app, event_callback(mention("hello", user=ALICE)))
+    posts = fake_slack.method_calls("chat.postMessage")
+    assert len(posts) == 2 and posts[0] == posts[1]  # the 429, then the same message again
+    assert posts[1]["text"] == "echo: hello (1 in prompt)"
+
+
 async def test_memory_verbs_accept_a_japanese_ime_space(mem: Memory, fake_slack: FakeSlack):
     """A Japanese IME types a full-width space (U+3000) after the verb, and full-width digits."""
     app = _app(mem, fake_slack)

@@ -40,10 +40,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from omoide.bots._slack_commands import FORGET_CANCEL, FORGET_CONFIRM, SlackCommands
@@ -55,6 +58,8 @@ from omoide.models import Message, SessionKey
 
 RECENT_MESSAGES = 100
 """How far back in a session a re-delivered message is looked for."""
+RATE_LIMIT_RETRIES = 2
+"""Times a Web API call answered HTTP 429 is tried again, after the ``Retry-After`` it names."""
 MENTIONS_RESOLVED = 5
 """At most this many user mentions per message are looked up to show a name."""
 ACCEPTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
@@ -92,6 +97,36 @@ def slack_tokens(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
             )
         found.append(value)
     return found[0], found[1]
+
+
+async def check_tokens(client: AsyncWebClient, app_token: str) -> None:
+    """Ask Slack whether both tokens are accepted (``auth.test``, ``apps.connections.open``).
+
+    Without this a revoked or mistyped token with the right prefix is found out late: the
+    Socket Mode client reconnects with a bad app token for ever, and a bad bot token connects
+    and then fails every event.
+
+    Raises:
+        ConfigError: Slack rejected a token (the message names the variable and Slack's error),
+            or Slack could not be reached.
+    """
+    checks: tuple[tuple[str, Callable[[], Awaitable[object]]], ...] = (
+        ("SLACK_BOT_TOKEN", client.auth_test),
+        ("SLACK_APP_TOKEN", lambda: client.apps_connections_open(app_token=app_token)),
+    )
+    for name, check in checks:
+        try:
+            await check()
+        except SlackApiError as exc:
+            data = exc.response.data
+            error = data.get("error") if isinstance(data, dict) else None
+            raise ConfigError(
+                f"Slack rejected {name} ({error or f'HTTP {exc.response.status_code}'}): "
+                "check the token in your Slack app's settings; see docs/slack.md",
+                setting=name,
+            ) from None
+        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ConfigError(f"cannot reach Slack to check {name}: {exc}", setting=name) from None
 
 
 # ------------------------------------------------------------------ the bot
@@ -219,6 +254,12 @@ def build_app(
         signing_secret=signing_secret,
         process_before_response=process_before_response,
     )
+    # Slack answers HTTP 429 with Retry-After when a method's rate limit is hit (chat.postMessage:
+    # about one message a second per channel); slack_sdk does not retry those by default, and a
+    # reply that failed would be lost: the user's message is stored, so a re-delivery is not answered
+    handlers = app.client.retry_handlers
+    if not any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in handlers):
+        handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     SlackBot(mem, split_at=split_at, ask_command=ask_command, memory_command=memory_command).register(app)
     return app
 
@@ -254,6 +295,7 @@ async def run_slack_bot(
         ask_command=ask_command,
         memory_command=memory_command,
     )
+    await check_tokens(app.client, app_token)
     handler = AsyncSocketModeHandler(app, app_token)
     try:
         if workers:
@@ -269,6 +311,7 @@ __all__ = [
     "MESSAGE_LIMIT",
     "SlackBot",
     "build_app",
+    "check_tokens",
     "escape",
     "run_slack_bot",
     "slack_tokens",
