@@ -100,6 +100,10 @@ class FakeDiscord:
     forbidden: set[int] = field(default_factory=set)
     history: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
+    deleted: set[int] = field(default_factory=set)
+    """Messages deleted since the gateway delivered them: a reply to one fails unless
+    ``fail_if_not_exists`` is false (then Discord posts it without the reference)."""
+    rejected: list[Call] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(snowflake(T0 + dt.timedelta(days=30))))
 
     def app(self) -> web.Application:
@@ -205,6 +209,17 @@ class FakeDiscord:
 
     async def create_message(self, request: web.Request) -> web.Response:
         body = await self.record(request)
+        reference = body.get("message_reference") or {}
+        deleted = bool(reference) and int(reference["message_id"]) in self.deleted
+        if deleted and reference.get("fail_if_not_exists", True):
+            self.rejected.append(self.calls.pop())
+            unknown = {"code": "REPLIES_UNKNOWN_MESSAGE", "message": "Unknown message"}
+            error = {
+                "code": 50035,
+                "errors": {"message_reference": {"_errors": [unknown]}},
+                "message": "Invalid Form Body",
+            }
+            return web.Response(status=400, body=json.dumps(error).encode(), content_type="application/json")
         return api_json(self.message(int(request.match_info["cid"]), body.get("content")))
 
     async def typing(self, request: web.Request) -> web.Response:
@@ -645,9 +660,11 @@ async def test_mentions_converse_like_ask(harness: Harness):
     stored = await harness.mem.history(key)
     assert stored[0].message_id == msg["id"] and stored[0].text == "明日の予定は？"
 
-    # the same gateway event delivered twice stores the user's message once
+    # the same gateway event delivered twice stores the user's message once and is answered once
+    before = len(harness.fake.calls)
     await harness.deliver("message_create", msg)
-    assert sum(m.message_id == msg["id"] for m in await harness.mem.history(key)) == 1
+    assert [m.role for m in await harness.mem.history(key)] == ["user", "assistant"]
+    assert harness.fake.sent(since=before) == [] and len(harness.model.calls) == 1
 
     # messages without a mention, and bots' messages, are ignored
     before = len(harness.fake.calls)
@@ -1046,3 +1063,65 @@ async def test_forget_me_times_out_without_erasing(harness: Harness):
     assert [c.content for c in timed_out] == ["Timed out: nothing was erased."]
     assert timed_out[0].method == "PATCH" and timed_out[0].body.get("components") == []  # buttons removed
     assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1
+
+
+# ------------------------------------------------------------------ mention event shapes
+
+
+async def test_a_system_message_that_mentions_the_bot_is_not_answered(harness: Harness):
+    """Adding the bot to a thread (or mentioning it in a private thread it is not in) makes
+    Discord post a RECIPIENT_ADD system message whose ``mentions`` hold the bot: not a question."""
+    await harness.deliver("guild_create", guild_create())
+    await harness.deliver("thread_create", {**thread_payload(), "newly_created": True})
+    added = chat_message("", mentions=[BOT], at=T0, channel_id=THREAD)
+    added["type"] = 1  # RECIPIENT_ADD: "Alice added omoide to the thread"
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", added)
+    assert harness.fake.calls[before:] == [] and harness.fake.rejected == []
+    assert await harness.mem.sessions.list_sessions(workspace=GUILD) == []
+
+
+async def test_a_mention_deleted_before_the_answer_still_gets_it(harness: Harness):
+    """The user deletes their message while the model answers: the answer is still posted
+    (Discord drops the reply reference) instead of failing with "Unknown message"."""
+    await harness.deliver("guild_create", guild_create())
+    msg = chat_message(f"<@{BOT['id']}> 明日の予定は？", mentions=[BOT], at=T0)
+    harness.fake.deleted.add(int(msg["id"]))
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", msg)
+    sent = harness.fake.sent(since=before)
+    assert [c.content for c in sent] == ["echo: 明日の予定は？"] and harness.fake.rejected == []
+    assert sent[0].body["message_reference"]["fail_if_not_exists"] is False
+
+
+async def test_a_mentions_attachments_stickers_and_channel_links_are_kept(harness: Harness):
+    """What the model sees and the session stores: channel links by name (as in /sync), and one
+    line per attachment and sticker; a mention with only an image is a turn, not the usage hint."""
+    await harness.deliver("guild_create", guild_create())
+    image = {
+        "id": "1290478288896555555",
+        "filename": "plan.png",
+        "size": 2048,
+        "url": "https://cdn.discordapp.com/attachments/1/2/plan.png",
+        "proxy_url": "https://media.discordapp.net/attachments/1/2/plan.png",
+        "content_type": "image/png",
+    }
+    sticker = {"id": "749054660769218631", "name": "よろしく", "format_type": 1}
+    bot = f"<@{BOT['id']}>"
+    msg = chat_message(f"{bot} <#{OTHER_CHANNEL}> のこれ、どう思う？ <@{BOB['id']}>", mentions=[BOT, BOB], at=T0)
+    msg["attachments"] = [image]
+    only_image = chat_message(bot, mentions=[BOT], at=T0, n=1)
+    only_image["attachments"] = [image]
+    only_sticker = chat_message(bot, mentions=[BOT], at=T0, n=2)
+    only_sticker["sticker_items"] = [sticker]
+    for payload in (msg, only_image, only_sticker):
+        await harness.deliver("message_create", payload)
+
+    key = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"])
+    said = [m.text for m in await harness.mem.history(key) if m.role == "user"]
+    assert said == [
+        "#other のこれ、どう思う？ @Bob\n[attachment: plan.png]",
+        "[attachment: plan.png]",
+        "[sticker: よろしく]",
+    ]
+    assert not any("Ask me anything" in (c.content or "") for c in harness.fake.sent())

@@ -35,10 +35,11 @@ from omoide.bots._discord_commands import guild_id_of, is_admin, is_private_thre
 from omoide.bots._discord_replies import Interaction, logger, render_answer, send_pieces
 from omoide.bots._discord_sync import SYNC_ORIGIN, SYNCABLE, sync_history
 from omoide.bots._erasure import describe_erasure
+from omoide.bots._redelivery import already_stored
 from omoide.bots._split import DISCORD_LIMIT, split_message
 from omoide.errors import ConfigError, OmoideError
-from omoide.importers.discord_live import readable_content
-from omoide.models import Message
+from omoide.importers.discord_live import message_text
+from omoide.models import Message, SessionKey
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -49,6 +50,9 @@ SYSTEM_PROMPT = (
     "When the user asks you to remember something about them, use the remember tool; "
     "when they ask what you know about them, use recall."
 )
+
+USER_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+"""Message types that are a person writing; the others (joins, pins, thread members added…) are system messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,7 @@ class OmoideBot(discord.Client):
         self.mem = mem
         self.tree: app_commands.CommandTree[OmoideBot] = app_commands.CommandTree(self)
         self._syncing: set[int] = set()
+        self._answering: set[int] = set()
         register_commands(self)
 
     async def setup_hook(self) -> None:
@@ -139,7 +144,7 @@ class OmoideBot(discord.Client):
         Knowledge comes only from the ``readable`` channels (see :func:`readable_channels`).
         """
         mem = self.mem
-        key = mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user.id)
+        key = self.session_key(guild_id, channel_id, user.id)
         # a private thread's conversation is archived private to its members (the user and its speakers)
         await mem.set_visibility(key, private=private, members=[str(user.id)] if private else [])
         built = await mem.build_context(
@@ -154,22 +159,39 @@ class OmoideBot(discord.Client):
         reply = await mem.chat(key, message, system=built.system, tools=True)
         return reply.text
 
+    def session_key(self, guild_id: int, channel_id: int, user_id: int) -> SessionKey:
+        """A user's conversation in a channel (a thread is its own channel)."""
+        return self.mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user_id)
+
     async def on_message(self, message: discord.Message) -> None:
-        """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel)."""
+        """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel).
+
+        Only people's messages count: not bots' (this one's included) and not system messages,
+        such as "X added omoide to the thread", whose ``mentions`` name the bot. A message
+        already answered (a gateway event delivered again) is not answered twice.
+        """
         me = self.user
         if (
             not self.config.mentions
             or me is None
             or message.author.bot
+            or message.type not in USER_MESSAGE_TYPES
             or message.guild is None
             or not any(u.id == me.id for u in message.mentions)
         ):
             return
-        text = readable_content(message, strip_mention_of=me.id)
+        text = message_text(message, strip_mention_of=me.id)
+        if message.id in self._answering:
+            return
+        self._answering.add(message.id)
         try:
             if not text:
                 answer = "Ask me anything — or use `/ask`, `/chat` (answers from this server's history) and `/memory`."
             else:
+                key = self.session_key(message.guild.id, message.channel.id, message.author.id)
+                if await already_stored(self.mem, key, str(message.id)):
+                    logger.info("discord_message_redelivered", extra={"message_id": message.id})
+                    return
                 async with message.channel.typing():
                     answer = await self.converse(
                         guild_id=message.guild.id,
@@ -182,8 +204,12 @@ class OmoideBot(discord.Client):
                     )
         except OmoideError as exc:
             answer = f"⚠️ {exc.message}"
+        finally:
+            self._answering.discard(message.id)
         pieces = split_message(answer, DISCORD_LIMIT) or ["…"]
-        await message.reply(pieces[0], mention_author=False)
+        # a reply, unless the message was deleted meanwhile: then a plain message, not an error
+        reference = message.to_reference(fail_if_not_exists=False)
+        await message.channel.send(pieces[0], reference=reference, mention_author=False)
         for piece in pieces[1:]:
             await message.channel.send(piece)
 

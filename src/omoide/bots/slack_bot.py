@@ -49,15 +49,14 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from omoide.bots._redelivery import already_stored
 from omoide.bots._slack_commands import FORGET_CANCEL, FORGET_CONFIRM, SlackCommands
 from omoide.bots._slack_format import MESSAGE_LIMIT, TEXTS, escape, split_reply, time_ts, to_mrkdwn, ts_time
 from omoide.bots._slack_web import log, team_of
 from omoide.engine import Memory
 from omoide.errors import ConfigError, OmoideError
-from omoide.models import Message, SessionKey
+from omoide.models import Message
 
-RECENT_MESSAGES = 100
-"""How far back in a session a re-delivered message is looked for."""
 RATE_LIMIT_RETRIES = 2
 """Times a Web API call answered HTTP 429 is tried again, after the ``Retry-After`` it names."""
 MENTIONS_RESOLVED = 5
@@ -154,11 +153,6 @@ class SlackBot(SlackCommands):
         app.action(FORGET_CONFIRM)(self.on_forget_confirm)
         app.action(FORGET_CANCEL)(self.on_forget_cancel)
 
-    async def _already_stored(self, key: SessionKey, message_id: str) -> bool:
-        session = await self.mem.sessions.get_or_create(key)
-        recent = await self.mem.sessions.messages(key, after_seq=max(0, session.last_seq - RECENT_MESSAGES))
-        return any(m.message_id == message_id for m in recent)
-
     # ---- conversation: app mentions and DMs
 
     async def on_mention(
@@ -201,7 +195,7 @@ class SlackBot(SlackCommands):
         self._answering.add(message_id)
         try:
             key = self.session_key(team=team, channel=channel, thread=thread, user=user)
-            if await self._already_stored(key, message_id):
+            if await already_stored(self.mem, key, message_id):
                 log.info("slack_event_redelivered", message_id=message_id, state="stored")
                 return
             message = Message.user(

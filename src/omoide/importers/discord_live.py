@@ -24,7 +24,7 @@ from __future__ import annotations
 import discord
 
 from omoide.importers._common import join_text
-from omoide.importers._discord import DM_GUILD_ID, _readable
+from omoide.importers._discord import _CHANNEL_MENTION, _ROLE_MENTION, DM_GUILD_ID, _readable
 from omoide.importers._model import ImportedAttachment, ImportedMessage, MessageKind
 
 _COMMAND_TYPES = frozenset({discord.MessageType.chat_input_command, discord.MessageType.context_menu_command})
@@ -80,10 +80,21 @@ def readable_content(message: discord.Message, *, strip_mention_of: int | None =
     if strip_mention_of is not None:
         content = content.replace(f"<@{strip_mention_of}>", "").replace(f"<@!{strip_mention_of}>", "")
     if content != message.content:
-        # clean_content works on message.content; resolve the rest by hand
+        # clean_content works on message.content; resolve the rest by hand, as it does
         names = {str(u.id): u.display_name for u in message.mentions}
+        channels = {str(c.id): c.name for c in message.channel_mentions}
+        roles = {str(r.id): r.name for r in message.role_mentions}
+        content = _CHANNEL_MENTION.sub(lambda m: f"#{channels[m[1]]}" if m[1] in channels else m[0], content)
+        content = _ROLE_MENTION.sub(lambda m: f"@{roles[m[1]]}" if m[1] in roles else m[0], content)
         return _readable(content, names).strip()
     return _readable(message.clean_content.replace("\u200b", ""), {}).strip()
+
+
+def message_text(message: discord.Message, *, strip_mention_of: int | None = None) -> str:
+    """:func:`readable_content`, then one line per attachment, embed and sticker (as in
+    :func:`from_discord_message`): what a bot stores for a message it answers."""
+    extras = _extras(_attachments(message.attachments), message.embeds, message.stickers)
+    return join_text(readable_content(message, strip_mention_of=strip_mention_of), extras)
 
 
 def from_discord_message(message: discord.Message) -> ImportedMessage:
@@ -142,4 +153,4 @@ def from_discord_message(message: discord.Message) -> ImportedMessage:
     )
 
 
-__all__ = ["from_discord_message", "message_kind", "readable_content"]
+__all__ = ["from_discord_message", "message_kind", "message_text", "readable_content"]
