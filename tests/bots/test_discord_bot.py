@@ -1125,3 +1125,17 @@ async def test_a_mentions_attachments_stickers_and_channel_links_are_kept(harnes
         "[sticker: よろしく]",
     ]
     assert not any("Ask me anything" in (c.content or "") for c in harness.fake.sent())
+
+
+async def test_an_unreachable_discord_is_a_clear_error_not_a_traceback(harness: Harness):
+    """No network (DNS fails, a proxy refuses): ``omoide discord`` stops with one line saying so."""
+    from omoide.bots.discord_bot import run_discord_bot
+    from omoide.errors import ConfigError
+
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    connector = aiohttp.TCPConnector(resolver=Loopback(port), ssl=False)
+    with pytest.raises(ConfigError, match="cannot reach Discord"):
+        await run_discord_bot(harness.mem, "test-token", config=DiscordBotConfig(), connector=connector)
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "omoide-workers" and not t.done()]

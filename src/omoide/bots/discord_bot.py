@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import discord
 from discord import app_commands
 
@@ -310,7 +311,8 @@ async def run_discord_bot(
         **options: passed to :class:`discord.Client` (e.g. ``proxy``, ``connector``).
 
     Raises:
-        ConfigError: no token, the token was rejected, or the Message Content intent is not enabled.
+        ConfigError: no token, the token was rejected, the Message Content intent is not enabled,
+            or Discord could not be reached.
     """
     if not token.strip():
         raise ConfigError("set DISCORD_TOKEN to your bot's token (Developer Portal → your application → Bot)")
@@ -329,6 +331,9 @@ async def run_discord_bot(
             "enable the Message Content intent (Developer Portal → Bot → Privileged Gateway Intents), "
             "or run with --no-mentions"
         ) from None
+    except (aiohttp.ClientConnectionError, discord.GatewayNotFound) as exc:
+        # logging in failed for the network (after that, discord.py reconnects by itself)
+        raise ConfigError(f"cannot reach Discord ({exc}): check the network, DNS or proxy") from None
 
 
 __all__ = [
