@@ -40,6 +40,8 @@ USERS = {
     "U0BOB": {"display_name": "", "real_name": "Bob Builder"},
 }
 """What ``users.info`` knows (profiles); any other user is ``user_not_found``."""
+CHANNELS = {"C0GENERAL": "general", "C0RANDOM": "random", "C0SECRET": "secret"}
+"""What ``conversations.info`` knows (names); any other channel but a DM is ``channel_not_found``."""
 _ts = itertools.count(1)
 
 
@@ -133,7 +135,11 @@ class FakeSlack:
                 return web.json_response({"ok": True, "channel": channel, "permalink": url})
             if method == "conversations.info":
                 channel = str(params["channel"])
+                if channel not in CHANNELS and not channel.startswith("D"):
+                    return web.json_response({"ok": False, "error": "channel_not_found"})
                 info = {"id": channel, "is_im": channel.startswith("D"), "is_private": channel in self.private_channels}
+                if channel in CHANNELS:
+                    info["name"] = CHANNELS[channel]
                 return web.json_response({"ok": True, "channel": info})
             return web.json_response({"ok": False, "error": "unknown_method"})
 

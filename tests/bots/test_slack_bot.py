@@ -587,3 +587,19 @@ async def test_memory_verbs_accept_a_japanese_ime_space(mem: Memory, fake_slack:
         "You have no memory `#99999999999999999999999`. `/memory list` shows yours."
     )
     assert await memory("list 99999999999999999999999", "l3") == "No memories on page 99999999999999999999999."
+
+
+async def test_channel_links_are_stored_by_name_but_never_a_private_channels(mem: Memory, fake_slack: FakeSlack):
+    """Slack sends channel links as ``<#C…|>`` (no label): the name comes from
+    ``conversations.info``, once per channel; a private channel's name is not looked up
+    into a conversation others may read, and an unknown channel keeps its id."""
+    fake_slack.private_channels.add("C0SECRET")
+    app = _app(mem, fake_slack)
+    text = "compare <#C0RANDOM|> with <#C0SECRET|> and <#C0GONE|>, not <#C0GENERAL|general>"
+    await socket_dispatch(app, event_callback(mention(text, user=ALICE)))
+    await socket_dispatch(app, event_callback(mention("again <#C0RANDOM|>", user=ALICE)))
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    said = [m.text for m in await mem.history(key) if m.role == "user"]
+    assert said == ["compare #random with #C0SECRET and #C0GONE, not #general", "again #random"]
+    looked_up = [c["channel"] for c in fake_slack.method_calls("conversations.info")]
+    assert looked_up.count("C0RANDOM") == 1 and looked_up.count("C0GONE") == 1  # failures are remembered too

@@ -71,6 +71,7 @@ class SlackWeb:
         self._answering: set[str] = set()
         self._names: OrderedDict[str, str | None] = OrderedDict()
         self._private: OrderedDict[str, bool] = OrderedDict()
+        self._channel_names: OrderedDict[str, str | None] = OrderedDict()
 
     def _lang(self, text: str) -> Lang:
         if is_japanese(text):
@@ -156,6 +157,33 @@ class SlackWeb:
         remember_in(self._private, channel, private)
         return private
 
+    async def channel_name(self, client: AsyncWebClient, channel: str) -> str | None:
+        """A public channel's name (``conversations.info``), cached; ``None`` for a private
+        conversation (its name is not for everyone who may read what it is written into) or
+        when it cannot be asked (a failure is remembered too)."""
+        if channel in self._channel_names:
+            self._channel_names.move_to_end(channel)
+            return self._channel_names[channel]
+        name: str | None = None
+        try:
+            found = await client.conversations_info(channel=channel)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack_channel_lookup_failed", channel=channel, error=str(exc)[:200])
+        else:
+            info = found.get("channel") or {}
+            private = any(info.get(k) for k in ("is_private", "is_im", "is_mpim", "is_group"))
+            candidate = info.get("name")
+            if not private and isinstance(candidate, str) and candidate.strip():
+                name = candidate.strip()
+        remember_in(self._channel_names, channel, name)
+        return name
+
+    async def channel_names(self, client: AsyncWebClient, channel_ids: Iterable[str]) -> dict[str, str]:
+        """Names of the public channels among ``channel_ids``."""
+        ids = list(dict.fromkeys(channel_ids))
+        names = await asyncio.gather(*(self.channel_name(client, c) for c in ids))
+        return {c: n for c, n in zip(ids, names, strict=True) if n}
+
     async def user_names(self, client: AsyncWebClient, user_ids: Iterable[str]) -> dict[str, str]:
         """Display names of the users that have one."""
         ids = list(dict.fromkeys(user_ids))
@@ -163,13 +191,19 @@ class SlackWeb:
         return {u: n for u, n in zip(ids, names, strict=True) if n}
 
     @staticmethod
-    def message_text(event: Mapping[str, Any], bot_user_id: str | None, users: Mapping[str, str] | None = None) -> str:
+    def message_text(
+        event: Mapping[str, Any],
+        bot_user_id: str | None,
+        users: Mapping[str, str] | None = None,
+        channels: Mapping[str, str] | None = None,
+    ) -> str:
         """The readable text of a message event: the bot's own mention removed, mentions
-        (``users``: id → name) and links resolved, one ``[attachment: name]`` line per file."""
+        (``users``: id → name), channel links (``channels``: id → name, for links Slack sends
+        without a label) and links resolved, one ``[attachment: name]`` line per file."""
         text = str(event.get("text") or "")
         if bot_user_id:
             text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
-        lines = [slack_text(text, users or {}, {}).strip()]
+        lines = [slack_text(text, users or {}, channels or {}).strip()]
         for f in event.get("files") or ():
             if isinstance(f, Mapping) and (f.get("name") or f.get("title")):
                 lines.append(f"[attachment: {f.get('name') or f.get('title')}]")

@@ -60,11 +60,12 @@ from omoide.models import Message
 RATE_LIMIT_RETRIES = 2
 """Times a Web API call answered HTTP 429 is tried again, after the ``Retry-After`` it names."""
 MENTIONS_RESOLVED = 5
-"""At most this many user mentions per message are looked up to show a name."""
+"""At most this many user mentions (and channel links) per message are looked up to show a name."""
 ACCEPTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 """Message subtypes that are a person talking (edits, joins and bot posts are not)."""
 
 _USER_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+_UNLABELLED_CHANNEL = re.compile(r"<#([A-Z0-9]+)\|?>")
 
 
 # ------------------------------------------------------------------ configuration
@@ -181,9 +182,11 @@ class SlackBot(SlackCommands):
             log.warning("slack_event_ignored", reason="missing user, channel, ts or team", event_type=event.get("type"))
             return
         thread = event.get("thread_ts") or None
-        mentioned = [u for u in _USER_MENTION.findall(str(event.get("text") or "")) if u != context.bot_user_id]
+        raw = str(event.get("text") or "")
+        mentioned = [u for u in _USER_MENTION.findall(raw) if u != context.bot_user_id]
         names = await self.user_names(client, [user, *mentioned[:MENTIONS_RESOLVED]])
-        text = self.message_text(event, context.bot_user_id, names)
+        linked = await self.channel_names(client, _UNLABELLED_CHANNEL.findall(raw)[:MENTIONS_RESOLVED])
+        text = self.message_text(event, context.bot_user_id, names, linked)
         lang = self._lang(text)
         if not text:
             await self.post(client, channel, TEXTS[lang]["empty_mention"], thread_ts=thread)
