@@ -40,6 +40,8 @@ USERS = {
     "U0BOB": {"display_name": "", "real_name": "Bob Builder"},
 }
 """What ``users.info`` knows (profiles); any other user is ``user_not_found``."""
+RESPONSE_URL_USES = 5
+"""A ``response_url`` takes at most five messages (within 30 minutes); then Slack answers 404 ``used_url``."""
 CHANNELS = {"C0GENERAL": "general", "C0RANDOM": "random", "C0SECRET": "secret"}
 """What ``conversations.info`` knows (names); any other channel but a DM is ``channel_not_found``."""
 _ts = itertools.count(1)
@@ -144,7 +146,10 @@ class FakeSlack:
             return web.json_response({"ok": False, "error": "unknown_method"})
 
         async def hook(request: web.Request) -> web.Response:
-            self.webhooks.append((request.match_info["name"], await request.json()))
+            name = request.match_info["name"]
+            if len(self.responses(name)) >= RESPONSE_URL_USES:
+                return web.Response(status=404, text="used_url")
+            self.webhooks.append((name, await request.json()))
             return web.Response(text="ok")
 
         async def socket(request: web.Request) -> web.WebSocketResponse:

@@ -603,3 +603,17 @@ async def test_channel_links_are_stored_by_name_but_never_a_private_channels(mem
     assert said == ["compare #random with #C0SECRET and #C0GONE, not #general", "again #random"]
     looked_up = [c["channel"] for c in fake_slack.method_calls("conversations.info")]
     assert looked_up.count("C0RANDOM") == 1 and looked_up.count("C0GONE") == 1  # failures are remembered too
+
+
+async def test_a_response_longer_than_five_messages_is_not_cut_off(mem: Memory, fake_slack: FakeSlack):
+    """A ``response_url`` takes five messages: a page of twenty long memories (~80,000
+    characters, 23 messages of 3,500) must still arrive whole, in at most five."""
+    app = _app(mem, fake_slack)
+    for i in range(20):
+        await mem.remember(" ".join(f"m{i}w{j}" for j in range(600))[:3_900], workspace=TEAM, user=ALICE)
+    payload = slash_command("/memory", "list", user=ALICE, hook="l1", fake=fake_slack)
+    await socket_dispatch(app, payload, kind="slash_commands")
+    bodies = fake_slack.responses("l1")
+    assert 1 < len(bodies) <= 5 and all(len(b["text"]) <= 40_000 for b in bodies)
+    shown = "\n".join(b["text"] for b in bodies)
+    assert all(f"`#{m.id}`" in shown for m in await mem.memories.list(TEAM, ALICE, page_size=20))

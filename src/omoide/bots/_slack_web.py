@@ -30,6 +30,8 @@ from omoide.text import is_japanese
 if TYPE_CHECKING:
     from omoide.stores.search import ChunkHit
 
+RESPONSE_URL_USES = 5
+"""Messages a slash command's or button's ``response_url`` takes (within 30 minutes)."""
 NAME_CACHE_SIZE = 4096
 """Display names kept per process (``users.info`` is asked once per user)."""
 
@@ -106,8 +108,20 @@ class SlackWeb:
             )
 
     async def respond(self, respond: AsyncRespond, text: str) -> None:
-        """An ephemeral response to a slash command (through its ``response_url``), split."""
-        for part in split_reply(text, self.split_at):
+        """An ephemeral response to a slash command (through its ``response_url``), split.
+
+        A ``response_url`` takes at most :data:`RESPONSE_URL_USES` messages: a longer text is
+        split into fewer, longer messages (up to Slack's hard limit) rather than cut off.
+        """
+        parts = split_reply(text, self.split_at)
+        if len(parts) > RESPONSE_URL_USES:
+            parts = split_reply(text, max(self.split_at, min(HARD_LIMIT, -(-len(text) // RESPONSE_URL_USES) + 2)))
+        if len(parts) > RESPONSE_URL_USES:
+            parts = split_reply(text, HARD_LIMIT)
+        if len(parts) > RESPONSE_URL_USES:
+            log.warning("slack_response_truncated", parts=len(parts), kept=RESPONSE_URL_USES)
+            parts = parts[:RESPONSE_URL_USES]
+        for part in parts:
             await respond(text=part, response_type="ephemeral", unfurl_links=False, unfurl_media=False)
 
     async def user_name(self, client: AsyncWebClient, user_id: str) -> str | None:
