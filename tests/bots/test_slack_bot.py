@@ -617,3 +617,30 @@ async def test_a_response_longer_than_five_messages_is_not_cut_off(mem: Memory, 
     assert 1 < len(bodies) <= 5 and all(len(b["text"]) <= 40_000 for b in bodies)
     shown = "\n".join(b["text"] for b in bodies)
     assert all(f"`#{m.id}`" in shown for m in await mem.memories.list(TEAM, ALICE, page_size=20))
+
+
+async def test_a_message_shared_into_a_dm_is_a_turn_with_its_text(mem: Memory, fake_slack: FakeSlack):
+    """Sharing (forwarding) a message to the app: the event's ``text`` is empty and the shared
+    message is a legacy attachment. It is stored as the importer stores it, and answered —
+    not met with the "mention me" hint and dropped."""
+    app = _app(mem, fake_slack)
+    shared = {
+        "fallback": "[November 8th, 2025 12:00 PM] alice: The v0.4.0 release moved to Friday.",
+        "text": "The v0.4.0 release moved to Friday.",
+        "author_id": ALICE,
+        "author_subname": "alice",
+        "channel_id": "C0GENERAL",
+        "channel_name": "general",
+        "is_msg_unfurl": True,
+        "is_share": True,
+        "from_url": "https://acme.slack.com/archives/C0GENERAL/p1762603200000100",
+        "ts": "1762603200.000100",
+        "id": 1,
+    }
+    await socket_dispatch(app, event_callback(direct_message("", user=ALICE, attachments=[shared])))
+    await socket_dispatch(app, event_callback(direct_message("覚えておいて", user=ALICE, attachments=[shared])))
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="D0ALICE", user=ALICE)
+    said = [m.text for m in await mem.history(key) if m.role == "user"]
+    line = "[embed: [November 8th, 2025 12:00 PM] alice: The v0.4.0 release moved to Friday.]"
+    assert said == [line, f"覚えておいて\n{line}"]
+    assert not any("DM" in p["text"] for p in fake_slack.posted())  # no hint

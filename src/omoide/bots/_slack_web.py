@@ -23,6 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from omoide.bots._slack_format import HARD_LIMIT, MESSAGE_LIMIT, TEXTS, Lang, escape, split_reply, time_ts
 from omoide.engine import Memory
 from omoide.errors import ConfigError, InvalidInput, OmoideError, ProviderError
+from omoide.importers._slack_messages import _legacy_attachments as legacy_attachments
 from omoide.importers._slack_text import slack_text
 from omoide.models import KeyPolicy, SessionKey
 from omoide.text import is_japanese
@@ -213,7 +214,9 @@ class SlackWeb:
     ) -> str:
         """The readable text of a message event: the bot's own mention removed, mentions
         (``users``: id → name), channel links (``channels``: id → name, for links Slack sends
-        without a label) and links resolved, one ``[attachment: name]`` line per file."""
+        without a label) and links resolved, one ``[attachment: name]`` line per file and one
+        ``[embed: …]`` line per legacy attachment (a message shared into the conversation),
+        as the Slack importer stores them."""
         text = str(event.get("text") or "")
         if bot_user_id:
             text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
@@ -221,6 +224,7 @@ class SlackWeb:
         for f in event.get("files") or ():
             if isinstance(f, Mapping) and (f.get("name") or f.get("title")):
                 lines.append(f"[attachment: {f.get('name') or f.get('title')}]")
+        lines += legacy_attachments(event, users or {}, channels or {})
         return "\n".join(line for line in lines if line).strip()
 
     async def permalink(self, client: AsyncWebClient, chunk: ChunkHit, fallback: str | None) -> str | None:
