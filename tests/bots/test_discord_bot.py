@@ -1139,3 +1139,22 @@ async def test_an_unreachable_discord_is_a_clear_error_not_a_traceback(harness: 
     with pytest.raises(ConfigError, match="cannot reach Discord"):
         await run_discord_bot(harness.mem, "test-token", config=DiscordBotConfig(), connector=connector)
     assert not [t for t in asyncio.all_tasks() if t.get_name() == "omoide-workers" and not t.done()]
+
+
+async def test_a_mention_of_the_bots_own_role_is_a_mention(harness: Harness):
+    """Invited with permissions, the bot gets a managed role of its own name, and Discord's
+    autocomplete offers it next to the bot: "@omoide" picked as the role is ``<@&role>``."""
+    bot_role = {**role(1290478288896133333, "omoide", 0), "managed": True, "tags": {"bot_id": BOT["id"]}}
+    other_role = role(1290478288896134444, "dev", 0)
+    await harness.deliver("guild_create", guild_create(roles=[bot_role, other_role]))
+    msg = chat_message(f"<@&{bot_role['id']}> 明日の予定は？ <@&{other_role['id']}>", at=T0)
+    msg["mention_roles"] = [bot_role["id"], other_role["id"]]
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", msg)
+    assert [c.content for c in harness.fake.sent(since=before)] == ["echo: 明日の予定は？ @dev"]
+
+    other = chat_message(f"<@&{other_role['id']}> 明日の予定は？", at=T0, n=1)  # another role: not for the bot
+    other["mention_roles"] = [other_role["id"]]
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", other)
+    assert harness.fake.sent(since=before) == []

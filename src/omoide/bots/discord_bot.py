@@ -167,7 +167,8 @@ class OmoideBot(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel).
 
-        Only people's messages count: not bots' (this one's included) and not system messages,
+        The bot's own managed role counts as the bot (Discord's autocomplete offers both as
+        "@omoide"). Only people's messages count: not bots' (this one's included) and not system messages,
         such as "X added omoide to the thread", whose ``mentions`` name the bot. A message
         already answered (a gateway event delivered again) is not answered twice.
         """
@@ -178,10 +179,14 @@ class OmoideBot(discord.Client):
             or message.author.bot
             or message.type not in USER_MESSAGE_TYPES
             or message.guild is None
-            or not any(u.id == me.id for u in message.mentions)
         ):
             return
-        text = message_text(message, strip_mention_of=me.id)
+        # "@omoide" is the bot, or the role Discord made for it (autocomplete offers both)
+        own_role = message.guild.self_role
+        role_id = own_role.id if own_role is not None and own_role.id in message.raw_role_mentions else None
+        if role_id is None and not any(u.id == me.id for u in message.mentions):
+            return
+        text = message_text(message, strip_mention_of=me.id, strip_role=role_id)
         if message.id in self._answering:
             return
         self._answering.add(message.id)

@@ -70,15 +70,20 @@ def _extras(
     return lines
 
 
-def readable_content(message: discord.Message, *, strip_mention_of: int | None = None) -> str:
+def readable_content(
+    message: discord.Message, *, strip_mention_of: int | None = None, strip_role: int | None = None
+) -> str:
     """The message body for memory: mentions as ``@name`` / ``#channel``, emoji and timestamps readable.
 
     Args:
         strip_mention_of: a user id (the bot's) whose mentions are removed rather than resolved.
+        strip_role: a role id (the bot's own managed role) whose mentions are removed too.
     """
     content = message.content
     if strip_mention_of is not None:
         content = content.replace(f"<@{strip_mention_of}>", "").replace(f"<@!{strip_mention_of}>", "")
+    if strip_role is not None:
+        content = content.replace(f"<@&{strip_role}>", "")
     if content != message.content:
         # clean_content works on message.content; resolve the rest by hand, as it does
         names = {str(u.id): u.display_name for u in message.mentions}
@@ -90,11 +95,13 @@ def readable_content(message: discord.Message, *, strip_mention_of: int | None =
     return _readable(message.clean_content.replace("\u200b", ""), {}).strip()
 
 
-def message_text(message: discord.Message, *, strip_mention_of: int | None = None) -> str:
+def message_text(
+    message: discord.Message, *, strip_mention_of: int | None = None, strip_role: int | None = None
+) -> str:
     """:func:`readable_content`, then one line per attachment, embed and sticker (as in
     :func:`from_discord_message`): what a bot stores for a message it answers."""
     extras = _extras(_attachments(message.attachments), message.embeds, message.stickers)
-    return join_text(readable_content(message, strip_mention_of=strip_mention_of), extras)
+    return join_text(readable_content(message, strip_mention_of=strip_mention_of, strip_role=strip_role), extras)
 
 
 def from_discord_message(message: discord.Message) -> ImportedMessage:
