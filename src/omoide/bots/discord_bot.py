@@ -282,12 +282,18 @@ class ForgetConfirmation(discord.ui.View):
 
     @discord.ui.button(label="Erase my data", style=discord.ButtonStyle.danger, custom_id="omoide:forget:yes")
     async def confirm(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
-        report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
         self.stop()
-        await interaction.response.edit_message(
-            content=describe_erasure(report.as_dict(), "en", where="server"),
-            view=None,
-        )
+        # Discord wants a response within 3 seconds; erasing re-embeds rewritten knowledge and
+        # rewrites transcript files, which can take longer: acknowledge first, then edit
+        await interaction.response.defer()
+        try:
+            report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
+        except OmoideError as exc:
+            logger.warning("discord_forget_failed", exc_info=exc)
+            text = f"⚠️ Erasing failed ({exc.code}); run `/forget-me` again: it erases what is left."
+        else:
+            text = describe_erasure(report.as_dict(), "en", where="server")
+        await interaction.edit_original_response(content=text, view=None)
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id="omoide:forget:no")
     async def cancel(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
