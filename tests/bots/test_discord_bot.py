@@ -1163,3 +1163,28 @@ async def test_a_mention_of_the_bots_own_role_is_a_mention(harness: Harness):
     before = len(harness.fake.calls)
     await harness.deliver("message_create", other)
     assert harness.fake.sent(since=before) == []
+
+
+async def test_an_agent_key_policy_still_gives_each_user_a_session(harness: Harness, tmp_path: Path):
+    """``OMOIDE_SESSION_KEY_POLICY=agent`` (set for an agent on the same database) has no
+    meaning on Discord: every turn failed with "session key part 'agent' is required"."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'agent.db'}",
+        transcripts_dir=tmp_path / "agent-transcripts",
+        embedder="hashing",
+        session_key_policy="agent",
+    )
+    async with Memory.open(settings, chat_model=ScriptedChatModel(answer_from)) as mem:
+        bot = OmoideBot(mem, config=DiscordBotConfig(sync_commands=False), connector=harness.connector())
+        await bot.login("test-token")
+        try:
+            before = len(harness.fake.calls)
+            bot._connection.parse_interaction_create(command("ask", [opt("question", "こんにちは")]))
+            await harness.settle()  # waits for the command tree's tasks, whichever client runs them
+            assert [c.content for c in harness.fake.sent(since=before)] == ["echo: こんにちは"]
+        finally:
+            await bot.close()
+        key = mem.session_key(
+            platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"], policy="user_channel"
+        )
+        assert [m.text for m in await mem.history(key)] == ["こんにちは", "echo: こんにちは"]

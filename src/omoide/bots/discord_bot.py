@@ -40,7 +40,7 @@ from omoide.bots._redelivery import already_stored
 from omoide.bots._split import DISCORD_LIMIT, split_message
 from omoide.errors import ConfigError, OmoideError
 from omoide.importers.discord_live import message_text
-from omoide.models import Message, SessionKey
+from omoide.models import KeyPolicy, Message, SessionKey
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -161,8 +161,12 @@ class OmoideBot(discord.Client):
         return reply.text
 
     def session_key(self, guild_id: int, channel_id: int, user_id: int) -> SessionKey:
-        """A user's conversation in a channel (a thread is its own channel)."""
-        return self.mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user_id)
+        """A conversation in a channel (a thread is its own channel), by the configured policy:
+        by default one per user; ``agent`` (named agent sessions) means nothing here and is too."""
+        policy = KeyPolicy.USER_CHANNEL if self.mem.settings.session_key_policy is KeyPolicy.AGENT else None
+        return self.mem.session_key(
+            platform="discord", workspace=guild_id, channel=channel_id, user=user_id, policy=policy
+        )
 
     async def on_message(self, message: discord.Message) -> None:
         """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel).
