@@ -119,9 +119,12 @@ def register_commands(bot: OmoideBot) -> None:
         tags: str | None = None,
     ) -> None:
         tag_list = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
+        guild_id = guild_id_of(interaction)
+        # remembering embeds the memory (a remote embedder may take longer than the 3 s Discord waits)
+        await interaction.response.defer(ephemeral=True, thinking=True)
         done = await mem.remember(
             content,
-            workspace=guild_id_of(interaction),
+            workspace=guild_id,
             user=interaction.user.id,
             category=category,
             tags=tag_list,
@@ -135,7 +138,9 @@ def register_commands(bot: OmoideBot) -> None:
     async def memory_search(
         interaction: Interaction, query: app_commands.Range[str, 1, 1000], limit: app_commands.Range[int, 1, 25] = 5
     ) -> None:
-        hits = await mem.recall(query, workspace=guild_id_of(interaction), user=interaction.user.id, limit=limit)
+        guild_id = guild_id_of(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)  # recalling embeds the query
+        hits = await mem.recall(query, workspace=guild_id, user=interaction.user.id, limit=limit)
         if not hits:
             text = "No memory of yours matches. `/memory list` shows them all."
         else:
