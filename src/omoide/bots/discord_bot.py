@@ -162,7 +162,7 @@ class OmoideBot(discord.Client):
 
     def session_key(self, guild_id: int, channel_id: int, user_id: int) -> SessionKey:
         """A conversation in a channel (a thread is its own channel), by the configured policy:
-        by default one per user; ``agent`` (named agent sessions) means nothing here and is too."""
+        by default one per user; ``agent`` (named agent sessions, meaningless here) is taken as that."""
         policy = KeyPolicy.USER_CHANNEL if self.mem.settings.session_key_policy is KeyPolicy.AGENT else None
         return self.mem.session_key(
             platform="discord", workspace=guild_id, channel=channel_id, user=user_id, policy=policy
@@ -172,9 +172,9 @@ class OmoideBot(discord.Client):
         """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel).
 
         The bot's own managed role counts as the bot (Discord's autocomplete offers both as
-        "@omoide"). Only people's messages count: not bots' (this one's included) and not system messages,
-        such as "X added omoide to the thread", whose ``mentions`` name the bot. A message
-        already answered (a gateway event delivered again) is not answered twice.
+        "@omoide"). Only people's messages count: not bots' (this one's included) and not
+        system messages, such as "X added omoide to the thread", whose ``mentions`` name the
+        bot. A message already answered (a gateway event delivered again) is not answered twice.
         """
         me = self.user
         if (
