@@ -644,3 +644,22 @@ async def test_a_message_shared_into_a_dm_is_a_turn_with_its_text(mem: Memory, f
     line = "[embed: [November 8th, 2025 12:00 PM] alice: The v0.4.0 release moved to Friday.]"
     assert said == [line, f"覚えておいて\n{line}"]
     assert not any("DM" in p["text"] for p in fake_slack.posted())  # no hint
+
+
+async def test_an_edited_mention_is_not_a_new_turn(mem: Memory, fake_slack: FakeSlack):
+    """Editing a message that mentions the app makes Slack send ``app_mention`` again, with an
+    ``edited`` field and the original ``ts``: edits are ignored, also when the edit added the
+    mention (the message was never a turn) — a typo fixed is not a second question."""
+    app = _app(mem, fake_slack)
+    original = mention("what is the plan?", user=ALICE)
+    await socket_dispatch(app, event_callback(original))
+    edited = {**original, "text": f"<@{BOT_USER}> what is the plan for Friday?"}
+    edited["edited"] = {"user": ALICE, "ts": new_ts()}
+    added = {**mention("I forgot to mention you", user=BOB), "edited": {"user": BOB, "ts": new_ts()}}
+    for event in (edited, added):
+        assert (await socket_dispatch(app, event_callback(event))).status == 200
+    assert len(fake_slack.posted()) == 1
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    assert [m.text for m in await mem.history(key) if m.role == "user"] == ["what is the plan?"]
+    bobs = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=BOB)
+    assert await mem.history(bobs) == []

@@ -175,8 +175,10 @@ class SlackBot(SlackCommands):
         self, event: Mapping[str, Any], body: Mapping[str, Any], context: AsyncBoltContext, client: AsyncWebClient
     ) -> None:
         subtype = event.get("subtype")
-        if (subtype is not None and subtype not in ACCEPTED_SUBTYPES) or event.get("bot_id"):
-            return  # edits, deletions, joins, other bots (and our own posts) are not turns
+        if (subtype is not None and subtype not in ACCEPTED_SUBTYPES) or event.get("bot_id") or event.get("edited"):
+            # edits, deletions, joins, other bots (and our own posts) are not turns; editing a message
+            # that mentions the app sends app_mention again, with "edited" (a typo fixed is no new question)
+            return
         user, channel, ts, team = event.get("user"), event.get("channel"), event.get("ts"), team_of(body, context)
         if not (isinstance(user, str) and isinstance(channel, str) and isinstance(ts, str) and team):
             log.warning("slack_event_ignored", reason="missing user, channel, ts or team", event_type=event.get("type"))
