@@ -1204,3 +1204,68 @@ async def test_an_agent_key_policy_still_gives_each_user_a_session(harness: Harn
             platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"], policy="user_channel"
         )
         assert [m.text for m in await mem.history(key)] == ["こんにちは", "echo: こんにちは"]
+
+
+async def test_a_private_threads_answer_draws_on_no_ones_private_knowledge(harness: Harness):
+    """Alice is in two private threads: one with Carol (synced, private to its members) and one
+    with Bob. Her mention in Bob's thread is answered where Bob reads it, so the long-term
+    context must not carry what only Alice and Carol may read (a private session with a user
+    is not a DM here: its audience is the thread)."""
+    from omoide.importers import ImportedMessage
+
+    await harness.deliver("guild_create", guild_create())
+    carol = "700000000000000003"
+    secret = [
+        ImportedMessage(
+            platform="discord",
+            workspace_id=str(GUILD),
+            workspace_name="omoide lab",
+            channel_id=str(GENERAL),
+            channel_name="general",
+            thread_id="1290478288896132222",
+            thread_name="alice and carol",
+            message_id=str(snowflake(T0, i)),
+            author_id=author,
+            author_name=name,
+            is_bot=False,
+            text=text,
+            created_at=T0 + dt.timedelta(minutes=i),
+        )
+        for i, (author, name, text) in enumerate(
+            [
+                (ALICE["id"], "Alice", "The Bluebird codename is the Hakone merger; keep Bluebird between us."),
+                (carol, "Carol", "Bluebird closes on 12 December, budget 3 million yen."),
+            ]
+        )
+    ]
+    await harness.mem.knowledge.ingest_messages(
+        secret, workspace=GUILD, origin="discord:sync", private=True, members=[ALICE["id"], carol]
+    )
+    await harness.mem.knowledge.embed()
+    question = "What is Bluebird and when does Bluebird close?"
+    assert (await harness.mem.search(question, workspace=GUILD, viewer=ALICE["id"])).hits  # Alice may read it
+
+    private_thread = {**thread_payload(), "type": 12, "name": "alice and bob"}
+    await harness.deliver("thread_create", {**private_thread, "newly_created": True})
+    msg = chat_message(f"<@{BOT['id']}> {question}", mentions=[BOT], at=T0, n=9, channel_id=THREAD)
+    await harness.deliver("message_create", msg)
+    system = harness.model.calls[-1].system or ""
+    assert "Hakone" not in system and "3 million" not in system
+
+    # and /ask in the same private thread
+    await harness.run(command("ask", [opt("question", question)], channel_id=THREAD, channel=private_thread))
+    system = harness.model.calls[-1].system or ""
+    assert "Hakone" not in system and "3 million" not in system
+
+    # /chat there answers from Alice's view (her private knowledge is what she may read) but
+    # only to her: an answer citing Alice and Carol's thread must not be posted where Bob reads it
+    before = len(harness.fake.calls)
+    sent = await harness.run(command("chat", [opt("question", question)], channel_id=THREAD, channel=private_thread))
+    [callback] = [c for c in harness.fake.calls[before:] if c.path.endswith("/callback")]
+    assert callback.body["type"] == 5 and callback.ephemeral
+    assert "alice and carol" in "\n".join(c.content or "" for c in sent)  # cited, to Alice alone
+    # in a public channel /chat is public, from public knowledge only
+    before = len(harness.fake.calls)
+    sent = await harness.run(command("chat", [opt("question", question)]))
+    [callback] = [c for c in harness.fake.calls[before:] if c.path.endswith("/callback")]
+    assert not callback.ephemeral and "alice and carol" not in "\n".join(c.content or "" for c in sent)

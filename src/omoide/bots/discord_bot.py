@@ -155,6 +155,7 @@ class OmoideBot(discord.Client):
             system=SYSTEM_PROMPT,
             user=user.id,
             channels=readable,
+            public_only=True,  # the reply is read by the channel or the thread's members, never by the user alone
         )
         message = Message.user(text, author_id=str(user.id), author_name=user.display_name, message_id=str(message_id))
         reply = await mem.chat(key, message, system=built.system, tools=True)
