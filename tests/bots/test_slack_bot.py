@@ -663,3 +663,28 @@ async def test_an_edited_mention_is_not_a_new_turn(mem: Memory, fake_slack: Fake
     assert [m.text for m in await mem.history(key) if m.role == "user"] == ["what is the plan?"]
     bobs = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=BOB)
     assert await mem.history(bobs) == []
+
+
+async def test_a_channel_made_private_is_private_for_the_next_turns(mem: Memory, fake_slack: FakeSlack):
+    """A public channel converted to private: its next conversations must be archived private.
+    A channel's privacy was asked once per process and cached for good, so a long-running bot
+    kept archiving the now-private channel's turns as public knowledge. A public answer is now
+    asked again after ``privacy_ttl`` seconds (10 minutes by default); a private one is kept."""
+    from slack_bolt.async_app import AsyncApp
+
+    from omoide.bots.slack_bot import SlackBot
+
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.base_url}/api/")
+    app = AsyncApp(client=client, signing_secret=SIGNING_SECRET, process_before_response=True)
+    SlackBot(mem, privacy_ttl=0).register(app)
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0RANDOM", user=ALICE)
+    await socket_dispatch(app, event_callback(mention("the offsite is in Hakone", user=ALICE, channel="C0RANDOM")))
+    assert not (await mem.sessions.get(key)).private
+    fake_slack.private_channels.add("C0RANDOM")  # an admin converts #random to a private channel
+    await socket_dispatch(app, event_callback(mention("the budget is 3 million yen", user=ALICE, channel="C0RANDOM")))
+    assert (await mem.sessions.get(key)).private
+    asked = len(fake_slack.method_calls("conversations.info"))
+    fake_slack.private_channels.discard("C0RANDOM")
+    await socket_dispatch(app, event_callback(mention("and lunch?", user=ALICE, channel="C0RANDOM")))
+    assert len(fake_slack.method_calls("conversations.info")) == asked  # "private" is not asked again
+    assert (await mem.sessions.get(key)).private

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 RESPONSE_URL_USES = 5
 """Messages a slash command's or button's ``response_url`` takes (within 30 minutes)."""
+PRIVACY_TTL = 600.0
+"""Seconds a channel's "public" answer from ``conversations.info`` is trusted (it may be made private)."""
 NAME_CACHE_SIZE = 4096
 """Display names kept per process (``users.info`` is asked once per user)."""
 
@@ -55,6 +58,8 @@ class SlackWeb:
         mem: the memory engine.
         split_at: the most characters per posted message.
         ask_command / memory_command: the slash commands' names, as configured in the app.
+        privacy_ttl: seconds a channel's "public" from ``conversations.info`` is trusted
+            (default :data:`~omoide.bots._slack_web.PRIVACY_TTL`, 10 minutes).
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class SlackWeb:
         split_at: int = MESSAGE_LIMIT,
         ask_command: str = "/ask",
         memory_command: str = "/memory",
+        privacy_ttl: float = PRIVACY_TTL,
     ) -> None:
         if not 16 <= split_at <= HARD_LIMIT:
             raise ConfigError(f"split_at must be from 16 to {HARD_LIMIT} characters, got {split_at}")
@@ -73,7 +79,8 @@ class SlackWeb:
         self.memory_command = memory_command
         self._answering: set[str] = set()
         self._names: OrderedDict[str, str | None] = OrderedDict()
-        self._private: OrderedDict[str, bool] = OrderedDict()
+        self.privacy_ttl = privacy_ttl
+        self._private: OrderedDict[str, tuple[bool, float]] = OrderedDict()  # channel → (private, when asked)
         self._channel_names: OrderedDict[str, str | None] = OrderedDict()
 
     def _lang(self, text: str) -> Lang:
@@ -149,9 +156,10 @@ class SlackWeb:
         """Whether a conversation is private: a DM (``im``), group DM (``mpim``) or private channel.
 
         ``message`` events name it (``channel_type`` ``im`` / ``mpim`` / ``group`` / ``channel``);
-        ``app_mention`` events do not, so ``conversations.info`` is asked once per channel
-        (``channels:read``, ``groups:read``, ``im:read``, ``mpim:read``) and cached. When it
-        cannot be asked, the channel counts as private: knowledge is never widened by an error.
+        ``app_mention`` events do not, so ``conversations.info`` is asked (``channels:read``,
+        ``groups:read``, ``im:read``, ``mpim:read``) and cached: "private" for good, "public"
+        for :attr:`privacy_ttl` seconds, since a public channel can be converted to private.
+        When it cannot be asked, the channel counts as private: knowledge is never widened by an error.
         """
         if channel_type in ("im", "mpim", "group"):
             return True
@@ -159,9 +167,10 @@ class SlackWeb:
             return False
         if channel.startswith("D"):
             return True
-        if channel in self._private:
+        cached = self._private.get(channel)
+        if cached is not None and (cached[0] or time.monotonic() - cached[1] < self.privacy_ttl):
             self._private.move_to_end(channel)
-            return self._private[channel]
+            return cached[0]
         try:
             found = await client.conversations_info(channel=channel)
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
@@ -169,7 +178,7 @@ class SlackWeb:
             return True  # not cached: asked again next time
         info = found.get("channel") or {}
         private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
-        remember_in(self._private, channel, private)
+        remember_in(self._private, channel, (private, time.monotonic()))
         return private
 
     async def channel_name(self, client: AsyncWebClient, channel: str) -> str | None:

@@ -143,6 +143,8 @@ class SlackBot(SlackCommands):
         mem: the memory engine.
         split_at: the most characters per posted message.
         ask_command / memory_command: the slash commands' names, as configured in the app.
+        privacy_ttl: seconds a channel's "public" from ``conversations.info`` is trusted
+            (default :data:`~omoide.bots._slack_web.PRIVACY_TTL`, 10 minutes).
     """
 
     def register(self, app: AsyncApp) -> None:
