@@ -241,7 +241,9 @@ def build_app(
     Args:
         mem: the memory engine.
         token: the bot token (``xoxb-…``); or give ``client``.
-        client: the Web API client to use (tests point one at a local server).
+        client: the Web API client to use (tests point one at a local server). The app's client
+            (this one or the one made for ``token``) gets a retry handler for HTTP 429 (after
+            ``Retry-After``, :data:`RATE_LIMIT_RETRIES` times) unless it has one.
         signing_secret: verifies HTTP-mode requests (default ``$SLACK_SIGNING_SECRET``;
             Socket Mode needs none).
         process_before_response: acknowledge events only after handling them (tests;
