@@ -1,7 +1,8 @@
 """Re-delivered chat events: is a platform message already in its session?
 
 A platform may deliver one message event twice (Slack retries with ``X-Slack-Retry-Num``;
-Discord's gateway can replay events after a resume). ``Memory.append`` stores the message
+a Discord MESSAGE_CREATE can reach the bot again, e.g. while an old and a new process of it
+overlap during a deploy). ``Memory.append`` stores the message
 once, but ``Memory.chat`` would still call the model and post a second answer: the bots ask
 :func:`already_stored` first, and keep the messages being answered right now in a set.
 """
