@@ -473,6 +473,7 @@ class Memory:
         user: str | int | None = None,
         language: Literal["ja", "en"] | None = None,
         channels: Sequence[str | int] | None = None,
+        public_only: bool = False,
     ) -> AssembledContext:
         """What a bot should send for the next turn of session ``key``, within ``budget_tokens``.
 
@@ -493,7 +494,9 @@ class Memory:
                 channel, is then left out.
 
         Private knowledge: only a private session with a user (``append(..., private=True)``,
-        e.g. a DM with the bot) draws on that user's private knowledge besides public knowledge.
+        e.g. a DM with the bot) draws on that user's private knowledge besides public knowledge,
+        and not with ``public_only``: pass it for a private session whose replies others read
+        too (a private thread or channel), where one member's private knowledge would leak.
 
         Raises:
             InvalidInput: a bad budget.
@@ -522,6 +525,7 @@ class Memory:
             budget=budget,
             counter=self.token_counter,
             language=language or self.settings.answer_language,
+            public_only=public_only,
         )
 
     # ---------------------------------------------------------------- reading a summary

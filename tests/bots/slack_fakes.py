@@ -40,6 +40,10 @@ USERS = {
     "U0BOB": {"display_name": "", "real_name": "Bob Builder"},
 }
 """What ``users.info`` knows (profiles); any other user is ``user_not_found``."""
+RESPONSE_URL_USES = 5
+"""A ``response_url`` takes at most five messages (within 30 minutes); then Slack answers 404 ``used_url``."""
+CHANNELS = {"C0GENERAL": "general", "C0RANDOM": "random", "C0SECRET": "secret"}
+"""What ``conversations.info`` knows (names); any other channel but a DM is ``channel_not_found``."""
 _ts = itertools.count(1)
 
 
@@ -62,6 +66,10 @@ class FakeSlack:
     """Envelopes the Socket Mode endpoint sends to the connected app."""
     acks: list[dict[str, Any]] = field(default_factory=list)
     """What the app sent back over the socket (acknowledgements)."""
+    rejected_tokens: set[str] = field(default_factory=set)
+    """Tokens answered with ``invalid_auth`` (a revoked or mistyped token), as Slack does."""
+    rate_limited: dict[str, int] = field(default_factory=dict)
+    """Method → how many of its next calls get HTTP 429 with ``Retry-After: 1`` (Slack's rate limit)."""
 
     def posted(self) -> list[dict[str, Any]]:
         return [params for method, params in self.calls if method == "chat.postMessage"]
@@ -92,6 +100,14 @@ class FakeSlack:
             else:
                 params = dict(await request.post())
             self.calls.append((method, params))
+            token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if token in self.rejected_tokens:
+                return web.json_response({"ok": False, "error": "invalid_auth"})
+            if self.rate_limited.get(method, 0) > 0:
+                self.rate_limited[method] -= 1
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"}
+                )
             if method == "auth.test":
                 return web.json_response(
                     {
@@ -121,12 +137,19 @@ class FakeSlack:
                 return web.json_response({"ok": True, "channel": channel, "permalink": url})
             if method == "conversations.info":
                 channel = str(params["channel"])
+                if channel not in CHANNELS and not channel.startswith("D"):
+                    return web.json_response({"ok": False, "error": "channel_not_found"})
                 info = {"id": channel, "is_im": channel.startswith("D"), "is_private": channel in self.private_channels}
+                if channel in CHANNELS:
+                    info["name"] = CHANNELS[channel]
                 return web.json_response({"ok": True, "channel": info})
             return web.json_response({"ok": False, "error": "unknown_method"})
 
         async def hook(request: web.Request) -> web.Response:
-            self.webhooks.append((request.match_info["name"], await request.json()))
+            name = request.match_info["name"]
+            if len(self.responses(name)) >= RESPONSE_URL_USES:
+                return web.Response(status=404, text="used_url")
+            self.webhooks.append((name, await request.json()))
             return web.Response(text="ok")
 
         async def socket(request: web.Request) -> web.WebSocketResponse:

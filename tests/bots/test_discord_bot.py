@@ -100,6 +100,10 @@ class FakeDiscord:
     forbidden: set[int] = field(default_factory=set)
     history: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
+    deleted: set[int] = field(default_factory=set)
+    """Messages deleted since the gateway delivered them: a reply to one fails unless
+    ``fail_if_not_exists`` is false (then Discord posts it without the reference)."""
+    rejected: list[Call] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(snowflake(T0 + dt.timedelta(days=30))))
 
     def app(self) -> web.Application:
@@ -205,6 +209,17 @@ class FakeDiscord:
 
     async def create_message(self, request: web.Request) -> web.Response:
         body = await self.record(request)
+        reference = body.get("message_reference") or {}
+        deleted = bool(reference) and int(reference["message_id"]) in self.deleted
+        if deleted and reference.get("fail_if_not_exists", True):
+            self.rejected.append(self.calls.pop())
+            unknown = {"code": "REPLIES_UNKNOWN_MESSAGE", "message": "Unknown message"}
+            error = {
+                "code": 50035,
+                "errors": {"message_reference": {"_errors": [unknown]}},
+                "message": "Invalid Form Body",
+            }
+            return web.Response(status=400, body=json.dumps(error).encode(), content_type="application/json")
         return api_json(self.message(int(request.match_info["cid"]), body.get("content")))
 
     async def typing(self, request: web.Request) -> web.Response:
@@ -645,9 +660,11 @@ async def test_mentions_converse_like_ask(harness: Harness):
     stored = await harness.mem.history(key)
     assert stored[0].message_id == msg["id"] and stored[0].text == "明日の予定は？"
 
-    # the same gateway event delivered twice stores the user's message once
+    # the same gateway event delivered twice stores the user's message once and is answered once
+    before = len(harness.fake.calls)
     await harness.deliver("message_create", msg)
-    assert sum(m.message_id == msg["id"] for m in await harness.mem.history(key)) == 1
+    assert [m.role for m in await harness.mem.history(key)] == ["user", "assistant"]
+    assert harness.fake.sent(since=before) == [] and len(harness.model.calls) == 1
 
     # messages without a mention, and bots' messages, are ignored
     before = len(harness.fake.calls)
@@ -728,11 +745,23 @@ async def test_answers_draw_only_on_channels_the_member_can_read(harness: Harnes
 # ------------------------------------------------------------------ /memory
 
 
+async def run_private(harness: Harness, payload: dict[str, Any]) -> list[Call]:
+    """Run a command whose response only its user sees; return what it showed."""
+    before = len(harness.fake.calls)
+    sent = await harness.run(payload)
+    [callback] = [c for c in harness.fake.calls[before:] if c.path.endswith("/callback")]
+    assert callback.ephemeral  # the response, deferred or not, is the invoking user's only
+    return sent
+
+
 async def test_memory_commands_are_ephemeral_and_scoped_to_the_invoking_user(harness: Harness):
-    sent = await harness.run(
-        command("memory", sub("add", opt("content", "誕生日は3月15日"), opt("tags", "profile, 誕生日")))
+    before = len(harness.fake.calls)
+    sent = await run_private(
+        harness, command("memory", sub("add", opt("content", "誕生日は3月15日"), opt("tags", "profile, 誕生日")))
     )
-    assert len(sent) == 1 and sent[0].ephemeral and "Remembered as `#" in (sent[0].content or "")
+    # remembering embeds (a remote embedder may take more than Discord's 3 s): deferred first
+    assert harness.fake.calls[before].body["type"] == 5
+    assert len(sent) == 1 and sent[0].method == "PATCH" and "Remembered as `#" in (sent[0].content or "")
     alice_id = int((sent[0].content or "").split("`#")[1].split("`")[0])
     await harness.run(command("memory", sub("add", opt("content", "好きな食べ物はラーメン")), user=BOB))
 
@@ -742,8 +771,10 @@ async def test_memory_commands_are_ephemeral_and_scoped_to_the_invoking_user(har
     )
     assert "profile" in (sent[0].content or "")
 
-    sent = await harness.run(command("memory", sub("search", opt("query", "誕生日はいつ？"))))
-    assert sent[0].ephemeral and "3月15日" in (sent[0].content or "")
+    before = len(harness.fake.calls)
+    sent = await run_private(harness, command("memory", sub("search", opt("query", "誕生日はいつ？"))))
+    assert harness.fake.calls[before].body["type"] == 5  # recalling embeds the query: deferred too
+    assert "3月15日" in (sent[0].content or "")
     assert not re.search(r"· 0\.\d{3}", sent[0].content or "")  # no raw fusion score such as 0.033
     sent = await harness.run(command("memory", sub("search", opt("query", "ラーメン"))))
     assert "ラーメン" not in (sent[0].content or "")  # Bob's memory is not Alice's
@@ -883,8 +914,13 @@ async def test_forget_me_asks_for_confirmation_and_erases_only_the_invoker(harne
 
     before = len(harness.fake.calls)
     await harness.deliver("interaction_create", button_click("omoide:forget:yes", shown))
+    # acknowledged at once (Discord wants a response within 3 s; erasing re-embeds and
+    # rewrites transcripts, which can take longer), then the confirmation becomes the receipt
+    ack = harness.fake.calls[before]
+    assert ack.path.endswith("/callback") and ack.body["type"] == 6  # deferred update of the message
     done = harness.fake.sent(since=before)
-    assert done[0].body["type"] == 7  # the confirmation message is updated in place
+    assert done[0].method == "PATCH" and done[0].path.endswith("/messages/@original")
+    assert done[0].body.get("components") == []  # the buttons are gone
     receipt = (done[0].content or "").splitlines()
     assert receipt[0] == "Erased everything I kept about you in this server:"
     counts = dict(line.removeprefix("• ").rsplit(": ", 1) for line in receipt[1:])
@@ -911,8 +947,10 @@ async def test_forget_me_cancel_erases_nothing(harness: Harness):
 
 
 async def test_errors_are_shown_as_replies(harness: Harness):
-    sent = await harness.run(command("memory", sub("add", opt("content", "メモ"), opt("category", "not valid!"))))
-    assert len(sent) == 1 and sent[0].ephemeral and "category must be" in (sent[0].content or "")
+    sent = await run_private(
+        harness, command("memory", sub("add", opt("content", "メモ"), opt("category", "not valid!")))
+    )
+    assert len(sent) == 1 and "category must be" in (sent[0].content or "")  # replaces the deferred "thinking…"
     assert await harness.mem.memories.list(GUILD, ALICE["id"]) == []
 
     # the model fails after the deferral: the "thinking…" message becomes the error
@@ -1046,3 +1084,188 @@ async def test_forget_me_times_out_without_erasing(harness: Harness):
     assert [c.content for c in timed_out] == ["Timed out: nothing was erased."]
     assert timed_out[0].method == "PATCH" and timed_out[0].body.get("components") == []  # buttons removed
     assert len(await harness.mem.memories.list(GUILD, ALICE["id"])) == 1
+
+
+# ------------------------------------------------------------------ mention event shapes
+
+
+async def test_a_system_message_that_mentions_the_bot_is_not_answered(harness: Harness):
+    """Adding the bot to a thread (or mentioning it in a private thread it is not in) makes
+    Discord post a RECIPIENT_ADD system message whose ``mentions`` hold the bot: not a question."""
+    await harness.deliver("guild_create", guild_create())
+    await harness.deliver("thread_create", {**thread_payload(), "newly_created": True})
+    added = chat_message("", mentions=[BOT], at=T0, channel_id=THREAD)
+    added["type"] = 1  # RECIPIENT_ADD: "Alice added omoide to the thread"
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", added)
+    assert harness.fake.calls[before:] == [] and harness.fake.rejected == []
+    assert await harness.mem.sessions.list_sessions(workspace=GUILD) == []
+
+
+async def test_a_mention_deleted_before_the_answer_still_gets_it(harness: Harness):
+    """The user deletes their message while the model answers: the answer is still posted
+    (Discord drops the reply reference) instead of failing with "Unknown message"."""
+    await harness.deliver("guild_create", guild_create())
+    msg = chat_message(f"<@{BOT['id']}> 明日の予定は？", mentions=[BOT], at=T0)
+    harness.fake.deleted.add(int(msg["id"]))
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", msg)
+    sent = harness.fake.sent(since=before)
+    assert [c.content for c in sent] == ["echo: 明日の予定は？"] and harness.fake.rejected == []
+    assert sent[0].body["message_reference"]["fail_if_not_exists"] is False
+
+
+async def test_a_mentions_attachments_stickers_and_channel_links_are_kept(harness: Harness):
+    """What the model sees and the session stores: channel links by name (as in /sync), and one
+    line per attachment and sticker; a mention with only an image is a turn, not the usage hint."""
+    await harness.deliver("guild_create", guild_create())
+    image = {
+        "id": "1290478288896555555",
+        "filename": "plan.png",
+        "size": 2048,
+        "url": "https://cdn.discordapp.com/attachments/1/2/plan.png",
+        "proxy_url": "https://media.discordapp.net/attachments/1/2/plan.png",
+        "content_type": "image/png",
+    }
+    sticker = {"id": "749054660769218631", "name": "よろしく", "format_type": 1}
+    bot = f"<@{BOT['id']}>"
+    msg = chat_message(f"{bot} <#{OTHER_CHANNEL}> のこれ、どう思う？ <@{BOB['id']}>", mentions=[BOT, BOB], at=T0)
+    msg["attachments"] = [image]
+    only_image = chat_message(bot, mentions=[BOT], at=T0, n=1)
+    only_image["attachments"] = [image]
+    only_sticker = chat_message(bot, mentions=[BOT], at=T0, n=2)
+    only_sticker["sticker_items"] = [sticker]
+    for payload in (msg, only_image, only_sticker):
+        await harness.deliver("message_create", payload)
+
+    key = harness.mem.session_key(platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"])
+    said = [m.text for m in await harness.mem.history(key) if m.role == "user"]
+    assert said == [
+        "#other のこれ、どう思う？ @Bob\n[attachment: plan.png]",
+        "[attachment: plan.png]",
+        "[sticker: よろしく]",
+    ]
+    assert not any("Ask me anything" in (c.content or "") for c in harness.fake.sent())
+
+
+async def test_an_unreachable_discord_is_a_clear_error_not_a_traceback(harness: Harness):
+    """No network (DNS fails, a proxy refuses): ``omoide discord`` stops with one line saying so."""
+    from omoide.bots.discord_bot import run_discord_bot
+    from omoide.errors import ConfigError
+
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    connector = aiohttp.TCPConnector(resolver=Loopback(port), ssl=False)
+    with pytest.raises(ConfigError, match="cannot reach Discord"):
+        await run_discord_bot(harness.mem, "test-token", config=DiscordBotConfig(), connector=connector)
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "omoide-workers" and not t.done()]
+
+
+async def test_a_mention_of_the_bots_own_role_is_a_mention(harness: Harness):
+    """Invited with permissions, the bot gets a managed role of its own name, and Discord's
+    autocomplete offers it next to the bot: "@omoide" picked as the role is ``<@&role>``."""
+    bot_role = {**role(1290478288896133333, "omoide", 0), "managed": True, "tags": {"bot_id": BOT["id"]}}
+    other_role = role(1290478288896134444, "dev", 0)
+    await harness.deliver("guild_create", guild_create(roles=[bot_role, other_role]))
+    msg = chat_message(f"<@&{bot_role['id']}> 明日の予定は？ <@&{other_role['id']}>", at=T0)
+    msg["mention_roles"] = [bot_role["id"], other_role["id"]]
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", msg)
+    assert [c.content for c in harness.fake.sent(since=before)] == ["echo: 明日の予定は？ @dev"]
+
+    other = chat_message(f"<@&{other_role['id']}> 明日の予定は？", at=T0, n=1)  # another role: not for the bot
+    other["mention_roles"] = [other_role["id"]]
+    before = len(harness.fake.calls)
+    await harness.deliver("message_create", other)
+    assert harness.fake.sent(since=before) == []
+
+
+async def test_an_agent_key_policy_still_gives_each_user_a_session(harness: Harness, tmp_path: Path):
+    """``OMOIDE_SESSION_KEY_POLICY=agent`` (set for an agent on the same database) has no
+    meaning on Discord: every turn failed with "session key part 'agent' is required"."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'agent.db'}",
+        transcripts_dir=tmp_path / "agent-transcripts",
+        embedder="hashing",
+        session_key_policy="agent",
+    )
+    async with Memory.open(settings, chat_model=ScriptedChatModel(answer_from)) as mem:
+        bot = OmoideBot(mem, config=DiscordBotConfig(sync_commands=False), connector=harness.connector())
+        await bot.login("test-token")
+        try:
+            before = len(harness.fake.calls)
+            bot._connection.parse_interaction_create(command("ask", [opt("question", "こんにちは")]))
+            await harness.settle()  # waits for the command tree's tasks, whichever client runs them
+            assert [c.content for c in harness.fake.sent(since=before)] == ["echo: こんにちは"]
+        finally:
+            await bot.close()
+        key = mem.session_key(
+            platform="discord", workspace=GUILD, channel=GENERAL, user=ALICE["id"], policy="user_channel"
+        )
+        assert [m.text for m in await mem.history(key)] == ["こんにちは", "echo: こんにちは"]
+
+
+async def test_a_private_threads_answer_draws_on_no_ones_private_knowledge(harness: Harness):
+    """Alice is in two private threads: one with Carol (synced, private to its members) and one
+    with Bob. Her mention in Bob's thread is answered where Bob reads it, so the long-term
+    context must not carry what only Alice and Carol may read (a private session with a user
+    is not a DM here: its audience is the thread)."""
+    from omoide.importers import ImportedMessage
+
+    await harness.deliver("guild_create", guild_create())
+    carol = "700000000000000003"
+    secret = [
+        ImportedMessage(
+            platform="discord",
+            workspace_id=str(GUILD),
+            workspace_name="omoide lab",
+            channel_id=str(GENERAL),
+            channel_name="general",
+            thread_id="1290478288896132222",
+            thread_name="alice and carol",
+            message_id=str(snowflake(T0, i)),
+            author_id=author,
+            author_name=name,
+            is_bot=False,
+            text=text,
+            created_at=T0 + dt.timedelta(minutes=i),
+        )
+        for i, (author, name, text) in enumerate(
+            [
+                (ALICE["id"], "Alice", "The Bluebird codename is the Hakone merger; keep Bluebird between us."),
+                (carol, "Carol", "Bluebird closes on 12 December, budget 3 million yen."),
+            ]
+        )
+    ]
+    await harness.mem.knowledge.ingest_messages(
+        secret, workspace=GUILD, origin="discord:sync", private=True, members=[ALICE["id"], carol]
+    )
+    await harness.mem.knowledge.embed()
+    question = "What is Bluebird and when does Bluebird close?"
+    assert (await harness.mem.search(question, workspace=GUILD, viewer=ALICE["id"])).hits  # Alice may read it
+
+    private_thread = {**thread_payload(), "type": 12, "name": "alice and bob"}
+    await harness.deliver("thread_create", {**private_thread, "newly_created": True})
+    msg = chat_message(f"<@{BOT['id']}> {question}", mentions=[BOT], at=T0, n=9, channel_id=THREAD)
+    await harness.deliver("message_create", msg)
+    system = harness.model.calls[-1].system or ""
+    assert "Hakone" not in system and "3 million" not in system
+
+    # and /ask in the same private thread
+    await harness.run(command("ask", [opt("question", question)], channel_id=THREAD, channel=private_thread))
+    system = harness.model.calls[-1].system or ""
+    assert "Hakone" not in system and "3 million" not in system
+
+    # /chat there answers from Alice's view (her private knowledge is what she may read) but
+    # only to her: an answer citing Alice and Carol's thread must not be posted where Bob reads it
+    before = len(harness.fake.calls)
+    sent = await harness.run(command("chat", [opt("question", question)], channel_id=THREAD, channel=private_thread))
+    [callback] = [c for c in harness.fake.calls[before:] if c.path.endswith("/callback")]
+    assert callback.body["type"] == 5 and callback.ephemeral
+    assert "alice and carol" in "\n".join(c.content or "" for c in sent)  # cited, to Alice alone
+    # in a public channel /chat is public, from public knowledge only
+    before = len(harness.fake.calls)
+    sent = await harness.run(command("chat", [opt("question", question)]))
+    [callback] = [c for c in harness.fake.calls[before:] if c.path.endswith("/callback")]
+    assert not callback.ephemeral and "alice and carol" not in "\n".join(c.content or "" for c in sent)

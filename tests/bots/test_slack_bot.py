@@ -528,3 +528,163 @@ async def test_a_users_dm_knowledge_is_retrievable_by_their_ask_only(mem: Memory
     assert {h.chunk.channel_id for h in result.hits} == {"D0ALICE", "C0SECRET", "C0GENERAL"}
     result = await mem.ask("What is Bluebird?", workspace=TEAM, viewer=BOB, k=5)
     assert {h.chunk.channel_id for h in result.hits} == {"C0GENERAL"}
+
+
+async def test_a_rejected_token_stops_the_bot_at_once_naming_the_variable(mem: Memory, fake_slack: FakeSlack):
+    """A revoked or mistyped token (right prefix, ``invalid_auth``) stops ``run_slack_bot`` with a
+    ConfigError naming the variable, instead of reconnecting for ever (app token) or connecting and
+    failing every event (bot token)."""
+    fake_slack.rejected_tokens |= {"xoxb-revoked", "xapp-revoked"}
+
+    async def run(bot_token: str, app_token: str) -> None:
+        client = AsyncWebClient(token=bot_token, base_url=f"{fake_slack.base_url}/api/")
+        await asyncio.wait_for(
+            run_slack_bot(mem, bot_token=bot_token, app_token=app_token, client=client, workers=False), timeout=30
+        )
+
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN") as bot_error:
+        await run("xoxb-revoked", "xapp-test")
+    assert "invalid_auth" in str(bot_error.value) and bot_error.value.details["setting"] == "SLACK_BOT_TOKEN"
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN") as app_error:
+        await run("xoxb-test", "xapp-revoked")
+    assert "invalid_auth" in str(app_error.value) and app_error.value.details["setting"] == "SLACK_APP_TOKEN"
+    assert fake_slack.acks == []  # never connected
+
+
+async def test_a_rate_limited_reply_is_posted_after_retry_after(mem: Memory, fake_slack: FakeSlack):
+    """``chat.postMessage`` answered 429 with ``Retry-After``: the reply is posted once the limit
+    has passed, not lost (the user's message is already stored, so a redelivery would not answer)."""
+    app = _app(mem, fake_slack)
+    fake_slack.rate_limited["chat.postMessage"] = 1
+    await socket_dispatch(app, event_callback(mention("hello", user=ALICE)))
+    posts = fake_slack.method_calls("chat.postMessage")
+    assert len(posts) == 2 and posts[0] == posts[1]  # the 429, then the same message again
+    assert posts[1]["text"] == "echo: hello (1 in prompt)"
+
+
+async def test_memory_verbs_accept_a_japanese_ime_space(mem: Memory, fake_slack: FakeSlack):
+    """A Japanese IME types a full-width space (U+3000) after the verb, and full-width digits."""
+    app = _app(mem, fake_slack)
+
+    async def memory(text: str, hook: str) -> str:
+        await socket_dispatch(
+            app, slash_command("/memory", text, user=ALICE, hook=hook, fake=fake_slack), kind="slash_commands"
+        )
+        [body] = fake_slack.responses(hook)
+        return str(body["text"])
+
+    assert (await memory("add\u3000誕生日は3月15日", "a1")).startswith("メモリ `#")
+    assert [m.content for m in await mem.memories.list(TEAM, ALICE)] == ["誕生日は3月15日"]
+    assert "誕生日は3月15日" in await memory("search\u3000誕生日", "s1")
+    assert "誕生日は3月15日" in await memory("list\u3000１", "l1")
+    memory_id = (await mem.memories.list(TEAM, ALICE))[0].id
+    assert await memory(f"delete\u3000＃{memory_id}", "d1") == f"Deleted memory `#{memory_id}`."
+    assert await mem.memories.list(TEAM, ALICE) == []
+    # digits that are not decimal, and numbers too large for the database, are answered, not crashed on
+    assert await memory("delete ²", "d2") == "You have no memory `#2`. `/memory list` shows yours."
+    assert "`/memory add" in await memory("list ²", "l2")
+    assert await memory("delete 99999999999999999999999", "d3") == (
+        "You have no memory `#99999999999999999999999`. `/memory list` shows yours."
+    )
+    assert await memory("list 99999999999999999999999", "l3") == "No memories on page 99999999999999999999999."
+
+
+async def test_channel_links_are_stored_by_name_but_never_a_private_channels(mem: Memory, fake_slack: FakeSlack):
+    """Slack sends channel links as ``<#C…|>`` (no label): the name comes from
+    ``conversations.info``, once per channel; a private channel's name is not looked up
+    into a conversation others may read, and an unknown channel keeps its id."""
+    fake_slack.private_channels.add("C0SECRET")
+    app = _app(mem, fake_slack)
+    text = "compare <#C0RANDOM|> with <#C0SECRET|> and <#C0GONE|>, not <#C0GENERAL|general>"
+    await socket_dispatch(app, event_callback(mention(text, user=ALICE)))
+    await socket_dispatch(app, event_callback(mention("again <#C0RANDOM|>", user=ALICE)))
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    said = [m.text for m in await mem.history(key) if m.role == "user"]
+    assert said == ["compare #random with #C0SECRET and #C0GONE, not #general", "again #random"]
+    looked_up = [c["channel"] for c in fake_slack.method_calls("conversations.info")]
+    assert looked_up.count("C0RANDOM") == 1 and looked_up.count("C0GONE") == 1  # failures are remembered too
+
+
+async def test_a_response_longer_than_five_messages_is_not_cut_off(mem: Memory, fake_slack: FakeSlack):
+    """A ``response_url`` takes five messages: a page of twenty long memories (~80,000
+    characters, 23 messages of 3,500) must still arrive whole, in at most five."""
+    app = _app(mem, fake_slack)
+    for i in range(20):
+        await mem.remember(" ".join(f"m{i}w{j}" for j in range(600))[:3_900], workspace=TEAM, user=ALICE)
+    payload = slash_command("/memory", "list", user=ALICE, hook="l1", fake=fake_slack)
+    await socket_dispatch(app, payload, kind="slash_commands")
+    bodies = fake_slack.responses("l1")
+    assert 1 < len(bodies) <= 5 and all(len(b["text"]) <= 40_000 for b in bodies)
+    shown = "\n".join(b["text"] for b in bodies)
+    assert all(f"`#{m.id}`" in shown for m in await mem.memories.list(TEAM, ALICE, page_size=20))
+
+
+async def test_a_message_shared_into_a_dm_is_a_turn_with_its_text(mem: Memory, fake_slack: FakeSlack):
+    """Sharing (forwarding) a message to the app: the event's ``text`` is empty and the shared
+    message is a legacy attachment. It is stored as the importer stores it, and answered —
+    not met with the "mention me" hint and dropped."""
+    app = _app(mem, fake_slack)
+    shared = {
+        "fallback": "[November 8th, 2025 12:00 PM] alice: The v0.4.0 release moved to Friday.",
+        "text": "The v0.4.0 release moved to Friday.",
+        "author_id": ALICE,
+        "author_subname": "alice",
+        "channel_id": "C0GENERAL",
+        "channel_name": "general",
+        "is_msg_unfurl": True,
+        "is_share": True,
+        "from_url": "https://acme.slack.com/archives/C0GENERAL/p1762603200000100",
+        "ts": "1762603200.000100",
+        "id": 1,
+    }
+    await socket_dispatch(app, event_callback(direct_message("", user=ALICE, attachments=[shared])))
+    await socket_dispatch(app, event_callback(direct_message("覚えておいて", user=ALICE, attachments=[shared])))
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="D0ALICE", user=ALICE)
+    said = [m.text for m in await mem.history(key) if m.role == "user"]
+    line = "[embed: [November 8th, 2025 12:00 PM] alice: The v0.4.0 release moved to Friday.]"
+    assert said == [line, f"覚えておいて\n{line}"]
+    assert not any("DM" in p["text"] for p in fake_slack.posted())  # no hint
+
+
+async def test_an_edited_mention_is_not_a_new_turn(mem: Memory, fake_slack: FakeSlack):
+    """Editing a message that mentions the app makes Slack send ``app_mention`` again, with an
+    ``edited`` field and the original ``ts``: edits are ignored, also when the edit added the
+    mention (the message was never a turn) — a typo fixed is not a second question."""
+    app = _app(mem, fake_slack)
+    original = mention("what is the plan?", user=ALICE)
+    await socket_dispatch(app, event_callback(original))
+    edited = {**original, "text": f"<@{BOT_USER}> what is the plan for Friday?"}
+    edited["edited"] = {"user": ALICE, "ts": new_ts()}
+    added = {**mention("I forgot to mention you", user=BOB), "edited": {"user": BOB, "ts": new_ts()}}
+    for event in (edited, added):
+        assert (await socket_dispatch(app, event_callback(event))).status == 200
+    assert len(fake_slack.posted()) == 1
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=ALICE)
+    assert [m.text for m in await mem.history(key) if m.role == "user"] == ["what is the plan?"]
+    bobs = mem.session_key(platform="slack", workspace=TEAM, channel="C0GENERAL", user=BOB)
+    assert await mem.history(bobs) == []
+
+
+async def test_a_channel_made_private_is_private_for_the_next_turns(mem: Memory, fake_slack: FakeSlack):
+    """A public channel converted to private: its next conversations must be archived private.
+    A channel's privacy was asked once per process and cached for good, so a long-running bot
+    kept archiving the now-private channel's turns as public knowledge. A public answer is now
+    asked again after ``privacy_ttl`` seconds (10 minutes by default); a private one is kept."""
+    from slack_bolt.async_app import AsyncApp
+
+    from omoide.bots.slack_bot import SlackBot
+
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.base_url}/api/")
+    app = AsyncApp(client=client, signing_secret=SIGNING_SECRET, process_before_response=True)
+    SlackBot(mem, privacy_ttl=0).register(app)
+    key = mem.session_key(platform="slack", workspace=TEAM, channel="C0RANDOM", user=ALICE)
+    await socket_dispatch(app, event_callback(mention("the offsite is in Hakone", user=ALICE, channel="C0RANDOM")))
+    assert not (await mem.sessions.get(key)).private
+    fake_slack.private_channels.add("C0RANDOM")  # an admin converts #random to a private channel
+    await socket_dispatch(app, event_callback(mention("the budget is 3 million yen", user=ALICE, channel="C0RANDOM")))
+    assert (await mem.sessions.get(key)).private
+    asked = len(fake_slack.method_calls("conversations.info"))
+    fake_slack.private_channels.discard("C0RANDOM")
+    await socket_dispatch(app, event_callback(mention("and lunch?", user=ALICE, channel="C0RANDOM")))
+    assert len(fake_slack.method_calls("conversations.info")) == asked  # "private" is not asked again
+    assert (await mem.sessions.get(key)).private

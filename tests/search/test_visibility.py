@@ -192,6 +192,9 @@ async def test_an_archived_private_session_and_build_context(mem: Memory):
     dm2 = mem.session_key(platform="slack", workspace="g1", channel="D2", user=ALICE)
     await mem.append(dm2, Message.user("what was bluebird again?", author_id=ALICE), private=True)
     assert "Hakone" in knowledge(await mem.build_context(dm2, "bluebird project Hakone", budget_tokens=4000))
+    # ... unless its replies are read by others too (a private thread or channel): public_only
+    shared = await mem.build_context(dm2, "bluebird project Hakone", budget_tokens=4000, public_only=True)
+    assert "Hakone" not in knowledge(shared)
     # ... a public channel conversation (hers or Bob's) never does: everyone there reads the reply
     for key in (public, bobs):
         await mem.append(key, Message.user("what is bluebird?", author_id=BOB))

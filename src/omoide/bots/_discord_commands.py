@@ -88,11 +88,12 @@ def register_commands(bot: OmoideBot) -> None:
     @app_commands.guild_only()
     async def chat(interaction: Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
         guild_id = guild_id_of(interaction)
-        await interaction.response.defer(thinking=True)
-        readable = readable_channels(interaction.guild, interaction.user, interaction.channel_id)
-        # the answer is posted where everyone in this channel reads it: inside a private thread the
-        # asker's view (public + private knowledge they are a member of), elsewhere public knowledge only
+        # inside a private thread the asker's view (public + the private knowledge they are a member
+        # of, e.g. another private thread's), shown to the asker only: the thread's other members may
+        # not read all of it. Elsewhere public knowledge only, posted for everyone in the channel.
         inside_private = is_private_thread(interaction.channel)
+        await interaction.response.defer(thinking=True, ephemeral=inside_private)
+        readable = readable_channels(interaction.guild, interaction.user, interaction.channel_id)
         result = await mem.ask(
             question,
             workspace=guild_id,
@@ -101,7 +102,7 @@ def register_commands(bot: OmoideBot) -> None:
             viewer=interaction.user.id if inside_private else None,
             public_only=not inside_private,
         )
-        await send_pieces(interaction, render_answer(result))
+        await send_pieces(interaction, render_answer(result), ephemeral=inside_private)
 
     group = app_commands.Group(
         name="memory",
@@ -119,9 +120,12 @@ def register_commands(bot: OmoideBot) -> None:
         tags: str | None = None,
     ) -> None:
         tag_list = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
+        guild_id = guild_id_of(interaction)
+        # remembering embeds the memory (a remote embedder may take longer than the 3 s Discord waits)
+        await interaction.response.defer(ephemeral=True, thinking=True)
         done = await mem.remember(
             content,
-            workspace=guild_id_of(interaction),
+            workspace=guild_id,
             user=interaction.user.id,
             category=category,
             tags=tag_list,
@@ -135,7 +139,9 @@ def register_commands(bot: OmoideBot) -> None:
     async def memory_search(
         interaction: Interaction, query: app_commands.Range[str, 1, 1000], limit: app_commands.Range[int, 1, 25] = 5
     ) -> None:
-        hits = await mem.recall(query, workspace=guild_id_of(interaction), user=interaction.user.id, limit=limit)
+        guild_id = guild_id_of(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)  # recalling embeds the query
+        hits = await mem.recall(query, workspace=guild_id, user=interaction.user.id, limit=limit)
         if not hits:
             text = "No memory of yours matches. `/memory list` shows them all."
         else:

@@ -9,6 +9,7 @@ is ephemeral.
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 FORGET_VERBS = frozenset({"forget-me", "forget_me", "forgetme"})
 """``/memory`` verbs that ask to erase everything about the invoking user."""
+LARGEST_ID = 2**63 - 1
+"""Memory ids and list offsets are 64-bit integers in the database: a larger number names nothing."""
 FORGET_CONFIRM = "omoide_forget_me_confirm"
 FORGET_CANCEL = "omoide_forget_me_cancel"
 """The ``action_id`` of the confirmation's two buttons (their ``value`` is the reply language)."""
@@ -87,8 +90,9 @@ class SlackCommands(SlackWeb):
         """``/memory add|search|list|delete …`` on the invoking user's own memories, ephemeral."""
         await ack()
         text = str(command.get("text") or "").strip()
-        verb, _, rest = text.partition(" ")
-        verb, rest = verb.lower(), slack_text(rest.strip(), {}, {}).strip()
+        # any whitespace ends the verb: a Japanese IME types U+3000 (and full-width letters and digits)
+        verb, rest = [*text.split(None, 1), "", ""][:2]
+        verb, rest = unicodedata.normalize("NFKC", verb).lower(), slack_text(rest.strip(), {}, {}).strip()
         lang = self._lang(text)
         t, cmd = TEXTS[lang], self.memory_command
         team, user = team_of(command, context), command.get("user_id")
@@ -115,16 +119,20 @@ class SlackCommands(SlackWeb):
             if not hits:
                 return t["no_match"].format(cmd=cmd)
             return "\n".join(memory_line(h.memory) for h in hits)
-        if verb in {"list", "ls"} and (not rest or rest.isdigit()):
+        if verb in {"list", "ls"} and (not rest or rest.isdecimal()):
             page = int(rest) if rest else 1
+            if page * 20 > LARGEST_ID:
+                return t["no_page"].format(page=page)
             records = await self.mem.memories.list(team, user, page=max(page, 1), page_size=20)
             if not records:
                 return t["no_page"].format(page=page) if page > 1 else t["no_memories"].format(cmd=cmd)
             return "\n".join([t["page"].format(page=page), *(memory_line(m) for m in records)])
         if verb in {"delete", "remove", "rm", "forget"} and rest:
-            number = rest.lstrip("#")
-            if not number.isdigit():
+            number = unicodedata.normalize("NFKC", rest).lstrip("#")
+            if not number.isdecimal():
                 return t["bad_id"].format(cmd=cmd)
+            if int(number) > LARGEST_ID:
+                return t["not_found"].format(id=number, cmd=cmd)
             try:
                 await self.mem.memories.delete(team, user, int(number), actor=f"user:{user}")
             except NotFoundError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from omoide.bots._slack_format import HARD_LIMIT, MESSAGE_LIMIT, TEXTS, Lang, escape, split_reply, time_ts
 from omoide.engine import Memory
 from omoide.errors import ConfigError, InvalidInput, OmoideError, ProviderError
+from omoide.importers._slack_messages import _legacy_attachments as legacy_attachments
 from omoide.importers._slack_text import slack_text
 from omoide.models import KeyPolicy, SessionKey
 from omoide.text import is_japanese
@@ -30,6 +32,10 @@ from omoide.text import is_japanese
 if TYPE_CHECKING:
     from omoide.stores.search import ChunkHit
 
+RESPONSE_URL_USES = 5
+"""Messages a slash command's or button's ``response_url`` takes (within 30 minutes)."""
+PRIVACY_TTL = 600.0
+"""Seconds a channel's "public" answer from ``conversations.info`` is trusted (it may be made private)."""
 NAME_CACHE_SIZE = 4096
 """Display names kept per process (``users.info`` is asked once per user)."""
 
@@ -52,6 +58,8 @@ class SlackWeb:
         mem: the memory engine.
         split_at: the most characters per posted message.
         ask_command / memory_command: the slash commands' names, as configured in the app.
+        privacy_ttl: seconds a channel's "public" from ``conversations.info`` is trusted
+            (default :data:`~omoide.bots._slack_web.PRIVACY_TTL`, 10 minutes).
     """
 
     def __init__(
@@ -61,6 +69,7 @@ class SlackWeb:
         split_at: int = MESSAGE_LIMIT,
         ask_command: str = "/ask",
         memory_command: str = "/memory",
+        privacy_ttl: float = PRIVACY_TTL,
     ) -> None:
         if not 16 <= split_at <= HARD_LIMIT:
             raise ConfigError(f"split_at must be from 16 to {HARD_LIMIT} characters, got {split_at}")
@@ -70,7 +79,9 @@ class SlackWeb:
         self.memory_command = memory_command
         self._answering: set[str] = set()
         self._names: OrderedDict[str, str | None] = OrderedDict()
-        self._private: OrderedDict[str, bool] = OrderedDict()
+        self.privacy_ttl = privacy_ttl
+        self._private: OrderedDict[str, tuple[bool, float]] = OrderedDict()  # channel → (private, when asked)
+        self._channel_names: OrderedDict[str, str | None] = OrderedDict()
 
     def _lang(self, text: str) -> Lang:
         if is_japanese(text):
@@ -105,8 +116,20 @@ class SlackWeb:
             )
 
     async def respond(self, respond: AsyncRespond, text: str) -> None:
-        """An ephemeral response to a slash command (through its ``response_url``), split."""
-        for part in split_reply(text, self.split_at):
+        """An ephemeral response to a slash command (through its ``response_url``), split.
+
+        A ``response_url`` takes at most :data:`RESPONSE_URL_USES` messages: a longer text is
+        split into fewer, longer messages (up to Slack's hard limit) rather than cut off.
+        """
+        parts = split_reply(text, self.split_at)
+        if len(parts) > RESPONSE_URL_USES:
+            parts = split_reply(text, max(self.split_at, min(HARD_LIMIT, -(-len(text) // RESPONSE_URL_USES) + 2)))
+        if len(parts) > RESPONSE_URL_USES:
+            parts = split_reply(text, HARD_LIMIT)
+        if len(parts) > RESPONSE_URL_USES:
+            log.warning("slack_response_truncated", parts=len(parts), kept=RESPONSE_URL_USES)
+            parts = parts[:RESPONSE_URL_USES]
+        for part in parts:
             await respond(text=part, response_type="ephemeral", unfurl_links=False, unfurl_media=False)
 
     async def user_name(self, client: AsyncWebClient, user_id: str) -> str | None:
@@ -133,9 +156,10 @@ class SlackWeb:
         """Whether a conversation is private: a DM (``im``), group DM (``mpim``) or private channel.
 
         ``message`` events name it (``channel_type`` ``im`` / ``mpim`` / ``group`` / ``channel``);
-        ``app_mention`` events do not, so ``conversations.info`` is asked once per channel
-        (``channels:read``, ``groups:read``, ``im:read``, ``mpim:read``) and cached. When it
-        cannot be asked, the channel counts as private: knowledge is never widened by an error.
+        ``app_mention`` events do not, so ``conversations.info`` is asked (``channels:read``,
+        ``groups:read``, ``im:read``, ``mpim:read``) and cached: "private" for good, "public"
+        for :attr:`privacy_ttl` seconds, since a public channel can be converted to private.
+        When it cannot be asked, the channel counts as private: knowledge is never widened by an error.
         """
         if channel_type in ("im", "mpim", "group"):
             return True
@@ -143,9 +167,10 @@ class SlackWeb:
             return False
         if channel.startswith("D"):
             return True
-        if channel in self._private:
+        cached = self._private.get(channel)
+        if cached is not None and (cached[0] or time.monotonic() - cached[1] < self.privacy_ttl):
             self._private.move_to_end(channel)
-            return self._private[channel]
+            return cached[0]
         try:
             found = await client.conversations_info(channel=channel)
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
@@ -153,8 +178,35 @@ class SlackWeb:
             return True  # not cached: asked again next time
         info = found.get("channel") or {}
         private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
-        remember_in(self._private, channel, private)
+        remember_in(self._private, channel, (private, time.monotonic()))
         return private
+
+    async def channel_name(self, client: AsyncWebClient, channel: str) -> str | None:
+        """A public channel's name (``conversations.info``), cached; ``None`` for a private
+        conversation (its name is not for everyone who may read what it is written into) or
+        when it cannot be asked (a failure is remembered too)."""
+        if channel in self._channel_names:
+            self._channel_names.move_to_end(channel)
+            return self._channel_names[channel]
+        name: str | None = None
+        try:
+            found = await client.conversations_info(channel=channel)
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack_channel_lookup_failed", channel=channel, error=str(exc)[:200])
+        else:
+            info = found.get("channel") or {}
+            private = any(info.get(k) for k in ("is_private", "is_im", "is_mpim", "is_group"))
+            candidate = info.get("name")
+            if not private and isinstance(candidate, str) and candidate.strip():
+                name = candidate.strip()
+        remember_in(self._channel_names, channel, name)
+        return name
+
+    async def channel_names(self, client: AsyncWebClient, channel_ids: Iterable[str]) -> dict[str, str]:
+        """Names of the public channels among ``channel_ids``."""
+        ids = list(dict.fromkeys(channel_ids))
+        names = await asyncio.gather(*(self.channel_name(client, c) for c in ids))
+        return {c: n for c, n in zip(ids, names, strict=True) if n}
 
     async def user_names(self, client: AsyncWebClient, user_ids: Iterable[str]) -> dict[str, str]:
         """Display names of the users that have one."""
@@ -163,16 +215,25 @@ class SlackWeb:
         return {u: n for u, n in zip(ids, names, strict=True) if n}
 
     @staticmethod
-    def message_text(event: Mapping[str, Any], bot_user_id: str | None, users: Mapping[str, str] | None = None) -> str:
+    def message_text(
+        event: Mapping[str, Any],
+        bot_user_id: str | None,
+        users: Mapping[str, str] | None = None,
+        channels: Mapping[str, str] | None = None,
+    ) -> str:
         """The readable text of a message event: the bot's own mention removed, mentions
-        (``users``: id → name) and links resolved, one ``[attachment: name]`` line per file."""
+        (``users``: id → name), channel links (``channels``: id → name, for links Slack sends
+        without a label) and links resolved, one ``[attachment: name]`` line per file and one
+        ``[embed: …]`` line per legacy attachment (a message shared into the conversation),
+        as the Slack importer stores them."""
         text = str(event.get("text") or "")
         if bot_user_id:
             text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
-        lines = [slack_text(text, users or {}, {}).strip()]
+        lines = [slack_text(text, users or {}, channels or {}).strip()]
         for f in event.get("files") or ():
             if isinstance(f, Mapping) and (f.get("name") or f.get("title")):
                 lines.append(f"[attachment: {f.get('name') or f.get('title')}]")
+        lines += legacy_attachments(event, users or {}, channels or {})
         return "\n".join(line for line in lines if line).strip()
 
     async def permalink(self, client: AsyncWebClient, chunk: ChunkHit, fallback: str | None) -> str | None:

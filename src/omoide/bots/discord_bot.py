@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import discord
 from discord import app_commands
 
@@ -35,10 +36,11 @@ from omoide.bots._discord_commands import guild_id_of, is_admin, is_private_thre
 from omoide.bots._discord_replies import Interaction, logger, render_answer, send_pieces
 from omoide.bots._discord_sync import SYNC_ORIGIN, SYNCABLE, sync_history
 from omoide.bots._erasure import describe_erasure
+from omoide.bots._redelivery import already_stored
 from omoide.bots._split import DISCORD_LIMIT, split_message
 from omoide.errors import ConfigError, OmoideError
-from omoide.importers.discord_live import readable_content
-from omoide.models import Message
+from omoide.importers.discord_live import message_text
+from omoide.models import KeyPolicy, Message, SessionKey
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -49,6 +51,9 @@ SYSTEM_PROMPT = (
     "When the user asks you to remember something about them, use the remember tool; "
     "when they ask what you know about them, use recall."
 )
+
+USER_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+"""Message types that are a person writing; the others (joins, pins, thread members added…) are system messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,7 @@ class OmoideBot(discord.Client):
         self.mem = mem
         self.tree: app_commands.CommandTree[OmoideBot] = app_commands.CommandTree(self)
         self._syncing: set[int] = set()
+        self._answering: set[int] = set()
         register_commands(self)
 
     async def setup_hook(self) -> None:
@@ -139,7 +145,7 @@ class OmoideBot(discord.Client):
         Knowledge comes only from the ``readable`` channels (see :func:`readable_channels`).
         """
         mem = self.mem
-        key = mem.session_key(platform="discord", workspace=guild_id, channel=channel_id, user=user.id)
+        key = self.session_key(guild_id, channel_id, user.id)
         # a private thread's conversation is archived private to its members (the user and its speakers)
         await mem.set_visibility(key, private=private, members=[str(user.id)] if private else [])
         built = await mem.build_context(
@@ -149,27 +155,54 @@ class OmoideBot(discord.Client):
             system=SYSTEM_PROMPT,
             user=user.id,
             channels=readable,
+            public_only=True,  # the reply is read by the channel or the thread's members, never by the user alone
         )
         message = Message.user(text, author_id=str(user.id), author_name=user.display_name, message_id=str(message_id))
         reply = await mem.chat(key, message, system=built.system, tools=True)
         return reply.text
 
+    def session_key(self, guild_id: int, channel_id: int, user_id: int) -> SessionKey:
+        """A conversation in a channel (a thread is its own channel), by the configured policy:
+        by default one per user; ``agent`` (named agent sessions, meaningless here) is taken as that."""
+        policy = KeyPolicy.USER_CHANNEL if self.mem.settings.session_key_policy is KeyPolicy.AGENT else None
+        return self.mem.session_key(
+            platform="discord", workspace=guild_id, channel=channel_id, user=user_id, policy=policy
+        )
+
     async def on_message(self, message: discord.Message) -> None:
-        """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel)."""
+        """Answer a message that mentions the bot, as ``/ask`` would (in the message's channel).
+
+        The bot's own managed role counts as the bot (Discord's autocomplete offers both as
+        "@omoide"). Only people's messages count: not bots' (this one's included) and not
+        system messages, such as "X added omoide to the thread", whose ``mentions`` name the
+        bot. A message already answered (a gateway event delivered again) is not answered twice.
+        """
         me = self.user
         if (
             not self.config.mentions
             or me is None
             or message.author.bot
+            or message.type not in USER_MESSAGE_TYPES
             or message.guild is None
-            or not any(u.id == me.id for u in message.mentions)
         ):
             return
-        text = readable_content(message, strip_mention_of=me.id)
+        # "@omoide" is the bot, or the role Discord made for it (autocomplete offers both)
+        own_role = message.guild.self_role
+        role_id = own_role.id if own_role is not None and own_role.id in message.raw_role_mentions else None
+        if role_id is None and not any(u.id == me.id for u in message.mentions):
+            return
+        text = message_text(message, strip_mention_of=me.id, strip_role=role_id)
+        if message.id in self._answering:
+            return
+        self._answering.add(message.id)
         try:
             if not text:
                 answer = "Ask me anything — or use `/ask`, `/chat` (answers from this server's history) and `/memory`."
             else:
+                key = self.session_key(message.guild.id, message.channel.id, message.author.id)
+                if await already_stored(self.mem, key, str(message.id)):
+                    logger.info("discord_message_redelivered", extra={"message_id": message.id})
+                    return
                 async with message.channel.typing():
                     answer = await self.converse(
                         guild_id=message.guild.id,
@@ -182,8 +215,12 @@ class OmoideBot(discord.Client):
                     )
         except OmoideError as exc:
             answer = f"⚠️ {exc.message}"
+        finally:
+            self._answering.discard(message.id)
         pieces = split_message(answer, DISCORD_LIMIT) or ["…"]
-        await message.reply(pieces[0], mention_author=False)
+        # a reply, unless the message was deleted meanwhile: then a plain message, not an error
+        reference = message.to_reference(fail_if_not_exists=False)
+        await message.channel.send(pieces[0], reference=reference, mention_author=False)
         for piece in pieces[1:]:
             await message.channel.send(piece)
 
@@ -250,12 +287,18 @@ class ForgetConfirmation(discord.ui.View):
 
     @discord.ui.button(label="Erase my data", style=discord.ButtonStyle.danger, custom_id="omoide:forget:yes")
     async def confirm(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
-        report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
         self.stop()
-        await interaction.response.edit_message(
-            content=describe_erasure(report.as_dict(), "en", where="server"),
-            view=None,
-        )
+        # Discord wants a response within 3 seconds; erasing re-embeds rewritten knowledge and
+        # rewrites transcript files, which can take longer: acknowledge first, then edit
+        await interaction.response.defer()
+        try:
+            report = await self.mem.forget_user(workspace=self.guild_id, user=self.user_id)
+        except OmoideError as exc:
+            logger.warning("discord_forget_failed", exc_info=exc)
+            text = f"⚠️ Erasing failed ({exc.code}); run `/forget-me` again: it erases what is left."
+        else:
+            text = describe_erasure(report.as_dict(), "en", where="server")
+        await interaction.edit_original_response(content=text, view=None)
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id="omoide:forget:no")
     async def cancel(self, interaction: Interaction, button: discord.ui.Button[ForgetConfirmation]) -> None:
@@ -284,7 +327,8 @@ async def run_discord_bot(
         **options: passed to :class:`discord.Client` (e.g. ``proxy``, ``connector``).
 
     Raises:
-        ConfigError: no token, the token was rejected, or the Message Content intent is not enabled.
+        ConfigError: no token, the token was rejected, the Message Content intent is not enabled,
+            or Discord could not be reached.
     """
     if not token.strip():
         raise ConfigError("set DISCORD_TOKEN to your bot's token (Developer Portal → your application → Bot)")
@@ -303,6 +347,9 @@ async def run_discord_bot(
             "enable the Message Content intent (Developer Portal → Bot → Privileged Gateway Intents), "
             "or run with --no-mentions"
         ) from None
+    except (aiohttp.ClientConnectionError, discord.GatewayNotFound) as exc:
+        # logging in failed for the network (after that, discord.py reconnects by itself)
+        raise ConfigError(f"cannot reach Discord ({exc}): check the network, DNS or proxy") from None
 
 
 __all__ = [

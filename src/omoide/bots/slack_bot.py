@@ -40,27 +40,32 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from omoide.bots._redelivery import already_stored
 from omoide.bots._slack_commands import FORGET_CANCEL, FORGET_CONFIRM, SlackCommands
 from omoide.bots._slack_format import MESSAGE_LIMIT, TEXTS, escape, split_reply, time_ts, to_mrkdwn, ts_time
 from omoide.bots._slack_web import log, team_of
 from omoide.engine import Memory
 from omoide.errors import ConfigError, OmoideError
-from omoide.models import Message, SessionKey
+from omoide.models import Message
 
-RECENT_MESSAGES = 100
-"""How far back in a session a re-delivered message is looked for."""
+RATE_LIMIT_RETRIES = 2
+"""Times a Web API call answered HTTP 429 is tried again, after the ``Retry-After`` it names."""
 MENTIONS_RESOLVED = 5
-"""At most this many user mentions per message are looked up to show a name."""
+"""At most this many user mentions (and channel links) per message are looked up to show a name."""
 ACCEPTED_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 """Message subtypes that are a person talking (edits, joins and bot posts are not)."""
 
 _USER_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+_UNLABELLED_CHANNEL = re.compile(r"<#([A-Z0-9]+)\|?>")
 
 
 # ------------------------------------------------------------------ configuration
@@ -94,6 +99,36 @@ def slack_tokens(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     return found[0], found[1]
 
 
+async def check_tokens(client: AsyncWebClient, app_token: str) -> None:
+    """Ask Slack whether both tokens are accepted (``auth.test``, ``apps.connections.open``).
+
+    Without this a revoked or mistyped token with the right prefix is found out late: the
+    Socket Mode client reconnects with a bad app token for ever, and a bad bot token connects
+    and then fails every event.
+
+    Raises:
+        ConfigError: Slack rejected a token (the message names the variable and Slack's error),
+            or Slack could not be reached.
+    """
+    checks: tuple[tuple[str, Callable[[], Awaitable[object]]], ...] = (
+        ("SLACK_BOT_TOKEN", client.auth_test),
+        ("SLACK_APP_TOKEN", lambda: client.apps_connections_open(app_token=app_token)),
+    )
+    for name, check in checks:
+        try:
+            await check()
+        except SlackApiError as exc:
+            data = exc.response.data
+            error = data.get("error") if isinstance(data, dict) else None
+            raise ConfigError(
+                f"Slack rejected {name} ({error or f'HTTP {exc.response.status_code}'}): "
+                "check the token in your Slack app's settings; see docs/slack.md",
+                setting=name,
+            ) from None
+        except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ConfigError(f"cannot reach Slack to check {name}: {exc}", setting=name) from None
+
+
 # ------------------------------------------------------------------ the bot
 
 
@@ -108,6 +143,8 @@ class SlackBot(SlackCommands):
         mem: the memory engine.
         split_at: the most characters per posted message.
         ask_command / memory_command: the slash commands' names, as configured in the app.
+        privacy_ttl: seconds a channel's "public" from ``conversations.info`` is trusted
+            (default :data:`~omoide.bots._slack_web.PRIVACY_TTL`, 10 minutes).
     """
 
     def register(self, app: AsyncApp) -> None:
@@ -118,11 +155,6 @@ class SlackBot(SlackCommands):
         app.command(self.memory_command)(self.on_memory)
         app.action(FORGET_CONFIRM)(self.on_forget_confirm)
         app.action(FORGET_CANCEL)(self.on_forget_cancel)
-
-    async def _already_stored(self, key: SessionKey, message_id: str) -> bool:
-        session = await self.mem.sessions.get_or_create(key)
-        recent = await self.mem.sessions.messages(key, after_seq=max(0, session.last_seq - RECENT_MESSAGES))
-        return any(m.message_id == message_id for m in recent)
 
     # ---- conversation: app mentions and DMs
 
@@ -145,16 +177,20 @@ class SlackBot(SlackCommands):
         self, event: Mapping[str, Any], body: Mapping[str, Any], context: AsyncBoltContext, client: AsyncWebClient
     ) -> None:
         subtype = event.get("subtype")
-        if (subtype is not None and subtype not in ACCEPTED_SUBTYPES) or event.get("bot_id"):
-            return  # edits, deletions, joins, other bots (and our own posts) are not turns
+        if (subtype is not None and subtype not in ACCEPTED_SUBTYPES) or event.get("bot_id") or event.get("edited"):
+            # edits, deletions, joins, other bots (and our own posts) are not turns; editing a message
+            # that mentions the app sends app_mention again, with "edited" (a typo fixed is no new question)
+            return
         user, channel, ts, team = event.get("user"), event.get("channel"), event.get("ts"), team_of(body, context)
         if not (isinstance(user, str) and isinstance(channel, str) and isinstance(ts, str) and team):
             log.warning("slack_event_ignored", reason="missing user, channel, ts or team", event_type=event.get("type"))
             return
         thread = event.get("thread_ts") or None
-        mentioned = [u for u in _USER_MENTION.findall(str(event.get("text") or "")) if u != context.bot_user_id]
+        raw = str(event.get("text") or "")
+        mentioned = [u for u in _USER_MENTION.findall(raw) if u != context.bot_user_id]
         names = await self.user_names(client, [user, *mentioned[:MENTIONS_RESOLVED]])
-        text = self.message_text(event, context.bot_user_id, names)
+        linked = await self.channel_names(client, _UNLABELLED_CHANNEL.findall(raw)[:MENTIONS_RESOLVED])
+        text = self.message_text(event, context.bot_user_id, names, linked)
         lang = self._lang(text)
         if not text:
             await self.post(client, channel, TEXTS[lang]["empty_mention"], thread_ts=thread)
@@ -166,7 +202,7 @@ class SlackBot(SlackCommands):
         self._answering.add(message_id)
         try:
             key = self.session_key(team=team, channel=channel, thread=thread, user=user)
-            if await self._already_stored(key, message_id):
+            if await already_stored(self.mem, key, message_id):
                 log.info("slack_event_redelivered", message_id=message_id, state="stored")
                 return
             message = Message.user(
@@ -205,7 +241,9 @@ def build_app(
     Args:
         mem: the memory engine.
         token: the bot token (``xoxb-…``); or give ``client``.
-        client: the Web API client to use (tests point one at a local server).
+        client: the Web API client to use (tests point one at a local server). The app's client
+            (this one or the one made for ``token``) gets a retry handler for HTTP 429 (after
+            ``Retry-After``, :data:`RATE_LIMIT_RETRIES` times) unless it has one.
         signing_secret: verifies HTTP-mode requests (default ``$SLACK_SIGNING_SECRET``;
             Socket Mode needs none).
         process_before_response: acknowledge events only after handling them (tests;
@@ -219,6 +257,12 @@ def build_app(
         signing_secret=signing_secret,
         process_before_response=process_before_response,
     )
+    # Slack answers HTTP 429 with Retry-After when a method's rate limit is hit (chat.postMessage:
+    # about one message a second per channel); slack_sdk does not retry those by default, and a
+    # reply that failed would be lost: the user's message is stored, so a re-delivery is not answered
+    handlers = app.client.retry_handlers
+    if not any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in handlers):
+        handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     SlackBot(mem, split_at=split_at, ask_command=ask_command, memory_command=memory_command).register(app)
     return app
 
@@ -254,6 +298,7 @@ async def run_slack_bot(
         ask_command=ask_command,
         memory_command=memory_command,
     )
+    await check_tokens(app.client, app_token)
     handler = AsyncSocketModeHandler(app, app_token)
     try:
         if workers:
@@ -269,6 +314,7 @@ __all__ = [
     "MESSAGE_LIMIT",
     "SlackBot",
     "build_app",
+    "check_tokens",
     "escape",
     "run_slack_bot",
     "slack_tokens",

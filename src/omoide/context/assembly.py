@@ -311,6 +311,7 @@ async def build_context(
     budget: int,
     counter: TokenCounter,
     language: Language,
+    public_only: bool = False,
 ) -> AssembledContext:
     """Gather the parts of ``session``'s next turn and :func:`assemble` them with its ``window``.
 
@@ -321,7 +322,9 @@ async def build_context(
     ``channels`` limits knowledge to these channels (empty: none) and then leaves out the
     workspace summary, which draws on every channel. A private session with a user (a DM
     with the bot) draws on public knowledge plus that user's private knowledge; every other
-    session on public knowledge only, since everyone there reads the reply.
+    session on public knowledge only, since everyone there reads the reply. ``public_only``
+    keeps a private session to public knowledge too, when others read its replies (a private
+    thread, a private channel).
     """
     text = query if query and query.strip() else next((m.text for m in reversed(window) if m.role == "user"), "")
     owner = user if user is not None else session.user_id
@@ -333,7 +336,7 @@ async def build_context(
         return await sources.recall(ws, owner, text)
 
     # Whose private knowledge the reply may draw on: the reply is read by the session's audience.
-    viewer = session.user_id if session.private and session.user_id else None
+    viewer = session.user_id if session.private and session.user_id and not public_only else None
 
     async def knowledge() -> SearchResult | None:
         if not text.strip() or (channels is not None and not channels):

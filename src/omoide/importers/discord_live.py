@@ -24,7 +24,7 @@ from __future__ import annotations
 import discord
 
 from omoide.importers._common import join_text
-from omoide.importers._discord import DM_GUILD_ID, _readable
+from omoide.importers._discord import _CHANNEL_MENTION, _ROLE_MENTION, DM_GUILD_ID, _readable
 from omoide.importers._model import ImportedAttachment, ImportedMessage, MessageKind
 
 _COMMAND_TYPES = frozenset({discord.MessageType.chat_input_command, discord.MessageType.context_menu_command})
@@ -70,20 +70,38 @@ def _extras(
     return lines
 
 
-def readable_content(message: discord.Message, *, strip_mention_of: int | None = None) -> str:
+def readable_content(
+    message: discord.Message, *, strip_mention_of: int | None = None, strip_role: int | None = None
+) -> str:
     """The message body for memory: mentions as ``@name`` / ``#channel``, emoji and timestamps readable.
 
     Args:
         strip_mention_of: a user id (the bot's) whose mentions are removed rather than resolved.
+        strip_role: a role id (the bot's own managed role) whose mentions are removed too.
     """
     content = message.content
     if strip_mention_of is not None:
         content = content.replace(f"<@{strip_mention_of}>", "").replace(f"<@!{strip_mention_of}>", "")
+    if strip_role is not None:
+        content = content.replace(f"<@&{strip_role}>", "")
     if content != message.content:
-        # clean_content works on message.content; resolve the rest by hand
+        # clean_content works on message.content; resolve the rest by hand, as it does
         names = {str(u.id): u.display_name for u in message.mentions}
+        channels = {str(c.id): c.name for c in message.channel_mentions}
+        roles = {str(r.id): r.name for r in message.role_mentions}
+        content = _CHANNEL_MENTION.sub(lambda m: f"#{channels[m[1]]}" if m[1] in channels else m[0], content)
+        content = _ROLE_MENTION.sub(lambda m: f"@{roles[m[1]]}" if m[1] in roles else m[0], content)
         return _readable(content, names).strip()
     return _readable(message.clean_content.replace("\u200b", ""), {}).strip()
+
+
+def message_text(
+    message: discord.Message, *, strip_mention_of: int | None = None, strip_role: int | None = None
+) -> str:
+    """:func:`readable_content`, then one line per attachment, embed and sticker (as in
+    :func:`from_discord_message`): what a bot stores for a message it answers."""
+    extras = _extras(_attachments(message.attachments), message.embeds, message.stickers)
+    return join_text(readable_content(message, strip_mention_of=strip_mention_of, strip_role=strip_role), extras)
 
 
 def from_discord_message(message: discord.Message) -> ImportedMessage:
@@ -142,4 +160,4 @@ def from_discord_message(message: discord.Message) -> ImportedMessage:
     )
 
 
-__all__ = ["from_discord_message", "message_kind", "readable_content"]
+__all__ = ["from_discord_message", "message_kind", "message_text", "readable_content"]
