@@ -183,8 +183,10 @@ def blocks_from_json(value: str | Sequence[Any]) -> tuple[ContentBlock, ...]:
     return tuple(out)
 
 
-def blocks_to_json(blocks: Iterable[ContentBlock]) -> str:
-    return json.dumps([b.to_dict() for b in blocks], ensure_ascii=False, separators=(",", ":"))
+def blocks_to_json(blocks: Iterable[ContentBlock], *, allow_nan: bool = True) -> str:
+    """The blocks as compact JSON; ``allow_nan=False`` raises ``ValueError`` for a NaN or an infinity
+    (Python writes them as the bare words ``NaN`` / ``Infinity``, which are not JSON)."""
+    return json.dumps([b.to_dict() for b in blocks], ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
 
 
 # ------------------------------------------------------------------------- messages
@@ -243,8 +245,8 @@ class Message:
         """The text of all text blocks, joined by newlines."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
-    def content_json(self) -> str:
-        return blocks_to_json(self.content)
+    def content_json(self, *, allow_nan: bool = True) -> str:
+        return blocks_to_json(self.content, allow_nan=allow_nan)
 
     def with_stored(self, *, id: MessageId, session_id: SessionId, seq: int) -> Message:
         return replace(self, id=id, session_id=session_id, seq=seq)

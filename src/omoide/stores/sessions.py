@@ -136,14 +136,8 @@ class SessionStore(abc.ABC):
         sid = check_id(session_id)
         if not isinstance(message, Message):
             raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        content = message.content_json()
-        try:
-            size = len(content.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidContent(
-                f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
-                "lone surrogates such as '\\ud800' cannot be stored"
-            ) from exc
+        content = storable_content_json(message)
+        size = len(content.encode("utf-8"))
         limit = self.max_message_bytes
         if size > limit:
             raise MessageTooLarge(
@@ -338,6 +332,29 @@ class SessionStore(abc.ABC):
 # ---------------------------------------------------------------------- checks
 
 
+def storable_content_json(message: Message) -> str:
+    """The JSON a message's content is stored as.
+
+    Raises:
+        InvalidContent: it cannot be: a lone surrogate in its text (not Unicode), or a NaN or an
+            infinity in a tool block's input (not JSON).
+    """
+    try:
+        content = message.content_json(allow_nan=False)
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidContent(
+            f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
+            "lone surrogates such as '\\ud800' cannot be stored"
+        ) from exc
+    except ValueError as exc:  # json.dumps(allow_nan=False)
+        raise InvalidContent(
+            "message content is not JSON: a tool block's input holds NaN or an infinity, which JSON has no "
+            "numbers for; send null or a string instead"
+        ) from exc
+    return content
+
+
 def check_id(session_id: object) -> int:
     """A session id as an ``int``.
 
@@ -375,4 +392,4 @@ def check_status(status: str) -> SessionStatus:
         raise InvalidInput(f"unknown session status {status!r}; allowed: {allowed}") from None
 
 
-__all__ = ["SessionStore", "check_id", "check_int", "check_status"]
+__all__ = ["SessionStore", "check_id", "check_int", "check_status", "storable_content_json"]

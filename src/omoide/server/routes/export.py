@@ -14,10 +14,11 @@ from fastapi.responses import StreamingResponse
 
 from omoide.ops.export import ExportScope, export_rows, line
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.routes.memories import UserId
 
-router = APIRouter(prefix="/v1", tags=["export"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(prefix="/v1", tags=["export"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute)
 
 JSONL = "application/x-ndjson"
 _JSONL_RESPONSE: dict[int | str, dict[str, Any]] = {

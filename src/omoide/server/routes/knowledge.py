@@ -17,12 +17,13 @@ from omoide.api_models import AnswerOut, SearchOut
 from omoide.errors import InvalidInput, OmoideError
 from omoide.server import schemas
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import SEARCH_EXAMPLE, AskIn, SearchFiltersIn, SearchIn
 from omoide.text.tokenize import search_tokenizer_name
 from omoide.workers.progress import read_progress
 
-router = APIRouter(prefix="/v1", tags=["knowledge"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(prefix="/v1", tags=["knowledge"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute)
 
 _SUFFIXES = {".json", ".zip", ".jsonl"}
 

@@ -10,6 +10,7 @@ from omoide.errors import SessionNotFound
 from omoide.keys import parse_session_key
 from omoide.models import ContentBlock, Message, SessionKey, SessionStatus, blocks_from_json
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import (
     AppendIn,
@@ -25,7 +26,9 @@ from omoide.server.schemas import (
     WindowOut,
 )
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(
+    prefix="/v1/sessions", tags=["sessions"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute
+)
 
 
 def resolve(memory: Any, ref: SessionRef, workspace: str) -> SessionKey:

@@ -1,0 +1,94 @@
+"""Inputs a client can send that are not what the schema's types say: lone surrogates and NaN in
+JSON bodies, file names the file system refuses, ids that cannot go into a response header. Each
+is a typed 4xx (or a sane answer), never a 500, and nothing malformed is stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from omoide.errors import InvalidContent
+from omoide.models import Message, ToolUseBlock
+
+from .test_errors import _is_problem
+
+pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+
+JSON = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [
+        # a message's text: this was a 500 (UnicodeEncodeError while sizing the message)
+        (
+            "/v1/sessions/messages",
+            b'{"session": {"channel": "42", "user": "7"}, "text": "a\\ud800b"}',
+            ["body", "text"],
+        ),
+        # the query is echoed in the answer: this was a 500 (the response could not be serialised)
+        ("/v1/search", b'{"query": "\\udc00 x"}', ["body", "query"]),
+        (
+            "/v1/users/7/memories",
+            b'{"content": "x", "metadata": {"k": ["ok", "\\ud83d"]}}',
+            ["body", "metadata", "k", "1"],
+        ),
+        ("/v1/users/7/memories", b'{"content": "x", "metadata": {"\\ud800": 1}}', ["body", "metadata", "\\ud800"]),
+        (
+            "/v1/sessions/chat",
+            b'{"session": {"channel": "42", "user": "7"}, "text": "hi", "system": "\\uDFFF"}',
+            ["body", "system"],
+        ),
+    ],
+)
+async def test_lone_surrogates_in_a_json_body_are_422(client, tenants, path, body, loc):
+    response = await client.post(path, headers={**tenants.ha, **JSON}, content=body)
+    problem = _is_problem(response, 422, "INVALID_INPUT")
+    assert "surrogate" in problem["detail"] and problem["errors"][0]["loc"] == loc, problem
+
+
+async def test_surrogate_pairs_and_ordinary_text_still_pass(client, tenants):
+    body = b'{"session": {"channel": "42", "user": "7"}, "text": "\\ud83c\\udf89 \\u732b NaN Infinity"}'
+    response = await client.post("/v1/sessions/messages", headers={**tenants.ha, **JSON}, content=body)
+    assert response.status_code == 201, response.text
+    assert response.json()["message"]["text"] == "🎉 猫 NaN Infinity"
+
+
+async def test_raw_utf8_encoded_surrogates_are_not_utf8(client, tenants):
+    body = b'{"session": {"channel": "42", "user": "7"}, "text": "a\xed\xa0\x80b"}'  # CESU-style bytes of U+D800
+    response = await client.post("/v1/sessions/messages", headers={**tenants.ha, **JSON}, content=body)
+    assert "UTF-8" in _is_problem(response, 422, "INVALID_INPUT")["detail"]
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+async def test_nan_and_infinity_are_not_json(client, tenants, memory, constant):
+    """Python's parser takes them; JSON (RFC 8259) has no such numbers. They were stored inside a
+    tool block as the bare word NaN: a row that is not JSON (SQLite's json_valid says 0)."""
+    body = (
+        b'{"session": {"channel": "42", "user": "7"}, "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"a": '
+        + constant
+        + b"}}]}"
+    )
+    response = await client.post("/v1/sessions/messages", headers={**tenants.ha, **JSON}, content=body)
+    problem = _is_problem(response, 422, "INVALID_INPUT")
+    assert problem["errors"][0]["loc"] == ["body", "content", "0", "input", "a"]
+    assert constant.decode() in problem["detail"]
+    memo = await client.post(
+        "/v1/users/7/memories", headers={**tenants.ha, **JSON}, content=b'{"content": "x", "k": NaN}'
+    )
+    _is_problem(memo, 422, "INVALID_INPUT")
+    with sqlite3.connect(Path(memory.store.path)) as db:
+        assert db.execute("SELECT count(*) FROM session_messages").fetchone() == (0,)
+
+
+async def test_the_library_refuses_what_cannot_be_stored_as_json(memory):
+    """``Memory.append`` named the problem for neither: a lone surrogate raised UnicodeEncodeError,
+    and a NaN in a tool block's input was stored as the non-JSON word NaN."""
+    key = memory.session_key(platform="api", workspace="w", channel="1", user="7")
+    with pytest.raises(InvalidContent, match="surrogate"):
+        await memory.append(key, Message.user("broken \ud800 text"))
+    with pytest.raises(InvalidContent, match="NaN"):
+        await memory.append(key, Message("assistant", (ToolUseBlock("t1", "calc", {"x": float("nan")}),)))
+    assert await memory.history(key) == []
