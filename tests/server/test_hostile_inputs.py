@@ -4,8 +4,10 @@ is a typed 4xx (or a sane answer), never a 500, and nothing malformed is stored.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -92,3 +94,27 @@ async def test_the_library_refuses_what_cannot_be_stored_as_json(memory):
     with pytest.raises(InvalidContent, match="NaN"):
         await memory.append(key, Message("assistant", (ToolUseBlock("t1", "calc", {"x": float("nan")}),)))
     assert await memory.history(key) == []
+
+
+@pytest.mark.parametrize("user", ["ユーザー", 'a"b', "a\r\nX-Injected: 1", "a;b\\c"])
+async def test_export_file_names_of_any_user_id(client, tenants, user):
+    """The user id is part of the Content-Disposition file name: a Japanese id was a 500 (headers
+    are Latin-1), and CR LF reached the header (uvicorn then dropped the connection)."""
+    path = f"/v1/users/{quote(user, safe='')}"
+    await client.post(f"{path}/memories", headers=tenants.ha, json={"content": "好きな色は青"})
+    response = await client.get(f"{path}/export", headers=tenants.ha)
+    assert response.status_code == 200, response.text
+    disposition = response.headers["content-disposition"]
+    assert disposition.isascii() and "\r" not in disposition and "\n" not in disposition
+    assert disposition.count('"') == 2 and "X-Injected" not in response.headers
+    rows = [json.loads(line) for line in response.text.splitlines()]
+    assert rows[0]["user"] == user and any(r.get("content") == "好きな色は青" for r in rows)
+
+
+async def test_export_of_a_japanese_workspace(memory, client):
+    token = (await memory.api_keys.create("ワークスペース")).token
+    response = await client.get("/v1/export", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    disposition = response.headers["content-disposition"]
+    assert disposition.isascii() and "filename*=UTF-8''omoide-%E3%83%AF" in disposition
+    assert json.loads(response.text.splitlines()[0])["workspace"] == "ワークスペース"

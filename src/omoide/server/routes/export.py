@@ -6,8 +6,10 @@ snapshot, row by row, so a large workspace does not sit in the server's memory.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -26,19 +28,36 @@ _JSONL_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 
 
+_UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def attachment(filename: str) -> str:
+    """A ``Content-Disposition`` naming ``filename``, whatever the ids in it hold: headers are Latin-1
+    and end at a line break, so the plain ``filename`` keeps only ``A-Z a-z 0-9 . _ -`` (others
+    become ``_``) and ``filename*`` (RFC 6266, RFC 8187) carries the whole name, UTF-8 percent-encoded."""
+    plain = _UNSAFE_IN_FILENAME.sub("_", filename)
+    if plain == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
 async def _stream(rows: AsyncIterator[dict[str, Any]], filename: str) -> StreamingResponse:
     """Read the first row (the header) before answering, so that a database error is a problem
-    response and not a cut-off body."""
+    response and not a cut-off body. The rows' snapshot is closed when the body ends, however it ends
+    (a client that goes away included)."""
+    headers = {"Content-Disposition": attachment(filename)}
     first = await anext(rows)
 
     async def body() -> AsyncIterator[str]:
-        yield line(first)
-        async for row in rows:
-            yield line(row)
+        try:
+            yield line(first)
+            async for row in rows:
+                yield line(row)
+        finally:
+            if isinstance(rows, AsyncGenerator):
+                await rows.aclose()
 
-    return StreamingResponse(
-        body(), media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
-    )
+    return StreamingResponse(body(), media_type=JSONL, headers=headers)
 
 
 @router.get(
