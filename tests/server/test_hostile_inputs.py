@@ -13,12 +13,14 @@ import pytest
 
 from omoide.errors import InvalidContent
 from omoide.models import Message, ToolUseBlock
+from omoide.transcripts import dump_records, user_record
 
 from .test_errors import _is_problem
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 JSON = {"content-type": "application/json"}
+JSONL = dump_records([user_record("hello", ts=1.0)]).encode()
 
 
 @pytest.mark.parametrize(
@@ -94,6 +96,46 @@ async def test_the_library_refuses_what_cannot_be_stored_as_json(memory):
     with pytest.raises(InvalidContent, match="NaN"):
         await memory.append(key, Message("assistant", (ToolUseBlock("t1", "calc", {"x": float("nan")}),)))
     assert await memory.history(key) == []
+
+
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "あ" * 150 + ".jsonl",  # 150 characters, 450 bytes: over the file system's 255 (was a 500)
+        "a\x00b.jsonl",  # a NUL (was a 500: "embedded null byte")
+        "ü" * 180 + ".json",
+    ],
+)
+async def test_upload_names_the_file_system_refuses(client, tenants, filename):
+    response = await client.post(
+        "/v1/imports",
+        headers={**tenants.ha, "content-type": "application/octet-stream"},
+        params={"filename": filename},
+        content=JSONL,
+    )
+    assert response.status_code in (201, 400), response.text
+    if response.status_code == 400:
+        assert response.json()["code"] in {"INVALID_INPUT", "UNRECOGNIZED_EXPORT"}
+
+
+async def test_a_long_japanese_form_file_name_is_imported(client, tenants):
+    response = await client.post("/v1/imports", headers=tenants.ha, files={"file": ("い" * 100 + ".jsonl", JSONL)})
+    assert response.status_code == 201, response.text
+    assert response.json()["messages"] == 1
+
+
+async def test_broken_multipart_is_a_typed_400(client, tenants):
+    for headers, content in (
+        ({"content-type": "multipart/form-data"}, b"x"),  # no boundary
+        ({"content-type": "multipart/form-data; boundary=zzz"}, b"garbage"),
+    ):
+        _is_problem(
+            await client.post("/v1/imports", headers={**tenants.ha, **headers}, content=content), 400, "INVALID_INPUT"
+        )
+    two = await client.post(
+        "/v1/imports", headers=tenants.ha, files=[("a", ("a.json", b"{}")), ("b", ("b.json", b"{}"))]
+    )
+    _is_problem(two, 400, "INVALID_INPUT")
 
 
 @pytest.mark.parametrize("user", ["ユーザー", 'a"b', "a\r\nX-Injected: 1", "a;b\\c"])
