@@ -15,7 +15,8 @@ from omoide.errors import InvalidContent
 from omoide.models import Message, ToolUseBlock
 from omoide.transcripts import dump_records, user_record
 
-from .test_errors import _is_problem
+from .conftest import WS_A
+from .test_errors import SESSION, _is_problem
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
@@ -160,3 +161,31 @@ async def test_export_of_a_japanese_workspace(memory, client):
     disposition = response.headers["content-disposition"]
     assert disposition.isascii() and "filename*=UTF-8''omoide-%E3%83%AF" in disposition
     assert json.loads(response.text.splitlines()[0])["workspace"] == "ワークスペース"
+
+
+async def test_text_and_content_together_are_refused(client, tenants):
+    """`text` or `content`: given both, the text was dropped without a word (stored: only the blocks)."""
+    both = {"session": SESSION, "text": "a", "content": [{"type": "text", "text": "b"}]}
+    problem = _is_problem(
+        await client.post("/v1/sessions/messages", headers=tenants.ha, json=both), 422, "INVALID_INPUT"
+    )
+    assert "text" in problem["detail"] and "content" in problem["detail"]
+    window = await client.get("/v1/sessions/window", headers=tenants.ha, params={"channel": "42", "user": "7"})
+    assert window.json()["messages"] == []
+
+
+async def test_a_session_key_with_parts_is_refused(client, tenants):
+    """A `key` names the session alone: parts beside it were ignored without a word (the message went
+    to the key's session, not the channel the client named)."""
+    key = f"api:{WS_A}:c=42:u=7"
+    both = {"session": {"key": key, "channel": "9"}, "text": "hi"}
+    problem = _is_problem(
+        await client.post("/v1/sessions/messages", headers=tenants.ha, json=both), 422, "INVALID_INPUT"
+    )
+    assert "key" in problem["detail"] and "channel" in problem["detail"]
+    query = await client.get("/v1/sessions/window", headers=tenants.ha, params={"key": key, "user": "8"})
+    _is_problem(query, 422, "INVALID_INPUT")
+    alone = await client.post("/v1/sessions/messages", headers=tenants.ha, json={"session": {"key": key}, "text": "hi"})
+    assert alone.status_code == 201 and alone.json()["session_key"] == key
+    by_key = await client.get("/v1/sessions/window", headers=tenants.ha, params={"key": key})
+    assert [m["text"] for m in by_key.json()["messages"]] == ["hi"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 
 from omoide.errors import SessionNotFound
 from omoide.keys import parse_session_key
@@ -24,6 +25,7 @@ from omoide.server.schemas import (
     SessionOut,
     SessionRef,
     WindowOut,
+    key_with_parts,
 )
 
 router = APIRouter(
@@ -87,7 +89,7 @@ async def window(
     memory: MemoryDep,
     key: KeyDep,
     session_key: Annotated[str | None, Query(alias="key", max_length=2048)] = None,
-    platform: Annotated[str, Query(min_length=1, max_length=256)] = "api",
+    platform: Annotated[str | None, Query(min_length=1, max_length=256, description="Default: api.")] = None,
     channel: Annotated[str | None, Query(max_length=256)] = None,
     thread: Annotated[str | None, Query(max_length=256)] = None,
     user: Annotated[str | None, Query(max_length=256)] = None,
@@ -99,9 +101,13 @@ async def window(
 
     Example: `GET /v1/sessions/window?platform=discord&channel=42&user=7&window=20`
     """
-    ref = SessionRef(
-        key=session_key, platform=platform, channel=channel, thread=thread, user=user, agent=agent, policy=policy
-    )
+    given = {"channel": channel, "thread": thread, "user": user, "agent": agent, "policy": policy}
+    parts = {name: value for name, value in {"platform": platform, **given}.items() if value is not None}
+    if session_key is not None and parts:
+        raise RequestValidationError(
+            [{"loc": ("query", "key"), "msg": key_with_parts(list(parts)), "type": "value_error"}]
+        )
+    ref = SessionRef.model_validate({"key": session_key, **parts})
     resolved = resolve(memory, ref, key.workspace_id)
     messages = await memory.history(resolved, window=size)
     return WindowOut(session_key=resolved.value, messages=[MessageOut.of(m) for m in messages])
