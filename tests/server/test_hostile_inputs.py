@@ -15,7 +15,7 @@ from omoide.errors import InvalidContent
 from omoide.models import Message, ToolUseBlock
 from omoide.transcripts import dump_records, user_record
 
-from .conftest import WS_A
+from .conftest import ADMIN_KEY, WS_A, WS_B
 from .test_errors import SESSION, _is_problem
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -189,3 +189,14 @@ async def test_a_session_key_with_parts_is_refused(client, tenants):
     assert alone.status_code == 201 and alone.json()["session_key"] == key
     by_key = await client.get("/v1/sessions/window", headers=tenants.ha, params={"key": key})
     assert [m["text"] for m in by_key.json()["messages"]] == ["hi"]
+
+
+@pytest.mark.parametrize("workspace", ["a\x00b", "team\nA", "tab\there", "del\x7f"])
+async def test_a_key_for_a_workspace_no_session_can_name_is_refused(client, tenants, workspace):
+    """A workspace with a control character got a key whose every session request then failed with
+    'session key part workspace contains a control character'."""
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    made = await client.post("/v1/admin/keys", headers=admin, json={"workspace": workspace})
+    assert "control character" in _is_problem(made, 400, "INVALID_INPUT")["detail"]
+    listed = (await client.get("/v1/admin/keys", headers=admin)).json()["items"]
+    assert all(k["workspace_id"] in (WS_A, WS_B) for k in listed)
