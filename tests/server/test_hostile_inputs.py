@@ -200,3 +200,44 @@ async def test_a_key_for_a_workspace_no_session_can_name_is_refused(client, tena
     assert "control character" in _is_problem(made, 400, "INVALID_INPUT")["detail"]
     listed = (await client.get("/v1/admin/keys", headers=admin)).json()["items"]
     assert all(k["workspace_id"] in (WS_A, WS_B) for k in listed)
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+async def test_deeply_nested_metadata_is_refused_before_it_is_stored(client, tenants):
+    """Metadata 300 objects deep was stored, then could not be serialised (pydantic stops at 255
+    levels): that remember was a 500, and so was every later list of the user's memories."""
+    h = tenants.ha
+    deep = await client.post("/v1/users/7/memories", headers=h, json={"content": "深い", "metadata": _nested(300)})
+    assert "metadata" in _is_problem(deep, 400, "INVALID_INPUT")["detail"]
+    made = await client.post("/v1/users/7/memories", headers=h, json={"content": "浅い", "metadata": _nested(20)})
+    assert made.status_code == 201, made.text
+    patched = await client.patch(
+        f"/v1/users/7/memories/{made.json()['memory']['id']}", headers=h, json={"metadata": _nested(300)}
+    )
+    _is_problem(patched, 400, "INVALID_INPUT")
+    listed = await client.get("/v1/users/7/memories", headers=h)
+    assert listed.status_code == 200 and [m["content"] for m in listed.json()["items"]] == ["浅い"]
+
+
+async def test_metadata_is_bounded(client, tenants):
+    """Memories are capped at OMOIDE_MEMORY_MAX_CHARS, their metadata was not: 900 KB per memory, and a
+    page of 200 of them is 180 MB in one answer."""
+    big = await client.post(
+        "/v1/users/7/memories", headers=tenants.ha, json={"content": "x", "metadata": {"k": "x" * 20_000}}
+    )
+    assert "16,384" in _is_problem(big, 400, "INVALID_INPUT")["detail"]
+
+
+async def test_deeply_nested_tool_input_is_refused_before_it_is_stored(client, tenants):
+    """The same for a tool block's input: stored, and then the session's window was a 500 for good."""
+    block = {"type": "tool_use", "id": "t1", "name": "calc", "input": _nested(300)}
+    deep = await client.post("/v1/sessions/messages", headers=tenants.ha, json={"session": SESSION, "content": [block]})
+    assert "nested" in _is_problem(deep, 400, "INVALID_CONTENT")["detail"]
+    window = await client.get("/v1/sessions/window", headers=tenants.ha, params={"channel": "42", "user": "7"})
+    assert window.status_code == 200 and window.json()["messages"] == []

@@ -14,6 +14,7 @@ passing user A's memory id gets :class:`~omoide.errors.NotFoundError`, never A's
 from __future__ import annotations
 
 import builtins
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ import numpy as np
 import structlog
 
 from omoide.errors import InvalidInput, NotFoundError
+from omoide.models import MAX_JSON_DEPTH, json_depth
 from omoide.observability.operations import operation
 from omoide.providers.base import Embedder
 from omoide.settings import Settings
@@ -78,11 +80,23 @@ def _tags(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+MAX_METADATA_BYTES = 16 * 1024
+"""The largest metadata of a memory, in UTF-8 bytes of its JSON (its content is capped by
+``OMOIDE_MEMORY_MAX_CHARS``; a page of memories carries the metadata of each)."""
+
+
 def _metadata(value: object) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"metadata must be a JSON object (a dict), got {type(value).__name__}")
+    if (depth := json_depth(value)) > MAX_JSON_DEPTH:
+        raise InvalidInput(f"metadata is nested {depth} levels deep; at most {MAX_JSON_DEPTH} are stored")
+    size = len(
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+    )  # the store checks the rest
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput(f"metadata is {size:,} bytes of JSON; at most {MAX_METADATA_BYTES:,} are stored")
     return dict(value)
 
 

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from omoide.errors import InvalidContent, InvalidInput, InvalidSessionKey, MessageTooLarge
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc
+from omoide.models import (
+    MAX_JSON_DEPTH,
+    Message,
+    Session,
+    SessionId,
+    SessionKey,
+    SessionStatus,
+    ToolUseBlock,
+    ensure_utc,
+    json_depth,
+)
 from omoide.providers.tokens import stored_text_tokens
 from omoide.stores.search import check_members
 
@@ -337,8 +347,15 @@ def storable_content_json(message: Message) -> str:
 
     Raises:
         InvalidContent: it cannot be: a lone surrogate in its text (not Unicode), or a NaN or an
-            infinity in a tool block's input (not JSON).
+            infinity in a tool block's input (not JSON), or an input nested deeper than
+            :data:`~omoide.models.MAX_JSON_DEPTH`.
     """
+    for i, block in enumerate(message.content):
+        if isinstance(block, ToolUseBlock) and (depth := json_depth(block.input)) > MAX_JSON_DEPTH:
+            raise InvalidContent(
+                f"content[{i}]: the tool block's input is nested {depth} levels deep; at most {MAX_JSON_DEPTH} "
+                "are stored"
+            )
     try:
         content = message.content_json(allow_nan=False)
         content.encode("utf-8")
