@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
@@ -42,22 +43,34 @@ def attachment(filename: str) -> str:
 
 
 async def _stream(rows: AsyncIterator[dict[str, Any]], filename: str) -> StreamingResponse:
-    """Read the first row (the header) before answering, so that a database error is a problem
-    response and not a cut-off body. The rows' snapshot is closed when the body ends, however it ends
-    (a client that goes away included)."""
+    """Read the header row and the first data row (or the end) before answering, so that a database
+    error opening the snapshot or running the queries up to that row is a problem response, not a cut-off
+    body (the header alone needs no query). The rows' snapshot is closed when the body ends, however
+    it ends (a client that goes away included)."""
     headers = {"Content-Disposition": attachment(filename)}
-    first = await anext(rows)
+    try:
+        ahead = [await anext(rows)]
+        with suppress(StopAsyncIteration):  # an export of nothing: the header alone
+            ahead.append(await anext(rows))
+    except BaseException:
+        await _close(rows)
+        raise
 
     async def body() -> AsyncIterator[str]:
         try:
-            yield line(first)
+            for row in ahead:
+                yield line(row)
             async for row in rows:
                 yield line(row)
         finally:
-            if isinstance(rows, AsyncGenerator):
-                await rows.aclose()
+            await _close(rows)
 
     return StreamingResponse(body(), media_type=JSONL, headers=headers)
+
+
+async def _close(rows: AsyncIterator[dict[str, Any]]) -> None:
+    if isinstance(rows, AsyncGenerator):
+        await rows.aclose()
 
 
 @router.get(
