@@ -241,3 +241,16 @@ async def test_deeply_nested_tool_input_is_refused_before_it_is_stored(client, t
     assert "nested" in _is_problem(deep, 400, "INVALID_CONTENT")["detail"]
     window = await client.get("/v1/sessions/window", headers=tenants.ha, params={"channel": "42", "user": "7"})
     assert window.status_code == 200 and window.json()["messages"] == []
+
+
+async def test_a_refused_message_changes_nothing(client, tenants, memory):
+    """A 400 stores nothing (docs/http.md), but `private` was applied before the message was checked:
+    an empty message still created the session and made it private (or public)."""
+    h = tenants.ha
+    deep = [{"type": "tool_use", "id": "t1", "name": "calc", "input": _nested(100)}]
+    for message in ({"text": "   "}, {"content": deep}):  # empty; a tool input nested too deep
+        body = {"session": SESSION, **message, "private": True, "members": ["8"]}
+        _is_problem(await client.post("/v1/sessions/messages", headers=h, json=body), 400, "INVALID_CONTENT")
+    assert (await client.get("/v1/sessions", headers=h)).json()["items"] == []
+    with sqlite3.connect(Path(memory.store.path)) as db:
+        assert db.execute("SELECT count(*) FROM sessions").fetchone() == (0,)

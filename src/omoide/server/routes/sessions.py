@@ -27,6 +27,7 @@ from omoide.server.schemas import (
     WindowOut,
     key_with_parts,
 )
+from omoide.sessions import validate_message
 
 router = APIRouter(
     prefix="/v1/sessions", tags=["sessions"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute
@@ -78,6 +79,8 @@ async def append(body: AppendIn, memory: MemoryDep, key: KeyDep) -> AppendOut:
     """Store one message (idempotent on `message_id`); the session is created on first use."""
     session_key = resolve(memory, body.session, key.workspace_id)
     message = _message(body)
+    # checked before the visibility changes: a refused message changes nothing (append checks it again)
+    validate_message(message, max_bytes=memory.settings.max_message_bytes)
     if body.private is not None:
         await memory.set_visibility(session_key, private=body.private, members=body.members)
     stored, created = await memory.sessions.append_checked(session_key, message)
