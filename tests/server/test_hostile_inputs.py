@@ -4,6 +4,7 @@ is a typed 4xx (or a sane answer), never a 500, and nothing malformed is stored.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -254,3 +255,17 @@ async def test_a_refused_message_changes_nothing(client, tenants, memory):
     assert (await client.get("/v1/sessions", headers=h)).json()["items"] == []
     with sqlite3.connect(Path(memory.store.path)) as db:
         assert db.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
+async def test_the_same_memory_sent_at_once_is_remembered_once(client, tenants):
+    """Remembering is check-then-insert: ten identical requests at once (a bot's retries) all found no
+    near-duplicate and stored ten copies; one after another they merge into one."""
+    body = {"content": "誕生日は3月15日", "tags": ["birthday"]}
+    answers = await asyncio.gather(
+        *[client.post("/v1/users/7/memories", headers=tenants.ha, json=body) for _ in range(10)]
+    )
+    assert all(a.status_code == 201 for a in answers), [a.text for a in answers]
+    assert {a.json()["memory"]["id"] for a in answers} == {answers[0].json()["memory"]["id"]}
+    assert sorted(a.json()["updated"] for a in answers) == [False] + [True] * 9
+    listed = await client.get("/v1/users/7/memories", headers=tenants.ha)
+    assert [m["content"] for m in listed.json()["items"]] == ["誕生日は3月15日"]
