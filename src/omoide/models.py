@@ -183,8 +183,33 @@ def blocks_from_json(value: str | Sequence[Any]) -> tuple[ContentBlock, ...]:
     return tuple(out)
 
 
-def blocks_to_json(blocks: Iterable[ContentBlock]) -> str:
-    return json.dumps([b.to_dict() for b in blocks], ensure_ascii=False, separators=(",", ":"))
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of objects and arrays omoide stores in free-form JSON (a tool block's input, a
+memory's metadata): what is stored must also be answered, and JSON serialisers stop somewhere
+(pydantic at 255 levels, the whole answer included)."""
+
+
+def json_depth(value: object) -> int:
+    """How deeply ``value`` nests objects (mappings) and arrays (lists, tuples): 0 for a scalar."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def blocks_to_json(blocks: Iterable[ContentBlock], *, allow_nan: bool = True) -> str:
+    """The blocks as compact JSON; ``allow_nan=False`` raises ``ValueError`` for a NaN or an infinity
+    (Python writes them as the bare words ``NaN`` / ``Infinity``, which are not JSON)."""
+    return json.dumps([b.to_dict() for b in blocks], ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
 
 
 # ------------------------------------------------------------------------- messages
@@ -243,8 +268,8 @@ class Message:
         """The text of all text blocks, joined by newlines."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
-    def content_json(self) -> str:
-        return blocks_to_json(self.content)
+    def content_json(self, *, allow_nan: bool = True) -> str:
+        return blocks_to_json(self.content, allow_nan=allow_nan)
 
     def with_stored(self, *, id: MessageId, session_id: SessionId, seq: int) -> Message:
         return replace(self, id=id, session_id=session_id, seq=seq)

@@ -23,7 +23,7 @@ from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
 from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
-from omoide.stores.sessions import SessionStore
+from omoide.stores.sessions import SessionStore, storable_content_json
 
 log = structlog.get_logger(__name__)
 
@@ -50,13 +50,14 @@ def validate_message(message: Message, *, max_bytes: int) -> None:
 
     Raises:
         MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
-        InvalidContent: it has no content (only empty text blocks).
+        InvalidContent: it has no content (only empty text blocks), or content that cannot be stored
+            (a lone surrogate, a NaN in a tool block's input).
     """
     if not isinstance(message, Message):
         raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
         raise InvalidContent("message is empty: it needs some text or a tool block")
-    size = len(message.content_json().encode("utf-8"))
+    size = len(storable_content_json(message).encode("utf-8"))
     if size > max_bytes:
         raise MessageTooLarge(
             f"message is {size:,} bytes; the limit is {max_bytes:,} (raise OMOIDE_MAX_MESSAGE_BYTES, "

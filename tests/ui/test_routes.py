@@ -335,6 +335,17 @@ async def test_search_filters_and_message_pages(client, seeded):
     assert 'id="seq-5"' in later and 'id="seq-2"' not in later  # the stored messages after #4 only
 
 
+async def test_search_until_the_last_day_of_the_calendar(client, seeded):
+    """`until` includes its day, so 9999-12-31 meant the day after it: OverflowError, a plain-text 500."""
+    await login(client, seeded.a_token)
+    params = {"q": "定例会議", "mode": "lexical", "since": "0001-01-01", "until": "9999-12-31"}
+    response = await client.get("/ui/search", params=params)
+    assert response.status_code == 200, response.text
+    assert 'data-rank="1"' in html.unescape(response.text)
+    asked = await client.get("/ui/search", params={**params, "action": "ask"})
+    assert asked.status_code == 200, asked.text
+
+
 async def test_worker_errors_are_for_the_admin(client, seeded, memory):
     from omoide.workers.health import WorkerReporter
 

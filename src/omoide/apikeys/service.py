@@ -58,6 +58,16 @@ def _workspace(value: object) -> str:
     return text
 
 
+def _new_workspace(value: object) -> str:
+    """A workspace to create a key for: as :func:`_workspace`, and one a session key can name."""
+    text = _workspace(value)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):  # as a session key's parts (omoide.keys)
+        raise InvalidInput(
+            f"workspace must not hold a control character (no session key could name it), got {text!r:.80}"
+        )
+    return text
+
+
 def _name(value: object) -> str:
     if value is None:
         return ""
@@ -93,10 +103,10 @@ class ApiKeyService:
         """Create a key for ``workspace``; the returned ``token`` is the only copy of it.
 
         Raises:
-            InvalidInput: an empty or too long workspace or name.
+            InvalidInput: an empty or too long workspace or name, or a workspace with a control character.
         """
         token = new_token()
-        draft = ApiKeyDraft(_workspace(workspace), _name(name), token[:DISPLAY_PREFIX_CHARS], hash_token(token))
+        draft = ApiKeyDraft(_new_workspace(workspace), _name(name), token[:DISPLAY_PREFIX_CHARS], hash_token(token))
         record = await self.store.insert_api_key(draft)
         return CreatedApiKey(record, token)
 

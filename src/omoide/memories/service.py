@@ -13,7 +13,9 @@ passing user A's memory id gets :class:`~omoide.errors.NotFoundError`, never A's
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,6 +24,7 @@ import numpy as np
 import structlog
 
 from omoide.errors import InvalidInput, NotFoundError
+from omoide.models import MAX_JSON_DEPTH, json_depth
 from omoide.observability.operations import operation
 from omoide.providers.base import Embedder
 from omoide.settings import Settings
@@ -78,11 +81,26 @@ def _tags(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+REMEMBER_LOCK_STRIPES = 64
+"""Locks that one user's remembers take turns on (a user's is one of them)."""
+
+MAX_METADATA_BYTES = 16 * 1024
+"""The largest metadata of a memory, in UTF-8 bytes of its JSON (its content is capped by
+``OMOIDE_MEMORY_MAX_CHARS``; a page of memories carries the metadata of each)."""
+
+
 def _metadata(value: object) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"metadata must be a JSON object (a dict), got {type(value).__name__}")
+    if (depth := json_depth(value)) > MAX_JSON_DEPTH:
+        raise InvalidInput(f"metadata is nested {depth} levels deep; at most {MAX_JSON_DEPTH} are stored")
+    size = len(
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+    )  # the store checks the rest
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput(f"metadata is {size:,} bytes of JSON; at most {MAX_METADATA_BYTES:,} are stored")
     return dict(value)
 
 
@@ -104,6 +122,9 @@ class MemoryService:
         self.store = store
         self.settings = settings
         self._embedder = embedder
+        # remember is check-then-write: one user's remembers take turns (in this process), so the same
+        # memory sent twice at once is merged like one sent twice in a row. Striped: bounded memory.
+        self._remember_locks = tuple(asyncio.Lock() for _ in range(REMEMBER_LOCK_STRIPES))
 
     def _content(self, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -140,6 +161,23 @@ class MemoryService:
         cat, tag_list, meta = _category(category), _tags(tags), _metadata(metadata)
         embedder = self._embedder()
         vector = np.asarray((await embedder.embed_documents([text]))[0], dtype=np.float32)
+        async with self._remember_locks[hash((ws, uid)) % REMEMBER_LOCK_STRIPES]:
+            return await self._remember(ws, uid, text, category, cat, tag_list, meta, embedder, vector, actor)
+
+    async def _remember(
+        self,
+        ws: str,
+        uid: str,
+        text: str,
+        category: str,
+        cat: str,
+        tag_list: tuple[str, ...],
+        meta: dict[str, Any],
+        embedder: Embedder,
+        vector: np.ndarray,
+        actor: str,
+    ) -> RememberResult:
+        """The check-then-write half of :meth:`remember`, under the user's lock."""
         nearest = await self.store.memory_vector_search(ws, uid, model=embedder.model_id, query=vector, k=1)
         if nearest and nearest[0][1] >= self.settings.memory_dedup_threshold:
             old, similarity = nearest[0]

@@ -29,6 +29,7 @@ from omoide.errors import (
     RateLimited,
     StoreUnavailable,
 )
+from omoide.server.jsonbody import InvalidJsonValue
 
 log = structlog.get_logger("omoide.server")
 
@@ -154,6 +155,13 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and isinstance(exc.__cause__, InvalidJsonValue):
+            # JSON that Python's parser takes but JSON has no such value: NaN, a lone surrogate (jsonbody.py)
+            cause = exc.__cause__
+            loc = ["body", *cause.loc]
+            where = ".".join(loc[1:]) or "body"
+            errors = [{"loc": loc, "msg": cause.msg, "type": "json_invalid"}]
+            return problem(422, f"{where}: {cause.msg}", code=InvalidInput.code, request=request, errors=errors)
         if exc.status_code == 400 and exc.__cause__ is not None:
             # FastAPI's 400 for a body its JSON parser gave up on other than by JSONDecodeError (nested
             # past the recursion limit, not UTF-8): a malformed body, 422 like any other

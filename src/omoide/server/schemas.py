@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omoide.models import Message, Session
 from omoide.stores.api_keys import ApiKeyRecord
@@ -38,6 +38,24 @@ class SessionRef(_In):
 
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"platform": "discord", "channel": "42", "user": "7"}]}
+    )
+
+    @model_validator(mode="after")
+    def _key_or_parts(self) -> SessionRef:
+        beside = [name for name in SESSION_PARTS if name in self.model_fields_set]
+        if self.key is not None and beside:
+            raise ValueError(key_with_parts(beside))
+        return self
+
+
+SESSION_PARTS = ("platform", "channel", "thread", "user", "agent", "policy")
+
+
+def key_with_parts(parts: list[str]) -> str:
+    """Why a session named by its ``key`` and by ``parts`` as well is refused."""
+    return (
+        f"give the session's key or its parts, not both: the key names the session alone, and "
+        f"{', '.join(parts)} would be ignored"
     )
 
 
@@ -72,6 +90,12 @@ class AppendIn(_In):
         ),
     )
     members: list[str] = Field(default_factory=list, max_length=1000)
+
+    @model_validator(mode="after")
+    def _text_or_content(self) -> AppendIn:
+        if self.text is not None and self.content is not None:
+            raise ValueError("give the message's text or its content blocks, not both (text would be ignored)")
+        return self
 
     model_config = ConfigDict(
         extra="forbid",

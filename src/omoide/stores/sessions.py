@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from omoide.errors import InvalidContent, InvalidInput, InvalidSessionKey, MessageTooLarge
-from omoide.models import Message, Session, SessionId, SessionKey, SessionStatus, ensure_utc
+from omoide.models import (
+    MAX_JSON_DEPTH,
+    Message,
+    Session,
+    SessionId,
+    SessionKey,
+    SessionStatus,
+    ToolUseBlock,
+    ensure_utc,
+    json_depth,
+)
 from omoide.providers.tokens import stored_text_tokens
 from omoide.stores.search import check_members
 
@@ -136,14 +146,8 @@ class SessionStore(abc.ABC):
         sid = check_id(session_id)
         if not isinstance(message, Message):
             raise InvalidContent(f"append_message needs an omoide.Message, got {type(message).__name__}")
-        content = message.content_json()
-        try:
-            size = len(content.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidContent(
-                f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
-                "lone surrogates such as '\\ud800' cannot be stored"
-            ) from exc
+        content = storable_content_json(message)
+        size = len(content.encode("utf-8"))
         limit = self.max_message_bytes
         if size > limit:
             raise MessageTooLarge(
@@ -338,6 +342,36 @@ class SessionStore(abc.ABC):
 # ---------------------------------------------------------------------- checks
 
 
+def storable_content_json(message: Message) -> str:
+    """The JSON a message's content is stored as.
+
+    Raises:
+        InvalidContent: it cannot be: a lone surrogate in its text (not Unicode), or a NaN or an
+            infinity in a tool block's input (not JSON), or an input nested deeper than
+            :data:`~omoide.models.MAX_JSON_DEPTH`.
+    """
+    for i, block in enumerate(message.content):
+        if isinstance(block, ToolUseBlock) and (depth := json_depth(block.input)) > MAX_JSON_DEPTH:
+            raise InvalidContent(
+                f"content[{i}]: the tool block's input is nested {depth} levels deep; at most {MAX_JSON_DEPTH} "
+                "are stored"
+            )
+    try:
+        content = message.content_json(allow_nan=False)
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidContent(
+            f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
+            "lone surrogates such as '\\ud800' cannot be stored"
+        ) from exc
+    except ValueError as exc:  # json.dumps(allow_nan=False)
+        raise InvalidContent(
+            "message content is not JSON: a tool block's input holds NaN or an infinity, which JSON has no "
+            "numbers for; send null or a string instead"
+        ) from exc
+    return content
+
+
 def check_id(session_id: object) -> int:
     """A session id as an ``int``.
 
@@ -375,4 +409,4 @@ def check_status(status: str) -> SessionStatus:
         raise InvalidInput(f"unknown session status {status!r}; allowed: {allowed}") from None
 
 
-__all__ = ["SessionStore", "check_id", "check_int", "check_status"]
+__all__ = ["SessionStore", "check_id", "check_int", "check_status", "storable_content_json"]

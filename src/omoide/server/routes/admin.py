@@ -7,10 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from omoide.server.auth import AdminDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import KeyCreatedOut, KeyCreateIn, KeyOut, Page
 
-router = APIRouter(prefix="/v1/admin/keys", tags=["admin"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(
+    prefix="/v1/admin/keys", tags=["admin"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute
+)
 
 
 @router.post("", summary="Create an API key for a workspace", status_code=201)

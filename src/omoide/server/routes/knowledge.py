@@ -6,23 +6,26 @@ import asyncio
 import os
 import shutil
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
 
 from omoide.api_models import AnswerOut, SearchOut
 from omoide.errors import InvalidInput, OmoideError
 from omoide.server import schemas
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import SEARCH_EXAMPLE, AskIn, SearchFiltersIn, SearchIn
 from omoide.text.tokenize import search_tokenizer_name
 from omoide.workers.progress import read_progress
 
-router = APIRouter(prefix="/v1", tags=["knowledge"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(prefix="/v1", tags=["knowledge"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute)
 
 _SUFFIXES = {".json", ".zip", ".jsonl"}
 
@@ -139,19 +142,39 @@ async def import_export(
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
 
+_STEM_BYTES = 200
+"""The longest stem of an uploaded file's name kept, in UTF-8 bytes (file systems allow 255 per name)."""
+
+
 def _upload_name(name: str) -> str:
-    """The client's file name without any directories; its suffix must name a format."""
+    """The client's file name without any directories; its suffix must name a format.
+
+    Raises:
+        InvalidInput: the suffix names no format, or the name holds a control character (a NUL).
+    """
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise InvalidInput(f"the file name must not hold control characters, got {name!r}")
     base = Path(name.replace("\\", "/")).name.strip()
     suffix = Path(base).suffix.lower()
     if suffix not in _SUFFIXES:
         raise InvalidInput(f"the file name must end in .json, .jsonl or .zip (the export's format), got {name!r}")
     stem = Path(base).stem.strip(". ") or "export"
-    return stem[:150] + suffix
+    # cut on a character boundary: a name of 150 Japanese characters is 450 bytes, too long to create
+    stem = stem.encode("utf-8", "surrogatepass")[:_STEM_BYTES].decode("utf-8", "ignore") or "export"
+    return stem + suffix
 
 
 async def _save_form_file(request: Request, folder: Path, filename: str | None) -> tuple[str, int]:
     """Write the form's file field (``file``, else the only file) to ``folder``; ``(name, bytes)``."""
-    form = await request.form(max_files=1, max_fields=20)
+    try:
+        form = await request.form(max_files=1, max_fields=20)
+    except HTTPException as exc:  # Starlette's 400 for a form it cannot read (no boundary, cut short, two files)
+        if exc.status_code != 400:
+            raise
+        raise InvalidInput(
+            f"the multipart form could not be read ({exc.detail.rstrip('.')}): send one file, as the field 'file' "
+            "(curl -F file=@export.json)"
+        ) from exc
     try:
         uploads = [v for _, v in form.multi_items() if isinstance(v, UploadFile)]
         upload = form.get("file")

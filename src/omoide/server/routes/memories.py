@@ -10,11 +10,17 @@ from pydantic import BaseModel, Field
 
 from omoide.api_models import MemoryHitOut, MemoryOut, RecallOut, RememberOut
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import MemoryUpdateIn, Page, RecallIn, RememberIn
 from omoide.stores.memories import MemoryEvent
 
-router = APIRouter(prefix="/v1/users/{user_id}/memories", tags=["memories"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(
+    prefix="/v1/users/{user_id}/memories",
+    tags=["memories"],
+    responses={**PROBLEM_RESPONSES},
+    route_class=StrictJsonRoute,
+)
 
 UserId = Annotated[str, Path(min_length=1, max_length=256, description="The platform user id.", examples=["7"])]
 MemoryId = Annotated[int, Path(ge=1, le=2**62, description="The memory's id.")]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 
 from omoide.errors import SessionNotFound
 from omoide.keys import parse_session_key
 from omoide.models import ContentBlock, Message, SessionKey, SessionStatus, blocks_from_json
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.schemas import (
     AppendIn,
@@ -23,9 +25,13 @@ from omoide.server.schemas import (
     SessionOut,
     SessionRef,
     WindowOut,
+    key_with_parts,
 )
+from omoide.sessions import validate_message
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(
+    prefix="/v1/sessions", tags=["sessions"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute
+)
 
 
 def resolve(memory: Any, ref: SessionRef, workspace: str) -> SessionKey:
@@ -73,6 +79,8 @@ async def append(body: AppendIn, memory: MemoryDep, key: KeyDep) -> AppendOut:
     """Store one message (idempotent on `message_id`); the session is created on first use."""
     session_key = resolve(memory, body.session, key.workspace_id)
     message = _message(body)
+    # checked before the visibility changes: a refused message changes nothing (append checks it again)
+    validate_message(message, max_bytes=memory.settings.max_message_bytes)
     if body.private is not None:
         await memory.set_visibility(session_key, private=body.private, members=body.members)
     stored, created = await memory.sessions.append_checked(session_key, message)
@@ -84,7 +92,7 @@ async def window(
     memory: MemoryDep,
     key: KeyDep,
     session_key: Annotated[str | None, Query(alias="key", max_length=2048)] = None,
-    platform: Annotated[str, Query(min_length=1, max_length=256)] = "api",
+    platform: Annotated[str | None, Query(min_length=1, max_length=256, description="Default: api.")] = None,
     channel: Annotated[str | None, Query(max_length=256)] = None,
     thread: Annotated[str | None, Query(max_length=256)] = None,
     user: Annotated[str | None, Query(max_length=256)] = None,
@@ -96,9 +104,13 @@ async def window(
 
     Example: `GET /v1/sessions/window?platform=discord&channel=42&user=7&window=20`
     """
-    ref = SessionRef(
-        key=session_key, platform=platform, channel=channel, thread=thread, user=user, agent=agent, policy=policy
-    )
+    given = {"channel": channel, "thread": thread, "user": user, "agent": agent, "policy": policy}
+    parts = {name: value for name, value in {"platform": platform, **given}.items() if value is not None}
+    if session_key is not None and parts:
+        raise RequestValidationError(
+            [{"loc": ("query", "key"), "msg": key_with_parts(list(parts)), "type": "value_error"}]
+        )
+    ref = SessionRef.model_validate({"key": session_key, **parts})
     resolved = resolve(memory, ref, key.workspace_id)
     messages = await memory.history(resolved, window=size)
     return WindowOut(session_key=resolved.value, messages=[MessageOut.of(m) for m in messages])

@@ -5,11 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from omoide.server.auth import KeyDep, MemoryDep
+from omoide.server.jsonbody import StrictJsonRoute
 from omoide.server.problems import PROBLEM_RESPONSES
 from omoide.server.routes.memories import UserId
 from omoide.server.schemas import ErasureOut
 
-router = APIRouter(prefix="/v1/users", tags=["memories"], responses={**PROBLEM_RESPONSES})
+router = APIRouter(prefix="/v1/users", tags=["memories"], responses={**PROBLEM_RESPONSES}, route_class=StrictJsonRoute)
 
 
 @router.delete("/{user_id}", summary="Erase everything stored about a user")

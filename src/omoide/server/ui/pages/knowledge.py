@@ -89,7 +89,8 @@ async def search(
     ``since`` / ``until`` are whole UTC days (``until`` includes its day)."""
     first, last = _day("since", since), _day("until", until)
     start = None if first is None else datetime.combine(first, time.min, tzinfo=UTC)
-    end = None if last is None else datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC)
+    # until its last day: no end at all for the calendar's last day (there is no day after it)
+    end = None if last is None or last == date.max else datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC)
     context: dict[str, Any] = {
         "form": {
             "q": q or "",
