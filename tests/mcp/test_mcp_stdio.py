@@ -112,6 +112,7 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("build_context", {"thread": "123"}, "channel"),
     ("forget_me", {}, "CONFIRMATION_REQUIRED"),
     ("forget_me", {"confirm": False}, "ask the user"),
+    ("forget_me", {"confirm": "true"}, "confirm"),
     ("no_such_tool", {}, "no_such_tool"),
 ]
 
@@ -138,3 +139,18 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
             assert failed.is_error, (tool, arguments, text(failed))
             assert expected in text(failed), (tool, arguments, text(failed))
         assert ok(await session.call_tool("list_memories", {}))["memories"] == []  # still serving, nothing stored
+
+
+async def test_forget_me_erases_only_on_the_boolean_true(sample_url: str, tmp_path: Path) -> None:
+    """The schema says ``confirm`` is a boolean: a string or a number is refused, never coerced into
+    consent — "true", "yes", "on", 1 erase nothing."""
+    async with stdio_session("--workspace", GUILD, "--user", "hana", "--db", sample_url, cwd=tmp_path) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["forget_me"].input_schema["properties"]["confirm"]["type"] == "boolean"
+        kept = ok(await session.call_tool("remember", {"content": "好きな花はひまわり"}))["memory"]["id"]
+        for confirm in ("true", "True", "yes", "on", "1", 1, 1.0):
+            refused = await session.call_tool("forget_me", {"confirm": confirm})
+            assert refused.is_error and "confirm" in text(refused), (confirm, text(refused))
+        assert [m["id"] for m in ok(await session.call_tool("list_memories", {}))["memories"]] == [kept]
+        erased = ok(await session.call_tool("forget_me", {"confirm": True}))
+        assert erased["erased"]["memories"] == 1

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from omoide import __version__
 from omoide.api_models import RememberOut
@@ -268,8 +268,9 @@ def build_server(
     )
     async def forget_me(
         ctx: Context[Any, Any],
+        # strict: the JSON boolean true, never a string or number coerced into consent ("yes", 1)
         confirm: Annotated[
-            bool, Field(description="true only after the user has explicitly confirmed the erasure.")
+            StrictBool, Field(description="true only after the user has explicitly confirmed the erasure.")
         ] = False,
     ) -> Annotated[CallToolResult, ForgetMeOut]:
         where = resolve(ctx)
