@@ -104,6 +104,7 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("recall", {"query": "x", "limit": 0}, "limit"),
     ("forget_memory", {"memory_id": 999_999}, "NOT_FOUND"),
     ("forget_memory", {"memory_id": "one"}, "memory_id"),
+    ("forget_memory", {"memory_id": 2**63}, "memory_id"),  # beyond SQL's BIGINT: named, not a crash
     ("search", {"query": "x", "since": "last tuesday"}, "since"),
     ("search", {"query": "x", "mode": "fuzzy"}, "mode"),
     ("search", {"query": "x", "since": "2025-11-02T00:00:00Z", "until": "2025-11-01T00:00:00Z"}, "INVALID_INPUT"),
@@ -130,6 +131,7 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
             assert not {"user", "user_id", "workspace", "workspace_id", "guild"} & set(properties), tool.name
         assert tools["remember"].input_schema["required"] == ["content"]
         assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
+        assert tools["forget_memory"].input_schema["properties"]["memory_id"]["maximum"] == 2**63 - 1
         assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
         assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
         assert tools["forget_me"].annotations is not None and tools["forget_me"].annotations.destructive_hint

@@ -66,6 +66,8 @@ INSTRUCTIONS = (
     "a bot would send for a question. Every call is scoped to this server's workspace and user."
 )
 MAX_K = 50
+MAX_ID = 2**63 - 1
+"""The largest id SQL stores (BIGINT); a larger memory id names no memory and is refused by the schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +248,7 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
     )
     async def forget_memory(
-        memory_id: Annotated[int, Field(ge=1, description="The memory's id.")],
+        memory_id: Annotated[int, Field(ge=1, le=MAX_ID, description="The memory's id.")],
         ctx: Context[Any, Any],
     ) -> Annotated[CallToolResult, ForgetOut]:
         where = resolve(ctx)
