@@ -54,6 +54,10 @@ async def test_bad_messages_store_nothing(mem, settings):
         await mem.append(key, Message.user("  \n "))
     with pytest.raises(InvalidContent):
         await mem.append(key, "just a string")  # type: ignore[arg-type]
+    with pytest.raises(InvalidContent, match="surrogate"):  # not UTF-8: typed, before any write
+        await mem.append(key, Message.user("壊れた\ud800テキスト"))
+    with pytest.raises(InvalidContent, match="surrogate"):
+        await mem.chat(key, "壊れた\ud800テキスト")
     assert [m.text for m in await mem.sessions.messages(key)] == ["kept"]
 
 

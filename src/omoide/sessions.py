@@ -50,13 +50,20 @@ def validate_message(message: Message, *, max_bytes: int) -> None:
 
     Raises:
         MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
-        InvalidContent: it has no content (only empty text blocks).
+        InvalidContent: it has no content (only empty text blocks), or it is not valid Unicode
+            (a lone surrogate such as ``'\\ud800'``).
     """
     if not isinstance(message, Message):
         raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
         raise InvalidContent("message is empty: it needs some text or a tool block")
-    size = len(message.content_json().encode("utf-8"))
+    try:
+        size = len(message.content_json().encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidContent(
+            f"message content is not valid Unicode ({exc.reason} at position {exc.start}); "
+            "lone surrogates such as '\\ud800' cannot be stored"
+        ) from exc
     if size > max_bytes:
         raise MessageTooLarge(
             f"message is {size:,} bytes; the limit is {max_bytes:,} (raise OMOIDE_MAX_MESSAGE_BYTES, "
