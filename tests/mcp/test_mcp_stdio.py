@@ -95,6 +95,14 @@ async def test_arguments_naming_another_user_or_workspace_have_no_effect(sample_
         assert ok(await session.call_tool("search", {"query": "リリース", "workspace": GUILD}))["hits"] == []
         refused = await session.call_tool("recall", {"query": "合言葉", "user": "dave"})
         assert refused.is_error and "NO_USER" in text(refused) and "--user" in text(refused)
+        # build_context works without a user in the server's own session; a channel's session is a
+        # user's (OMOIDE_SESSION_KEY_POLICY=user_channel), so it needs one, and says so
+        assert (
+            ok(await session.call_tool("build_context", {"query": "リリース"}))["session_key"]
+            == "mcp:other-guild:a=default"
+        )
+        refused = await session.call_tool("build_context", {"channel": "42", "user": "dave"})
+        assert refused.is_error and "NO_USER" in text(refused) and "user_channel" in text(refused), text(refused)
 
 
 BAD_CALLS: list[tuple[str, dict[str, object], str]] = [

@@ -53,6 +53,7 @@ from omoide.mcp.results import (
     render_search,
     result,
 )
+from omoide.models import KeyPolicy
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -112,12 +113,12 @@ def _scope(
     }
 
 
+_GIVE_A_USER = "start it with `omoide mcp --user ID` (or OMOIDE_MCP_USER), or send the X-Omoide-User header over HTTP"
+
+
 def _memory_user(scope: McpScope) -> str:
     if scope.user is None:
-        raise ToolError(
-            "NO_USER: this server has no user for memories: start it with `omoide mcp --user ID` "
-            "(or OMOIDE_MCP_USER), or send the X-Omoide-User header over HTTP"
-        )
+        raise ToolError(f"NO_USER: this server has no user for memories: {_GIVE_A_USER}")
     return scope.user
 
 
@@ -381,6 +382,11 @@ def build_server(
                     platform="mcp", workspace=where.workspace, agent=where.user or "default", policy="agent"
                 )
             else:
+                if where.user is None and mem.settings.session_key_policy is KeyPolicy.USER_CHANNEL:
+                    raise ToolError(
+                        "NO_USER: a channel's sessions are per user (OMOIDE_SESSION_KEY_POLICY=user_channel) and "
+                        f"this server has no user: omit channel to use the server's own session, or {_GIVE_A_USER}"
+                    )
                 key = mem.session_key(
                     platform=platform, workspace=where.workspace, channel=channel, thread=thread, user=where.user
                 )
