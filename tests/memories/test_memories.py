@@ -63,6 +63,11 @@ async def test_service_validation_names_the_problem(mem: Memory):
         await mem.remember("x", workspace="g1", user="")
     with pytest.raises(InvalidInput, match="nothing to update"):
         await mem.memories.update("g1", "u1", 1)
+    nested: dict[str, Any] = {"depth": 0}
+    for depth in range(1, 5000):  # deeper than json can encode: typed, not a RecursionError
+        nested = {"depth": depth, "inner": nested}
+    with pytest.raises(InvalidInput, match="metadata"):
+        await mem.remember("x", workspace="g1", user="u1", metadata=nested)
     assert await mem.memories.list("g1", "u1") == []
 
 
