@@ -50,11 +50,15 @@ def validate_message(message: Message, *, max_bytes: int) -> None:
 
     Raises:
         MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
-        InvalidContent: it has no content (only empty text blocks), or it is not valid Unicode
-            (a lone surrogate such as ``'\\ud800'``).
+        InvalidContent: it has no content (only empty text blocks), a text block whose text is
+            not a ``str``, or text that is not valid Unicode (a lone surrogate such as ``'\\ud800'``).
     """
     if not isinstance(message, Message):
         raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
+    texts: list[object] = [b.text for b in message.content if isinstance(b, TextBlock)]
+    wrong = [type(text).__name__ for text in texts if not isinstance(text, str)]
+    if wrong:
+        raise InvalidContent(f"a message's text must be text (str), got {wrong[0]}")
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
         raise InvalidContent("message is empty: it needs some text or a tool block")
     try:
@@ -135,8 +139,8 @@ class Sessions:
         An unknown key has an empty history.
         """
         size = window or self.settings.session_window
-        if size < 1:
-            raise InvalidContent(f"window must be at least 1, got {size}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidContent(f"window must be an integer of at least 1, got {size!r}")
         text = self._key(key).value
         session_id = self._ids.get(text)
         if session_id is None:
