@@ -164,3 +164,20 @@ async def test_forget_me_erases_only_on_the_boolean_true(sample_url: str, tmp_pa
         assert [m["id"] for m in ok(await session.call_tool("list_memories", {}))["memories"]] == [kept]
         erased = ok(await session.call_tool("forget_me", {"confirm": True}))
         assert erased["erased"]["memories"] == 1
+
+
+async def test_forget_me_also_erases_the_session_build_context_keeps_for_the_user(
+    sample_url: str, tmp_path: Path
+) -> None:
+    """build_context without a channel keeps an agent session keyed by the user (mcp:<ws>:a=<user>);
+    the user does not own it as a bot's sessions are owned, so forget_user alone left it — and the
+    user's id in its key — behind."""
+    async with stdio_session("--workspace", GUILD, "--user", "iris", "--db", sample_url, cwd=tmp_path) as session:
+        built = ok(await session.call_tool("build_context", {"query": "リリース"}))
+        assert built["session_key"] == f"mcp:{GUILD}:a=iris"
+        erased = ok(await session.call_tool("forget_me", {"confirm": True}))
+        assert erased["erased"]["sessions"] == 1
+
+    async with omoide.Memory.open(database_url=sample_url, embedder="hashing") as mem:
+        keys = [s.key for s in await mem.sessions.list_sessions(workspace=GUILD, platform="mcp")]
+        assert not any("iris" in k for k in keys), keys

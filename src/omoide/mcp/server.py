@@ -57,6 +57,7 @@ from omoide.models import KeyPolicy
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
+    from omoide.models import SessionKey
 
 SERVER_NAME = "omoide"
 INSTRUCTIONS = (
@@ -120,6 +121,11 @@ def _memory_user(scope: McpScope) -> str:
     if scope.user is None:
         raise ToolError(f"NO_USER: this server has no user for memories: {_GIVE_A_USER}")
     return scope.user
+
+
+def _own_session(mem: Memory, scope: McpScope) -> SessionKey:
+    """The agent session the tools keep for the scope's user (``mcp:<workspace>:a=<user>``)."""
+    return mem.session_key(platform="mcp", workspace=scope.workspace, agent=scope.user or "default", policy="agent")
 
 
 def _ids(value: str | list[str] | None) -> list[str] | None:
@@ -284,8 +290,11 @@ def build_server(
                 "cannot be undone: ask the user to confirm first, then call forget_me with confirm=true"
             )
         with _tool_errors():
-            report = await mem.forget_user(workspace=where.workspace, user=user)
-        return render_erasure(report.as_dict(), workspace=where.workspace, user=user)
+            erased = (await mem.forget_user(workspace=where.workspace, user=user)).as_dict()
+            # build_context's own session is keyed by the user, not owned by them: forget_user leaves it
+            if await mem.sessions.delete(_own_session(mem, where)):
+                erased["sessions"] += 1
+        return render_erasure(erased, workspace=where.workspace, user=user)
 
     # ---------------------------------------------------------------- knowledge
 
@@ -378,9 +387,7 @@ def build_server(
             if channel is None:
                 if thread is not None:
                     raise ToolError("INVALID_INPUT: a thread needs its channel: give channel too")
-                key = mem.session_key(
-                    platform="mcp", workspace=where.workspace, agent=where.user or "default", policy="agent"
-                )
+                key = _own_session(mem, where)
             else:
                 if where.user is None and mem.settings.session_key_policy is KeyPolicy.USER_CHANNEL:
                     raise ToolError(
