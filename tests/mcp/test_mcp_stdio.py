@@ -110,6 +110,7 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("remember", {"content": "x", "category": "not a category!"}, "category"),
     ("remember", {}, "content"),
     ("recall", {"query": "x", "limit": 0}, "limit"),
+    ("recall", {"query": "誕生日" * 3334}, "query"),  # over 10,000 characters, as search
     ("forget_memory", {"memory_id": 999_999}, "NOT_FOUND"),
     ("forget_memory", {"memory_id": "one"}, "memory_id"),
     ("forget_memory", {"memory_id": 2**63}, "memory_id"),  # beyond SQL's BIGINT: named, not a crash
@@ -140,6 +141,7 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
         assert tools["remember"].input_schema["required"] == ["content"]
         assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
         assert tools["forget_memory"].input_schema["properties"]["memory_id"]["maximum"] == 2**63 - 1
+        assert tools["recall"].input_schema["properties"]["query"]["maxLength"] == 10_000
         assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
         assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
         assert tools["forget_me"].annotations is not None and tools["forget_me"].annotations.destructive_hint

@@ -54,6 +54,7 @@ from omoide.mcp.results import (
     result,
 )
 from omoide.models import KeyPolicy
+from omoide.search.results import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
@@ -223,7 +224,7 @@ def build_server(
         annotations=read_only,
     )
     async def recall(
-        query: Annotated[str, Field(description="What to look for, in any language.")],
+        query: Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="What to look for, in any language.")],
         ctx: Context[Any, Any],
         limit: Annotated[int | None, Field(ge=1, le=MAX_K, description="At most this many (default 5).")] = None,
         category: Category = None,
