@@ -183,3 +183,26 @@ async def test_forget_me_also_erases_the_session_build_context_keeps_for_the_use
     async with omoide.Memory.open(database_url=sample_url, embedder="hashing") as mem:
         keys = [s.key for s in await mem.sessions.list_sessions(workspace=GUILD, platform="mcp")]
         assert not any("iris" in k for k in keys), keys
+
+
+async def test_build_context_does_not_show_a_private_channels_window_to_a_non_member(
+    sample_url: str, tmp_path: Path
+) -> None:
+    """Under a channel (or thread) key policy a channel's session is shared; a private one (a
+    private channel, a group DM) is for its members. search and ask hide private knowledge
+    from non-members; build_context must not hand them its window either."""
+    async with omoide.Memory.open(database_url=sample_url, embedder="hashing", session_key_policy="channel") as mem:
+        key = mem.session_key(platform="discord", workspace=GUILD, channel="board-room")
+        secret = omoide.Message.user("来期の予算は3000万円", author_id="kate")
+        await mem.append(key, secret, private=True, members=["kate", "liam"])
+    env = server_env(OMOIDE_SESSION_KEY_POLICY="channel")
+    for user, member in (("mallory", False), ("liam", True)):
+        async with stdio_session("--workspace", GUILD, "--user", user, "--db", sample_url, env=env, cwd=tmp_path) as s:
+            built = await s.call_tool("build_context", {"channel": "board-room", "query": "予算"})
+            if member:
+                assert [m["text"] for m in ok(built)["messages"]] == ["来期の予算は3000万円"]
+            else:
+                assert built.is_error and "NOT_FOUND" in text(built), text(built)
+                assert "3000万円" not in text(built)
+            public = ok(await s.call_tool("build_context", {"channel": "lobby", "query": "予算"}))
+            assert public["session_key"] == f"discord:{GUILD}:c=lobby"  # a public channel works for anyone

@@ -35,7 +35,7 @@ from pydantic import Field, StrictBool
 
 from omoide import __version__
 from omoide.api_models import RememberOut
-from omoide.errors import OmoideError
+from omoide.errors import OmoideError, SessionNotFound
 from omoide.mcp.results import (
     AskOut,
     BuildContextOut,
@@ -127,6 +127,23 @@ def _memory_user(scope: McpScope) -> str:
 def _own_session(mem: Memory, scope: McpScope) -> SessionKey:
     """The agent session the tools keep for the scope's user (``mcp:<workspace>:a=<user>``)."""
     return mem.session_key(platform="mcp", workspace=scope.workspace, agent=scope.user or "default", policy="agent")
+
+
+async def _may_read(mem: Memory, key: SessionKey, scope: McpScope) -> None:
+    """Refuse a private session (a private channel, a group DM: shared under a ``channel`` or
+    ``thread`` key policy) whose members do not include the scope's user — the visibility
+    rule search and ask apply to private knowledge. A server without a user sees everything."""
+    if scope.user is None:
+        return
+    try:
+        session = await mem.sessions.get(key)
+    except SessionNotFound:
+        return
+    if session.private and scope.user not in session.members and session.user_id != scope.user:
+        raise ToolError(
+            f"NOT_FOUND: no conversation in this channel that user {scope.user} may read; "
+            "build_context shows a private channel only to its members"
+        )
 
 
 def _ids(value: str | list[str] | None) -> list[str] | None:
@@ -398,6 +415,7 @@ def build_server(
                 key = mem.session_key(
                     platform=platform, workspace=where.workspace, channel=channel, thread=thread, user=where.user
                 )
+                await _may_read(mem, key, where)
             built = await mem.build_context(key, query, budget_tokens=budget_tokens, user=where.user)
         return render_context(built, session_key=key.value)
 
