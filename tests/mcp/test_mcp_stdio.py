@@ -141,7 +141,9 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
         assert tools["remember"].input_schema["required"] == ["content"]
         assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
         assert tools["forget_memory"].input_schema["properties"]["memory_id"]["maximum"] == 2**63 - 1
-        assert tools["recall"].input_schema["properties"]["query"]["maxLength"] == 10_000
+        for tool, field in (("recall", "query"), ("search", "query"), ("ask", "question")):
+            assert tools[tool].input_schema["properties"][field]["maxLength"] == 10_000, tool
+        assert tools["build_context"].input_schema["properties"]["query"]["anyOf"][0]["maxLength"] == 10_000
         assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
         assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
         assert tools["forget_me"].annotations is not None and tools["forget_me"].annotations.destructive_hint

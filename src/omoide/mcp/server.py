@@ -325,7 +325,12 @@ def build_server(
         annotations=read_only,
     )
     async def search(
-        query: Annotated[str, Field(description="What to look for, in any language (Japanese is first-class).")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=MAX_QUERY_CHARS, description="What to look for, in any language (Japanese is first-class)."
+            ),
+        ],
         ctx: Context[Any, Any],
         channel: ChannelFilter = None,
         thread: ThreadFilter = None,
@@ -353,7 +358,7 @@ def build_server(
         annotations=read_only,
     )
     async def ask(
-        question: Annotated[str, Field(description="The question, in any language.")],
+        question: Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="The question, in any language.")],
         ctx: Context[Any, Any],
         channel: ChannelFilter = None,
         thread: ThreadFilter = None,
@@ -387,7 +392,11 @@ def build_server(
     async def build_context(
         ctx: Context[Any, Any],
         query: Annotated[
-            str | None, Field(description="What to look up (default: the newest user message in the window).")
+            str | None,
+            Field(
+                max_length=MAX_QUERY_CHARS,
+                description="What to look up (default: the newest user message in the window).",
+            ),
         ] = None,
         channel: Annotated[
             str | None, Field(description="A channel id: use the session a bot keeps there for this user.")
