@@ -54,6 +54,18 @@ async def test_bad_messages_store_nothing(mem, settings):
         await mem.append(key, Message.user("  \n "))
     with pytest.raises(InvalidContent):
         await mem.append(key, "just a string")  # type: ignore[arg-type]
+    with pytest.raises(InvalidContent, match="surrogate"):  # not UTF-8: typed, before any write
+        await mem.append(key, Message.user("壊れた\ud800テキスト"))
+    with pytest.raises(InvalidContent, match="surrogate"):
+        await mem.chat(key, "壊れた\ud800テキスト")
+    for not_text in (None, 42, b"bytes"):  # a text block's text must be text: typed, nothing stored
+        with pytest.raises(InvalidContent, match="text"):
+            await mem.append(key, Message.user(not_text))  # type: ignore[arg-type]
+        with pytest.raises(InvalidContent, match="text"):
+            await mem.chat(key, not_text)  # type: ignore[arg-type]
+    for window in ("5", 2.5, -1):
+        with pytest.raises(InvalidContent, match="window"):
+            await mem.history(key, window=window)  # type: ignore[arg-type]
     assert [m.text for m in await mem.sessions.messages(key)] == ["kept"]
 
 

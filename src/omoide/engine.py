@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, Literal, Unpack
 
 from omoide.answers import Answerer, AnswerResult, GenerationConfig, Language
+from omoide.answers.messages import check_language
 from omoide.apikeys.service import ApiKeyService
 from omoide.chat import DEFAULT_SYSTEM_PROMPT, ChatRunner, SessionConversation
 from omoide.context import GuardResult, prompt_budget
@@ -499,9 +500,12 @@ class Memory:
         too (a private thread or channel), where one member's private knowledge would leak.
 
         Raises:
-            InvalidInput: a bad budget.
+            InvalidInput: a bad query, budget or language.
             ContextOverflow: the system prompt and the latest exchange alone exceed the budget.
         """
+        if query is not None and not isinstance(query, str):
+            raise InvalidInput(f"the query must be text or None, got {type(query).__name__}")
+        heading_language = check_language(language or self.settings.answer_language)
         session = await self.sessions.get_or_create(key)
         window = await self.history(key)
         budget = (
@@ -524,7 +528,7 @@ class Memory:
             system=system or DEFAULT_SYSTEM_PROMPT,
             budget=budget,
             counter=self.token_counter,
-            language=language or self.settings.answer_language,
+            language=heading_language,
             public_only=public_only,
         )
 

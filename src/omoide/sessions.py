@@ -50,11 +50,16 @@ def validate_message(message: Message, *, max_bytes: int) -> None:
 
     Raises:
         MessageTooLarge: its JSON content is over ``max_bytes`` UTF-8 bytes.
-        InvalidContent: it has no content (only empty text blocks), or content that cannot be stored
-            (a lone surrogate, a NaN in a tool block's input).
+        InvalidContent: it has no content (only empty text blocks), a text block whose text is
+            not a ``str``, or content that cannot be stored (a lone surrogate such as ``'\\ud800'``,
+            a NaN in a tool block's input).
     """
     if not isinstance(message, Message):
         raise InvalidContent(f"expected an omoide.Message, got {type(message).__name__}")
+    texts: list[object] = [b.text for b in message.content if isinstance(b, TextBlock)]
+    wrong = [type(text).__name__ for text in texts if not isinstance(text, str)]
+    if wrong:
+        raise InvalidContent(f"a message's text must be text (str), got {wrong[0]}")
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in message.content):
         raise InvalidContent("message is empty: it needs some text or a tool block")
     size = len(storable_content_json(message).encode("utf-8"))
@@ -129,8 +134,8 @@ class Sessions:
         An unknown key has an empty history.
         """
         size = window or self.settings.session_window
-        if size < 1:
-            raise InvalidContent(f"window must be at least 1, got {size}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidContent(f"window must be an integer of at least 1, got {size!r}")
         text = self._key(key).value
         session_id = self._ids.get(text)
         if session_id is None:

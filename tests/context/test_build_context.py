@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from omoide import Memory
 from omoide.cli import app
-from omoide.errors import ContextOverflow
+from omoide.errors import ContextOverflow, InvalidInput
 from omoide.models import Message
 from omoide.sample_data import discord_export_paths, sample_guild
 
@@ -107,3 +107,30 @@ async def test_summaries_written_by_the_summariser_are_in_the_context(mem: Memor
     assert "HNSW" in kinds["short_term_summary"].text or "勉強会" in kinds["short_term_summary"].text
     stored = await mem.summary(workspace="g1", scope="channel", scope_id="c1", kind="short_term")
     assert stored is not None and stored.content == kinds["short_term_summary"].text
+
+
+async def test_a_bad_query_or_language_is_invalid_input_and_creates_no_session(mem: Memory):
+    """Typed errors naming the argument (not KeyError / AttributeError), checked before the session is made."""
+    key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+    with pytest.raises(InvalidInput, match="language"):
+        await mem.build_context(key, "来週の勉強会は？", language="fr")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="query"):
+        await mem.build_context(key, 42)  # type: ignore[arg-type]
+    assert await mem.sessions.list_sessions(workspace="g1") == []
+    built = await mem.build_context(key, "来週の勉強会は？", language="en")
+    assert built.budget > 0
+
+
+async def test_a_long_newest_message_is_looked_up_by_its_beginning_not_refused(mem: Memory):
+    """Without a query the newest user message is the lookup; a message may be longer than a query
+    may (a pasted log), so its first 10,000 characters are looked up instead of refusing the turn."""
+    key = mem.session_key(platform="discord", workspace="g1", channel="c1", user="u1")
+    await mem.remember("ログの読み方: まず最初のエラーを見る", workspace="g1", user="u1")
+    long = "ログの読み方を教えて。" + "ERROR 接続が切れました\n" * 1000
+    assert len(long) > 10_000
+    await mem.append(key, Message.user(long, author_id="u1"))
+    built = await mem.build_context(key, budget_tokens=100_000)
+    assert [m.text for m in built.messages] == [long]
+    assert "ログの読み方: まず最初のエラーを見る" in built.system
+    with pytest.raises(InvalidInput, match="10000"):  # a query the caller passes is still held to the limit
+        await mem.build_context(key, long)

@@ -124,6 +124,13 @@ async def test_messages_of_another_workspace_are_refused(mem: Memory):
     assert await mem.knowledge.ingest_cursor(platform="discord", workspace="999", channel="c1") is None
 
 
+async def test_what_is_not_an_imported_message_is_refused_and_nothing_is_written(mem: Memory):
+    for bad in ([*live(2), {"text": "hi"}], [1, 2], None, "text"):  # typed, not AttributeError / TypeError
+        with pytest.raises(InvalidInput, match="ImportedMessage"):
+            await mem.knowledge.ingest_messages(bad, workspace=GUILD)  # type: ignore[arg-type]
+    assert await all_sources(mem.store) == []
+
+
 async def test_an_interrupted_sync_leaves_whole_windows_and_resumes(mem: Memory, monkeypatch: pytest.MonkeyPatch):
     store = mem.store
     real = store.knowledge.add_source

@@ -6,6 +6,7 @@ This folder has no ``__init__.py`` on purpose: as a package it would be importab
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,7 +34,11 @@ async def make_sample_db(path: Path) -> str:
 
 
 def server_env(**extra: str) -> dict[str, str]:
-    return {"OMOIDE_EMBEDDER": "hashing", "OMOIDE_LOG_LEVEL": "WARNING", **extra}
+    """The spawned server's environment. ``PYTHONPATH`` names the omoide these tests imported, so
+    the server runs the same code (a source tree on ``PYTHONPATH``, not the venv's install)."""
+    source = str(Path(omoide.__file__).parents[1])
+    path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+    return {"OMOIDE_EMBEDDER": "hashing", "OMOIDE_LOG_LEVEL": "WARNING", "PYTHONPATH": path, **extra}
 
 
 @asynccontextmanager

@@ -167,7 +167,10 @@ async def test_the_memory_user_comes_from_the_header_or_the_default(mem: omoide.
             assert ok(await carol.call_tool("recall", {"query": "ボブの秘密"}))["memories"] == []
         async with session_at(url, "key-a", user="x" * 300) as bad:
             refused = await bad.call_tool("recall", {"query": "x"})
-            assert refused.is_error and USER_HEADER in text(refused)
+            assert refused.is_error and USER_HEADER in text(refused) and "300" in text(refused)
+        async with session_at(url, "key-a", user="bob\tx") as bad:  # 5 characters: the tab is the problem
+            refused = await bad.call_tool("recall", {"query": "x"})
+            assert refused.is_error and USER_HEADER in text(refused) and "control character" in text(refused)
 
     async with serving(mem, default_user="default-user") as url, session_at(url, "key-a") as session:
         ok(await session.call_tool("remember", {"content": "既定ユーザーのメモ"}))

@@ -95,6 +95,14 @@ async def test_arguments_naming_another_user_or_workspace_have_no_effect(sample_
         assert ok(await session.call_tool("search", {"query": "リリース", "workspace": GUILD}))["hits"] == []
         refused = await session.call_tool("recall", {"query": "合言葉", "user": "dave"})
         assert refused.is_error and "NO_USER" in text(refused) and "--user" in text(refused)
+        # build_context works without a user in the server's own session; a channel's session is a
+        # user's (OMOIDE_SESSION_KEY_POLICY=user_channel), so it needs one, and says so
+        assert (
+            ok(await session.call_tool("build_context", {"query": "リリース"}))["session_key"]
+            == "mcp:other-guild:a=default"
+        )
+        refused = await session.call_tool("build_context", {"channel": "42", "user": "dave"})
+        assert refused.is_error and "NO_USER" in text(refused) and "user_channel" in text(refused), text(refused)
 
 
 BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
@@ -102,8 +110,10 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("remember", {"content": "x", "category": "not a category!"}, "category"),
     ("remember", {}, "content"),
     ("recall", {"query": "x", "limit": 0}, "limit"),
+    ("recall", {"query": "誕生日" * 3334}, "query"),  # over 10,000 characters, as search
     ("forget_memory", {"memory_id": 999_999}, "NOT_FOUND"),
     ("forget_memory", {"memory_id": "one"}, "memory_id"),
+    ("forget_memory", {"memory_id": 2**63}, "memory_id"),  # beyond SQL's BIGINT: named, not a crash
     ("search", {"query": "x", "since": "last tuesday"}, "since"),
     ("search", {"query": "x", "mode": "fuzzy"}, "mode"),
     ("search", {"query": "x", "since": "2025-11-02T00:00:00Z", "until": "2025-11-01T00:00:00Z"}, "INVALID_INPUT"),
@@ -112,6 +122,7 @@ BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
     ("build_context", {"thread": "123"}, "channel"),
     ("forget_me", {}, "CONFIRMATION_REQUIRED"),
     ("forget_me", {"confirm": False}, "ask the user"),
+    ("forget_me", {"confirm": "true"}, "confirm"),
     ("no_such_tool", {}, "no_such_tool"),
 ]
 
@@ -129,6 +140,10 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
             assert not {"user", "user_id", "workspace", "workspace_id", "guild"} & set(properties), tool.name
         assert tools["remember"].input_schema["required"] == ["content"]
         assert tools["search"].input_schema["properties"]["k"]["anyOf"][0]["maximum"] == 50
+        assert tools["forget_memory"].input_schema["properties"]["memory_id"]["maximum"] == 2**63 - 1
+        for tool, field in (("recall", "query"), ("search", "query"), ("ask", "question")):
+            assert tools[tool].input_schema["properties"][field]["maxLength"] == 10_000, tool
+        assert tools["build_context"].input_schema["properties"]["query"]["anyOf"][0]["maxLength"] == 10_000
         assert tools["recall"].annotations is not None and tools["recall"].annotations.read_only_hint
         assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
         assert tools["forget_me"].annotations is not None and tools["forget_me"].annotations.destructive_hint
@@ -138,3 +153,58 @@ async def test_lists_typed_tools_and_bad_input_is_a_tool_error_naming_the_proble
             assert failed.is_error, (tool, arguments, text(failed))
             assert expected in text(failed), (tool, arguments, text(failed))
         assert ok(await session.call_tool("list_memories", {}))["memories"] == []  # still serving, nothing stored
+
+
+async def test_forget_me_erases_only_on_the_boolean_true(sample_url: str, tmp_path: Path) -> None:
+    """The schema says ``confirm`` is a boolean: a string or a number is refused, never coerced into
+    consent — "true", "yes", "on", 1 erase nothing."""
+    async with stdio_session("--workspace", GUILD, "--user", "hana", "--db", sample_url, cwd=tmp_path) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["forget_me"].input_schema["properties"]["confirm"]["type"] == "boolean"
+        kept = ok(await session.call_tool("remember", {"content": "好きな花はひまわり"}))["memory"]["id"]
+        for confirm in ("true", "True", "yes", "on", "1", 1, 1.0):
+            refused = await session.call_tool("forget_me", {"confirm": confirm})
+            assert refused.is_error and "confirm" in text(refused), (confirm, text(refused))
+        assert [m["id"] for m in ok(await session.call_tool("list_memories", {}))["memories"]] == [kept]
+        erased = ok(await session.call_tool("forget_me", {"confirm": True}))
+        assert erased["erased"]["memories"] == 1
+
+
+async def test_forget_me_also_erases_the_session_build_context_keeps_for_the_user(
+    sample_url: str, tmp_path: Path
+) -> None:
+    """build_context without a channel keeps an agent session keyed by the user (mcp:<ws>:a=<user>);
+    the user does not own it as a bot's sessions are owned, so forget_user alone left it — and the
+    user's id in its key — behind."""
+    async with stdio_session("--workspace", GUILD, "--user", "iris", "--db", sample_url, cwd=tmp_path) as session:
+        built = ok(await session.call_tool("build_context", {"query": "リリース"}))
+        assert built["session_key"] == f"mcp:{GUILD}:a=iris"
+        erased = ok(await session.call_tool("forget_me", {"confirm": True}))
+        assert erased["erased"]["sessions"] == 1
+
+    async with omoide.Memory.open(database_url=sample_url, embedder="hashing") as mem:
+        keys = [s.key for s in await mem.sessions.list_sessions(workspace=GUILD, platform="mcp")]
+        assert not any("iris" in k for k in keys), keys
+
+
+async def test_build_context_does_not_show_a_private_channels_window_to_a_non_member(
+    sample_url: str, tmp_path: Path
+) -> None:
+    """Under a channel (or thread) key policy a channel's session is shared; a private one (a
+    private channel, a group DM) is for its members. search and ask hide private knowledge
+    from non-members; build_context must not hand them its window either."""
+    async with omoide.Memory.open(database_url=sample_url, embedder="hashing", session_key_policy="channel") as mem:
+        key = mem.session_key(platform="discord", workspace=GUILD, channel="board-room")
+        secret = omoide.Message.user("来期の予算は3000万円", author_id="kate")
+        await mem.append(key, secret, private=True, members=["kate", "liam"])
+    env = server_env(OMOIDE_SESSION_KEY_POLICY="channel")
+    for user, member in (("mallory", False), ("liam", True)):
+        async with stdio_session("--workspace", GUILD, "--user", user, "--db", sample_url, env=env, cwd=tmp_path) as s:
+            built = await s.call_tool("build_context", {"channel": "board-room", "query": "予算"})
+            if member:
+                assert [m["text"] for m in ok(built)["messages"]] == ["来期の予算は3000万円"]
+            else:
+                assert built.is_error and "NOT_FOUND" in text(built), text(built)
+                assert "3000万円" not in text(built)
+            public = ok(await s.call_tool("build_context", {"channel": "lobby", "query": "予算"}))
+            assert public["session_key"] == f"discord:{GUILD}:c=lobby"  # a public channel works for anyone

@@ -63,6 +63,11 @@ async def test_service_validation_names_the_problem(mem: Memory):
         await mem.remember("x", workspace="g1", user="")
     with pytest.raises(InvalidInput, match="nothing to update"):
         await mem.memories.update("g1", "u1", 1)
+    nested: dict[str, Any] = {"depth": 0}
+    for depth in range(1, 5000):  # deeper than json can encode: typed, not a RecursionError
+        nested = {"depth": depth, "inner": nested}
+    with pytest.raises(InvalidInput, match="metadata"):
+        await mem.remember("x", workspace="g1", user="u1", metadata=nested)
     assert await mem.memories.list("g1", "u1") == []
 
 
@@ -78,6 +83,26 @@ async def test_every_operation_with_another_users_id_is_not_found(mem: Memory):
     assert await service.recall("g1", "bob", "合言葉") == []
     assert await service.list("g1", "bob") == []
     assert (await service.get("g1", "alice", mine.id)).content == "合言葉はひまわり"
+
+
+@pytest.mark.parametrize("memory_id", [2**63, 2**70])
+async def test_an_id_beyond_bigint_is_invalid_input_for_every_operation(mem: Memory, memory_id: int):
+    """No memory can have an id SQL's BIGINT cannot hold: a typed InvalidInput naming memory_id
+    (not the driver's OverflowError), and the user's memories are untouched."""
+    mine = (await mem.remember("合言葉はひまわり", workspace="g1", user="alice")).memory
+    service = mem.memories
+    calls = (
+        service.get("g1", "alice", memory_id),
+        service.update("g1", "alice", memory_id, content="上書き"),
+        service.delete("g1", "alice", memory_id),
+        service.history("g1", "alice", memory_id),
+    )
+    for call in calls:
+        with pytest.raises(InvalidInput, match="memory_id"):
+            await call
+    assert [m.content for m in await service.list("g1", "alice")] == [mine.content]
+    with pytest.raises(NotFoundError):  # the largest id SQL holds is a well-formed id that names no memory
+        await service.get("g1", "alice", 2**63 - 1)
 
 
 async def test_update_reembeds_and_forget_user_reports(mem: Memory):

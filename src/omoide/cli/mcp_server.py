@@ -60,7 +60,7 @@ def mcp(
     port: Annotated[int, typer.Option(min=0, max=65535, help="--http: the port to listen on.")] = 8765,
     db: DbOption = None,
 ) -> None:
-    """Serve remember, recall, list_memories, forget_memory, search, ask and build_context as MCP tools.
+    """Serve remember, recall, list_memories, forget_memory, forget_me, search, ask and build_context as MCP tools.
 
     stdio: one process serves one workspace and one user.
 

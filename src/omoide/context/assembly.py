@@ -39,7 +39,7 @@ from omoide.context.truncation import truncate_text
 from omoide.errors import ContextOverflow, InvalidInput
 from omoide.models import Message, Session, ToolResultBlock
 from omoide.providers.base import TokenCounter
-from omoide.search.results import SearchHit, SearchResult, search_filters
+from omoide.search.results import MAX_QUERY_CHARS, SearchHit, SearchResult, search_filters
 from omoide.stores.memories import MemoryHit
 from omoide.stores.search import SearchFilters
 from omoide.stores.summaries import Summary, SummaryKind, SummaryScope
@@ -317,7 +317,8 @@ async def build_context(
 
     The parts: the workspace's and channel's long-term summaries and the latest short-term one
     (thread, else channel); ``user``'s (default: the session's user) memories recalled for
-    ``query`` (default: the newest user message in the window); and search hits from long-term
+    ``query`` (default: the newest user message in the window, its first ``MAX_QUERY_CHARS``
+    characters); and search hits from long-term
     knowledge for it, leaving out knowledge whose messages are all still in the window.
     ``channels`` limits knowledge to these channels (empty: none) and then leaves out the
     workspace summary, which draws on every channel. A private session with a user (a DM
@@ -326,7 +327,10 @@ async def build_context(
     keeps a private session to public knowledge too, when others read its replies (a private
     thread, a private channel).
     """
-    text = query if query and query.strip() else next((m.text for m in reversed(window) if m.role == "user"), "")
+    if query and query.strip():
+        text = query
+    else:  # a message may be longer than a query may be (a pasted log): look up its beginning
+        text = next((m.text for m in reversed(window) if m.role == "user"), "")[:MAX_QUERY_CHARS]
     owner = user if user is not None else session.user_id
     ws = session.workspace_id
 

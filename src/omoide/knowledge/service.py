@@ -10,7 +10,7 @@ lexical reindex (:mod:`omoide.search.lexical_index`) and the units reindex
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -342,9 +342,15 @@ class KnowledgeService:
                 Default public to the workspace. Sync private and public channels in separate calls.
 
         Raises:
-            InvalidInput: a message belongs to another workspace (nothing is written).
+            InvalidInput: ``messages`` is not a collection of :class:`~omoide.importers.ImportedMessage`,
+                or a message belongs to another workspace (nothing is written).
         """
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise InvalidInput(f"messages must be ImportedMessage objects (a list), got {type(messages).__name__}")
         batch = list(messages)
+        odd = [f"{i}: {type(m).__name__}" for i, m in enumerate(batch) if not isinstance(m, ImportedMessage)]
+        if odd:
+            raise InvalidInput(f"messages must be ImportedMessage objects; got (index: type) {', '.join(odd[:3])}")
         ws = str(workspace)
         stray = next((m for m in batch if m.workspace_id != ws), None)
         if stray is not None:

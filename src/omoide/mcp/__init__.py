@@ -1,7 +1,7 @@
 """``omoide mcp``: an MCP server (the official ``mcp`` SDK) over :class:`omoide.Memory`.
 
-Tools ``remember``, ``recall``, ``list_memories``, ``forget_memory``, ``search``, ``ask``
-and ``build_context``, on stdio (one workspace and user per process) or streamable HTTP
+Tools ``remember``, ``recall``, ``list_memories``, ``forget_memory``, ``forget_me``, ``search``,
+``ask`` and ``build_context``, on stdio (one workspace and user per process) or streamable HTTP
 (behind API keys, one workspace per key). See docs/mcp.md.
 
 Example:

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from omoide import __version__
 from omoide.api_models import RememberOut
-from omoide.errors import OmoideError
+from omoide.errors import OmoideError, SessionNotFound
 from omoide.mcp.results import (
     AskOut,
     BuildContextOut,
@@ -53,9 +53,12 @@ from omoide.mcp.results import (
     render_search,
     result,
 )
+from omoide.models import KeyPolicy
+from omoide.search.results import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from omoide.engine import Memory
+    from omoide.models import SessionKey
 
 SERVER_NAME = "omoide"
 INSTRUCTIONS = (
@@ -66,6 +69,8 @@ INSTRUCTIONS = (
     "a bot would send for a question. Every call is scoped to this server's workspace and user."
 )
 MAX_K = 50
+MAX_ID = 2**63 - 1
+"""The largest id SQL stores (BIGINT); a larger memory id names no memory and is refused by the schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +115,35 @@ def _scope(
     }
 
 
+_GIVE_A_USER = "start it with `omoide mcp --user ID` (or OMOIDE_MCP_USER), or send the X-Omoide-User header over HTTP"
+
+
 def _memory_user(scope: McpScope) -> str:
     if scope.user is None:
-        raise ToolError(
-            "NO_USER: this server has no user for memories: start it with `omoide mcp --user ID` "
-            "(or OMOIDE_MCP_USER), or send the X-Omoide-User header over HTTP"
-        )
+        raise ToolError(f"NO_USER: this server has no user for memories: {_GIVE_A_USER}")
     return scope.user
+
+
+def _own_session(mem: Memory, scope: McpScope) -> SessionKey:
+    """The agent session the tools keep for the scope's user (``mcp:<workspace>:a=<user>``)."""
+    return mem.session_key(platform="mcp", workspace=scope.workspace, agent=scope.user or "default", policy="agent")
+
+
+async def _may_read(mem: Memory, key: SessionKey, scope: McpScope) -> None:
+    """Refuse a private session (a private channel, a group DM: shared under a ``channel`` or
+    ``thread`` key policy) whose members do not include the scope's user — the visibility
+    rule search and ask apply to private knowledge. A server without a user sees everything."""
+    if scope.user is None:
+        return
+    try:
+        session = await mem.sessions.get(key)
+    except SessionNotFound:
+        return
+    if session.private and scope.user not in session.members and session.user_id != scope.user:
+        raise ToolError(
+            f"NOT_FOUND: no conversation in this channel that user {scope.user} may read; "
+            "build_context shows a private channel only to its members"
+        )
 
 
 def _ids(value: str | list[str] | None) -> list[str] | None:
@@ -214,7 +241,7 @@ def build_server(
         annotations=read_only,
     )
     async def recall(
-        query: Annotated[str, Field(description="What to look for, in any language.")],
+        query: Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="What to look for, in any language.")],
         ctx: Context[Any, Any],
         limit: Annotated[int | None, Field(ge=1, le=MAX_K, description="At most this many (default 5).")] = None,
         category: Category = None,
@@ -246,7 +273,7 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
     )
     async def forget_memory(
-        memory_id: Annotated[int, Field(ge=1, description="The memory's id.")],
+        memory_id: Annotated[int, Field(ge=1, le=MAX_ID, description="The memory's id.")],
         ctx: Context[Any, Any],
     ) -> Annotated[CallToolResult, ForgetOut]:
         where = resolve(ctx)
@@ -268,8 +295,9 @@ def build_server(
     )
     async def forget_me(
         ctx: Context[Any, Any],
+        # strict: the JSON boolean true, never a string or number coerced into consent ("yes", 1)
         confirm: Annotated[
-            bool, Field(description="true only after the user has explicitly confirmed the erasure.")
+            StrictBool, Field(description="true only after the user has explicitly confirmed the erasure.")
         ] = False,
     ) -> Annotated[CallToolResult, ForgetMeOut]:
         where = resolve(ctx)
@@ -280,8 +308,11 @@ def build_server(
                 "cannot be undone: ask the user to confirm first, then call forget_me with confirm=true"
             )
         with _tool_errors():
-            report = await mem.forget_user(workspace=where.workspace, user=user)
-        return render_erasure(report.as_dict(), workspace=where.workspace, user=user)
+            erased = (await mem.forget_user(workspace=where.workspace, user=user)).as_dict()
+            # build_context's own session is keyed by the user, not owned by them: forget_user leaves it
+            if await mem.sessions.delete(_own_session(mem, where)):
+                erased["sessions"] += 1
+        return render_erasure(erased, workspace=where.workspace, user=user)
 
     # ---------------------------------------------------------------- knowledge
 
@@ -294,7 +325,12 @@ def build_server(
         annotations=read_only,
     )
     async def search(
-        query: Annotated[str, Field(description="What to look for, in any language (Japanese is first-class).")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=MAX_QUERY_CHARS, description="What to look for, in any language (Japanese is first-class)."
+            ),
+        ],
         ctx: Context[Any, Any],
         channel: ChannelFilter = None,
         thread: ThreadFilter = None,
@@ -322,7 +358,7 @@ def build_server(
         annotations=read_only,
     )
     async def ask(
-        question: Annotated[str, Field(description="The question, in any language.")],
+        question: Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="The question, in any language.")],
         ctx: Context[Any, Any],
         channel: ChannelFilter = None,
         thread: ThreadFilter = None,
@@ -356,7 +392,11 @@ def build_server(
     async def build_context(
         ctx: Context[Any, Any],
         query: Annotated[
-            str | None, Field(description="What to look up (default: the newest user message in the window).")
+            str | None,
+            Field(
+                max_length=MAX_QUERY_CHARS,
+                description="What to look up (default: the newest user message in the window).",
+            ),
         ] = None,
         channel: Annotated[
             str | None, Field(description="A channel id: use the session a bot keeps there for this user.")
@@ -374,13 +414,17 @@ def build_server(
             if channel is None:
                 if thread is not None:
                     raise ToolError("INVALID_INPUT: a thread needs its channel: give channel too")
-                key = mem.session_key(
-                    platform="mcp", workspace=where.workspace, agent=where.user or "default", policy="agent"
-                )
+                key = _own_session(mem, where)
             else:
+                if where.user is None and mem.settings.session_key_policy is KeyPolicy.USER_CHANNEL:
+                    raise ToolError(
+                        "NO_USER: a channel's sessions are per user (OMOIDE_SESSION_KEY_POLICY=user_channel) and "
+                        f"this server has no user: omit channel to use the server's own session, or {_GIVE_A_USER}"
+                    )
                 key = mem.session_key(
                     platform=platform, workspace=where.workspace, channel=channel, thread=thread, user=where.user
                 )
+                await _may_read(mem, key, where)
             built = await mem.build_context(key, query, budget_tokens=budget_tokens, user=where.user)
         return render_context(built, session_key=key.value)
 

@@ -83,10 +83,13 @@ def http_scope(default_user: str | None = None) -> ScopeResolver:
         if header is None:
             return McpScope(workspace, default_user)
         user = header.strip()
-        if not user or len(user) > MAX_USER_CHARS or any(ord(ch) < 32 for ch in user):
+        if not user or len(user) > MAX_USER_CHARS:
             raise ToolError(
-                f"INVALID_INPUT: the {USER_HEADER} header must be a user id of 1 to {MAX_USER_CHARS} characters"
+                f"INVALID_INPUT: the {USER_HEADER} header must be a user id of 1 to {MAX_USER_CHARS} characters, "
+                f"got {len(user)}"
             )
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in user):
+            raise ToolError(f"INVALID_INPUT: the {USER_HEADER} header must not contain a control character (tab…)")
         return McpScope(workspace, user)
 
     return resolve

@@ -17,19 +17,22 @@ HALFVEC_MAX = 65504.0  # largest finite IEEE half-precision value
 MAX_DIMENSIONS = 16_000  # pgvector: largest halfvec that can be stored
 MAX_INDEX_DIMENSIONS = 4_000  # pgvector: largest halfvec an HNSW index accepts
 MAX_MODEL_LENGTH = 200
+BIGINT_MAX = 2**63 - 1  # the largest id either backend stores (SQLite INTEGER, PostgreSQL bigint)
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    """``value`` as an int (numpy integers accepted, bools refused), at least ``minimum``.
+def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int (numpy integers accepted, bools refused), from ``minimum`` to ``maximum``.
 
     Raises:
-        InvalidInput: not an integer, or below ``minimum``.
+        InvalidInput: not an integer, or out of range.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
     number = int(value)
     if minimum is not None and number < minimum:
         raise InvalidInput(f"{name} must be at least {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise InvalidInput(f"{name} must be at most {maximum}, got {number}")
     return number
 
 

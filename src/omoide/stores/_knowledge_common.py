@@ -46,11 +46,11 @@ def to_json(value: object, *, what: str) -> str:
 
     Raises:
         InvalidInput: ``value`` holds something JSON cannot represent (a set, an object,
-            NaN or an infinity); the message names ``what``.
+            NaN or an infinity) or is nested too deeply to encode; the message names ``what``.
     """
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"{what} must be JSON-serialisable: {exc}") from exc
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.errors import InvalidInput, NotFoundError
-from omoide.stores._checks import HALFVEC_MAX, check_dimensions, check_int, check_model
+from omoide.stores._checks import BIGINT_MAX, HALFVEC_MAX, check_dimensions, check_int, check_model
 from omoide.stores._erasure_common import ErasureAware
 
 MemoryId = NewType("MemoryId", int)
@@ -342,7 +342,7 @@ def check_actor(actor: object) -> str:
 
 
 def check_memory_id(memory_id: object) -> int:
-    return check_int("memory_id", memory_id, minimum=1)
+    return check_int("memory_id", memory_id, minimum=1, maximum=BIGINT_MAX)
 
 
 def memory_not_found(memory_id: int) -> NotFoundError:
