@@ -397,7 +397,9 @@ class Memory:
 
         Returns:
             The answer, the citations it uses, all evidence, timings per phase and notes.
-            With nothing to search, the localised "no synced messages" text (no model call).
+            With nothing to search, the localised "no synced messages" text (no model call); when
+            the workspace has knowledge but a search by words alone found nothing, "no messages
+            contain the question's words".
 
         Raises:
             InvalidInput: an empty question, bad filters, ``k``, mode or language.
@@ -409,11 +411,16 @@ class Memory:
             GenerationConfig.from_settings(self.settings),
             counter=self.token_counter,
             settings=self.settings,
+            has_knowledge=self._has_knowledge,
         )
         who = None if asker is None else str(asker)
         chosen = _search_filters(**filters)
         with operation("ask", workspace=chosen.workspace_id):
             return await answerer.ask(question, chosen, asker=who, k=k, mode=mode, language=language)
+
+    async def _has_knowledge(self, workspace: str) -> bool:
+        """Whether ``workspace`` holds any knowledge source (one row read)."""
+        return bool(await self.knowledge.sources(workspace=workspace, limit=1))
 
     # ---------------------------------------------------------------- memories
 

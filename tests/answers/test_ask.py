@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from omoide import Memory
-from omoide.answers import NO_DATA, NO_MATCH
+from omoide.answers import NO_DATA, NO_HITS, NO_MATCH
 from omoide.errors import AnswerFailed, InvalidInput, ProviderError, ProviderUnavailable
 from omoide.providers.scripted import ScriptedChatModel
 from search.helpers import seed, tuned
@@ -52,6 +52,21 @@ async def test_no_data_message_without_a_model_call(mem: Memory):
     assert model.calls == []
     english = await mem.ask("Who is andy?", workspace="g1", language="en")
     assert english.text == NO_DATA["en"]
+
+
+async def test_words_that_match_nothing_in_a_workspace_with_knowledge_are_not_no_data(mem: Memory):
+    """A lexical search finds nothing for words no message holds; the workspace has knowledge, so
+    the answer must not say that nothing was synced (it said so, and the bots added a /sync hint)."""
+    await seed(mem)
+    model = ScriptedChatModel([])
+    mem._chat_model = model
+    result = await mem.ask("zyxwvut qqqq", workspace="g1", mode="lexical")
+    assert result.no_data and result.hits == () and model.calls == []
+    assert result.text == NO_HITS["ja"]
+    english = await mem.ask("zyxwvut qqqq", workspace="g1", mode="lexical", language="en")
+    assert english.text == NO_HITS["en"] == "No messages contain the question's words. Try other words."
+    # another workspace, with nothing in it: still seed 004's message
+    assert (await mem.ask("zyxwvut qqqq", workspace="g-empty", mode="lexical")).text == NO_DATA["ja"]
 
 
 async def test_no_match_under_filters(mem: Memory):
@@ -110,3 +125,18 @@ async def test_bad_input(mem: Memory):
         await mem.ask("", workspace="g1")
     with pytest.raises(InvalidInput, match="language"):
         await mem.ask("x", workspace="g1", language="fr")  # type: ignore[arg-type]
+
+
+def test_the_discord_sync_hint_follows_only_the_no_data_answer() -> None:
+    """``/chat``'s reply adds "an admin can run /sync" when nothing was synced (in the workspace or
+    the channel), not when the words matched nothing in a workspace that has knowledge."""
+    pytest.importorskip("discord")
+    from omoide.answers import AnswerResult
+    from omoide.bots._discord_replies import render_answer
+
+    empty = AnswerResult(NO_DATA["en"], (), (), {}, (), True, False, "", "en")
+    assert "/sync" in render_answer(empty)
+    unsynced_channel = AnswerResult(NO_MATCH["en"], (), (), {}, (), True, False, "", "en")
+    assert "/sync" in render_answer(unsynced_channel)
+    missed = AnswerResult(NO_HITS["en"], (), (), {}, (), True, False, "", "en")
+    assert render_answer(missed) == NO_HITS["en"]

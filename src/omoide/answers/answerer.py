@@ -7,8 +7,10 @@ Outcomes:
   follows the question's language (Japanese if it reads as Japanese, else English), so the
   labels, headings and messages all match the quoted answer.
 * **no data**: the search found nothing → seed 004's 「まだ同期されたメッセージがありません…」
-  (or, when filters narrowed the search, "nothing matches the filters"), localised; the
-  model is not called.
+  when the workspace has no knowledge; "nothing matches the filters" when filters narrowed
+  the search; "no messages contain the question's words" when the workspace has knowledge but
+  a search by words alone found none (lexical mode, or chunks not embedded yet). Localised;
+  the model is not called (``no_data`` is ``True`` in all three).
 * **vector failure**: the pipeline falls back to lexical results; the answer is still
   generated, ``fallback`` is ``True``, ``notes`` say why, and a localised note is
   appended to the text so a reader sees it too.
@@ -29,12 +31,12 @@ Outcomes:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from omoide.answers.citations import cited_numbers
-from omoide.answers.messages import FALLBACK_NOTE, NO_DATA, NO_MATCH, Language, check_language
+from omoide.answers.messages import FALLBACK_NOTE, NO_DATA, NO_HITS, NO_MATCH, Language, check_language
 from omoide.answers.prompt import AnswerPrompt, build_prompt, evidence_block
 from omoide.context.calls import Prompt, budgeted_complete
 from omoide.errors import AnswerFailed, ContextOverflow, ProviderError
@@ -163,6 +165,9 @@ class Answerer:
         counter: counts the prompt (default: the shared tiktoken counter).
         settings: where the model's context window is looked up (``OMOIDE_CONTEXT_WINDOWS``;
             default: the built-in table).
+        has_knowledge: whether a workspace holds any knowledge, asked only when a search found
+            nothing: then the answer is :data:`NO_HITS` (the words matched nothing) rather than
+            :data:`NO_DATA` (nothing synced yet). Without it, :data:`NO_DATA`.
     """
 
     def __init__(
@@ -173,12 +178,22 @@ class Answerer:
         *,
         counter: TokenCounter | None = None,
         settings: Settings | None = None,
+        has_knowledge: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self._model = model
         self.config = config
         self._counter = counter
         self.settings = settings
+        self._has_knowledge = has_knowledge
+
+    async def _nothing_found(self, workspace: str, lang: Language) -> str:
+        """The answer when an unfiltered search found nothing: :data:`NO_DATA` for a workspace with
+        no knowledge; :data:`NO_HITS` where some exists (only a search by words alone finds nothing
+        then: lexical mode, or chunks that have no vectors yet)."""
+        if self._has_knowledge is not None and await self._has_knowledge(workspace):
+            return NO_HITS[lang]
+        return NO_DATA[lang]
 
     @property
     def counter(self) -> TokenCounter:
@@ -215,7 +230,7 @@ class Answerer:
         found = await self.pipeline.search_evidence(text, filters, chunks=k, mode=mode)  # k chunks of evidence
         timings = dict(found.timings)
         if not found.hits:
-            message = NO_MATCH[lang] if filters.narrows else NO_DATA[lang]
+            message = NO_MATCH[lang] if filters.narrows else await self._nothing_found(filters.workspace_id, lang)
             return AnswerResult(message, (), (), timings, found.notes, True, found.fallback, "", lang)
 
         prompt = build_prompt(text, found.hits, asker=asker, language=lang)  # one passage per chunk

@@ -19,6 +19,13 @@ NO_MATCH: dict[Language, str] = {
 }
 """The answer when filters narrowed the search and nothing matched."""
 
+NO_HITS: dict[Language, str] = {
+    "ja": "質問の言葉を含むメッセージが見つかりませんでした。別の言葉で試してみてください。",
+    "en": "No messages contain the question's words. Try other words.",
+}
+"""The answer when the workspace has knowledge but a search by words alone (lexical mode, or
+chunks not embedded yet) found nothing: not :data:`NO_DATA`, which would say nothing was synced."""
+
 FALLBACK_NOTE: dict[Language, str] = {
     "ja": "（注: ベクトル検索に失敗したため、キーワード検索の結果だけで回答しています）",
     "en": "(Note: vector search failed, so this answer is based on keyword search results only.)",
@@ -41,4 +48,4 @@ def check_language(language: object) -> Language:
     raise InvalidInput(f"answer language must be 'ja' or 'en', got {language!r}")
 
 
-__all__ = ["FALLBACK_NOTE", "LANGUAGES", "NO_DATA", "NO_MATCH", "Language", "check_language"]
+__all__ = ["FALLBACK_NOTE", "LANGUAGES", "NO_DATA", "NO_HITS", "NO_MATCH", "Language", "check_language"]

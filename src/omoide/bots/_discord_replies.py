@@ -25,9 +25,10 @@ Interaction: TypeAlias = "discord.Interaction[discord.Client]"
 
 def render_answer(result: AnswerResult) -> str:
     """``/chat``'s reply: the answer, then one line per cited source with its jump link."""
+    from omoide.answers.messages import NO_HITS
     from omoide.answers.prompt import time_range
 
-    if result.no_data:
+    if result.no_data and result.text != NO_HITS[result.language]:  # nothing synced (here): /sync helps
         hint = (
             "（管理者がチャンネルで `/sync` を実行すると、その履歴から答えられるようになります。）"
             if result.language == "ja"
