@@ -104,6 +104,38 @@ async def test_a_failing_model_is_not_compacted_and_keeps_the_user_message(setti
         assert len(model.calls) == 1
 
 
+async def test_a_retried_message_gets_its_stored_answer_without_a_model_call(settings, key):
+    """A bot or an HTTP client that retries a turn (same platform message id, e.g. after a timeout)
+    got the model called again, the message twice in the prompt and a second answer stored."""
+    model = scripted()
+    async with Memory.open(settings, chat_model=model) as mem:
+        first = await mem.chat(key, Message.user("what is on today?", message_id="m1"))
+        pieces: list[str] = []
+        again = await mem.chat(key, Message.user("what is on today?", message_id="m1"), on_text=pieces.append)
+        assert again.text == first.text and pieces == [first.text]
+        assert len(model.calls) == 1
+        assert [(m.role, m.text) for m in await mem.sessions.messages(key)] == [
+            ("user", "what is on today?"),
+            ("assistant", first.text),
+        ]
+        # a new message is a new turn, and its prompt holds the earlier exchange once
+        await mem.chat(key, Message.user("and tomorrow?", message_id="m2"))
+        assert [m.text for m in model.calls[-1].messages] == ["what is on today?", first.text, "and tomorrow?"]
+
+
+async def test_a_retry_after_a_failed_model_call_answers_once(settings, key):
+    bad_key = AuthenticationFailed("invalid x-api-key (token rejected)", provider="anthropic", status_code=401)
+    model = ScriptedChatModel([bad_key, "the answer"], counter=counter)
+    async with Memory.open(settings, chat_model=model) as mem:
+        await mem.append(key, Message.user("earlier", message_id="m0"))
+        with pytest.raises(AuthenticationFailed):
+            await mem.chat(key, Message.user("hello?", message_id="m1"))
+        result = await mem.chat(key, Message.user("hello?", message_id="m1"))
+        assert result.text == "the answer"
+        assert [m.text for m in model.calls[-1].messages] == ["earlier\nhello?"]  # once (consecutive user turns join)
+        assert [m.text for m in await mem.sessions.messages(key)] == ["earlier", "hello?", "the answer"]
+
+
 async def test_offline_default_answers_in_extractive_mode(settings, key):
     async with Memory.open(settings) as mem:
         result = await mem.chat(key, "今日は何をしましょうか？")

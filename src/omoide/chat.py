@@ -16,6 +16,7 @@ long-term memory through the archiver) or in the JSONL file before the compactio
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,7 +26,7 @@ from omoide.context.compaction import Compaction
 from omoide.context.guard import DEFAULT_TOOL_RESULT_LIMIT, OnText
 from omoide.context.turns import normalise_turns
 from omoide.models import Message, SessionKey, ToolResultBlock, ToolUseBlock, summary_turns
-from omoide.providers.base import ChatModel, TokenCounter, ToolSpec
+from omoide.providers.base import ChatModel, ChatResponse, TokenCounter, ToolSpec
 from omoide.sessions import Sessions
 from omoide.settings import Settings
 from omoide.transcripts import TranscriptStore, records_from_messages
@@ -196,10 +197,29 @@ class ChatRunner:
         (their results stored as the next user turn) and the model is called again, at most
         ``max_tool_rounds`` times; the last call offers no tools, so the turn always ends in
         a text answer and never leaves a tool call unanswered in the session.
+
+        A retry — ``user`` carries the platform message id of a message this session already
+        holds, within its window — is not a new turn: its stored answer is returned again
+        (streamed to ``on_text`` in one piece) without calling the model, or, when the earlier
+        try got no answer (the model failed), the turn goes on from the stored messages without
+        the message twice in the prompt.
         """
         history = await conversation.prompt_history()
         stored_user = await conversation.add(user)
         messages = [*history, stored_user]
+        earlier = _earlier_turn(history, stored_user)
+        if earlier is not None:  # a retry of a stored message (the same platform id)
+            before, after = earlier
+            answer = _answer_of(after)
+            if answer is not None:  # answered already: that answer again, no model call
+                if on_text is not None:
+                    shown = on_text(answer.text)
+                    if inspect.isawaitable(shown):
+                        await shown
+                response = ChatResponse(answer.content, "end_turn", model=answer.author_name or "")
+                return GuardResult(response, [*before, stored_user], 0)
+            # not answered (the model failed last time): the turn goes on from what is stored
+            messages = list(history)
         rounds = max_tool_rounds if execute_tool is not None and tools else 0
         for round_no in range(rounds + 1):
             result = await self.guard.run(
@@ -237,6 +257,31 @@ class ChatRunner:
         tokens = self.guard.count(turns, system=self.system)
         budget = self.guard.budget
         return ContextUsage(tokens, budget.context_window, budget.prompt_limit)
+
+
+def _earlier_turn(history: Sequence[Message], stored: Message) -> tuple[list[Message], list[Message]] | None:
+    """When ``stored`` (the turn's user message as the session stored it) was already in the
+    prompt history — a retry with the same platform message id — the messages before it and
+    after it; else ``None`` (a new message, or one too old for the window: a turn as usual)."""
+    if stored.seq is None:
+        return None
+    for i, message in enumerate(history):
+        if message.seq == stored.seq:
+            return list(history[:i]), list(history[i + 1 :])
+    return None
+
+
+def _answer_of(after: Sequence[Message]) -> Message | None:
+    """The answer that ended the turn of the messages ``after`` a user message: the last
+    assistant message without tool calls before the next user message of text (tool results
+    travel in user turns); ``None`` when the turn never got one."""
+    answer: Message | None = None
+    for message in after:
+        if message.role == "user" and not all(isinstance(b, ToolResultBlock) for b in message.content):
+            break
+        if message.role == "assistant":
+            answer = None if any(isinstance(b, ToolUseBlock) for b in message.content) else message
+    return answer
 
 
 __all__ = [

@@ -115,6 +115,19 @@ async def test_chat_turn_and_context(client, tenants):
     assert built["budget"] == 4000 and built["system"] and len(built["messages"]) >= 2
 
 
+async def test_a_retried_chat_turn_answers_the_stored_reply(client, tenants):
+    """A client that retries POST /v1/sessions/chat with the same message_id (its first call timed
+    out) got the model called again and another assistant reply stored each time."""
+    h = tenants.ha
+    turn = {"session": SESSION, "text": "明日の天気は？", "author_id": "7", "message_id": "m-retry"}
+    first = await client.post("/v1/sessions/chat", headers=h, json=turn)
+    again = await client.post("/v1/sessions/chat", headers=h, json=turn)
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.json()["text"] == first.json()["text"]
+    window = (await client.get("/v1/sessions/window", headers=h, params=SESSION)).json()["messages"]
+    assert [m["role"] for m in window] == ["user", "assistant"]
+
+
 async def test_memories_crud_and_recall(client, tenants):
     h = tenants.ha
     made = await client.post(
