@@ -47,6 +47,11 @@ T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
 
+MAX_INT = 2**63 - 1
+"""The largest integer SQLite (INTEGER) and PostgreSQL (bigint) hold: the ``max`` of every integer
+option and argument (an id, limit, offset or budget), so a larger one is a usage error, not an
+``OverflowError`` from the driver."""
+
 DbOption = Annotated[
     str | None,
     typer.Option(
@@ -166,6 +171,7 @@ def progress_bars(enabled: bool = True) -> Progress:
 
 
 __all__ = [
+    "MAX_INT",
     "DbOption",
     "JsonOption",
     "RateColumn",

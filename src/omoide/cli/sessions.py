@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._common import MAX_INT, DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.cli._db import open_existing_memory
 from omoide.models import Message, Role, Session, SessionStatus
 
@@ -39,8 +39,8 @@ def list_sessions(
     platform: Annotated[str | None, typer.Option(help="Only this platform (discord, slack, …).")] = None,
     channel: Annotated[str | None, typer.Option(help="Only this channel id.")] = None,
     user: Annotated[str | None, typer.Option(help="Only this user id (per-user sessions).")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many (paging).")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_INT, help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, max=MAX_INT, help="Skip this many (paging).")] = 0,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -88,7 +88,7 @@ def _print_messages(messages: list[Message]) -> None:
 def show(
     key: KeyArg,
     window: Annotated[
-        int | None, typer.Option(min=1, help="Messages in the window (default: OMOIDE_SESSION_WINDOW).")
+        int | None, typer.Option(min=1, max=MAX_INT, help="Messages in the window (default: OMOIDE_SESSION_WINDOW).")
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every stored message, not only the window.")] = False,
     db: DbOption = None,
@@ -213,6 +213,15 @@ def expire(
 ) -> None:
     """Mark sessions idle for too long as expired (in batches). A new message re-activates them."""
     from datetime import timedelta
+
+    from omoide.cli.knowledge import MAX_DURATION
+
+    max_hours = MAX_DURATION.total_seconds() / 3600
+    if idle_hours is not None and not 0 <= idle_hours <= max_hours:  # NaN too
+        raise typer.BadParameter(
+            f"{idle_hours} is not an idle time: give hours from 0 to {max_hours:,.0f} (0 expires every session)",
+            param_hint="--idle-hours",
+        )
 
     async def main() -> None:
         async with open_memory(db) as mem:
