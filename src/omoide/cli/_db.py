@@ -15,12 +15,16 @@ the check opens the file read-only.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote
+
+import typer
 
 from omoide.cli._common import open_memory
 from omoide.engine import Memory
@@ -81,6 +85,66 @@ def _not_omoide(path: Path) -> str | None:
     return f"it is a SQLite database of another application (tables: {shown}), not an omoide database; it was left as it is"
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _sqlite_file(db: str | None) -> Path | None:
+    """The configured SQLite file (``None`` for PostgreSQL or an in-memory database)."""
+    overrides: dict[str, Any] = {"database_url": db} if db else {}
+    url = load_settings(**overrides).database_url
+    path = url[len(_SQLITE) :] if url.startswith(_SQLITE) else ""
+    return Path(path).resolve() if path.strip() and path != ":memory:" else None
+
+
+def check_output_file(output: Path, db: str | None, *, option: str = "--output") -> None:
+    """Refuse an ``-o FILE`` that would destroy data or cannot be written, before anything is opened.
+
+    ``omoide export --workspace W -o data/omoide.db`` truncated the database it was about to read.
+
+    Raises:
+        typer.BadParameter: ``output`` is a folder, is in a folder that does not exist, is the
+            database (or its -wal / -shm / -journal file), or is an existing SQLite database.
+        ConfigError: the settings are invalid.
+    """
+    target = output.resolve()
+    if target.is_dir():
+        raise typer.BadParameter(
+            f"{output} is a folder; give a file name, e.g. {output / 'export.jsonl'}", param_hint=option
+        )
+    if not target.parent.is_dir():
+        raise typer.BadParameter(f"the folder {output.parent} does not exist; create it first", param_hint=option)
+    database = _sqlite_file(db)
+    if database is not None and target in {database, *(Path(f"{database}{s}") for s in ("-wal", "-shm", "-journal"))}:
+        raise typer.BadParameter(
+            f"{output} is the database being exported ({database}): writing there would destroy it; "
+            "choose another file",
+            param_hint=option,
+        )
+    if target.is_file():
+        with target.open("rb") as existing:
+            if existing.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER:
+                raise typer.BadParameter(
+                    f"{output} is a SQLite database (an omoide database or backup?); it is not overwritten — "
+                    "choose another file",
+                    param_hint=option,
+                )
+
+
+@contextmanager
+def replacing(output: Path) -> Iterator[IO[str]]:
+    """A text file that becomes ``output`` only when the block finishes: written beside it and moved
+    into place, so a failed or interrupted export leaves an existing ``output`` as it was and no
+    partial file behind."""
+    fd, temporary = tempfile.mkstemp(dir=output.resolve().parent, prefix=f".{output.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(temporary, output)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 @asynccontextmanager
 async def open_existing_memory(db: str | None) -> AsyncIterator[Memory]:
     """:func:`~omoide.cli._common.open_memory` for a command that must not create the database."""
@@ -89,4 +153,4 @@ async def open_existing_memory(db: str | None) -> AsyncIterator[Memory]:
         yield mem
 
 
-__all__ = ["open_existing_memory", "require_existing_database"]
+__all__ = ["check_output_file", "open_existing_memory", "replacing", "require_existing_database"]

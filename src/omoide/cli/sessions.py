@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import MAX_INT, DbOption, JsonOption, console, open_memory, print_json, run
-from omoide.cli._db import open_existing_memory
+from omoide.cli._db import check_output_file, open_existing_memory, replacing
 from omoide.models import Message, Role, Session, SessionStatus
 
 app = typer.Typer(
@@ -243,6 +243,9 @@ def export(
     """Export every stored message of a session as a JSONL transcript (one JSON record per line; `omoide sessions import` reads it back)."""
     from omoide.transcripts import dump_records, records_from_messages
 
+    if output is not None:
+        check_output_file(output, db)
+
     async def main() -> None:
         async with open_existing_memory(db) as mem:
             messages = await mem.sessions.messages(key)
@@ -250,7 +253,8 @@ def export(
         if output is None:
             typer.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            with replacing(output) as out:
+                out.write(text)
             console.print(f"Wrote {len(messages)} message(s) to {output}.", highlight=False, markup=False)
 
     run(main)
