@@ -41,7 +41,7 @@ from omoide.chat import (
 )
 from omoide.cli._common import print_error, run
 from omoide.engine import Memory
-from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
+from omoide.errors import AmbiguousSessionPrefix, ConfigError, OmoideError, UnknownSessionPrefix
 from omoide.models import KeyPolicy, Message, ToolResultBlock, ToolUseBlock
 from omoide.providers.registry import build_chat_model
 from omoide.providers.tokens import get_token_counter
@@ -295,14 +295,35 @@ class Repl:
         return True
 
 
+def usable_folder(path: Path, *, given: str) -> None:
+    """Make sure the transcripts folder ``path`` exists or can be created (``given``: where it came from).
+
+    Raises:
+        ConfigError: it is a file, or it cannot be created.
+    """
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{given} {path} is not a folder: give the folder that keeps the JSONL sessions (created if missing)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the transcripts folder {path} ({given}): {exc.strerror or exc}") from None
+
+
 async def _read_lines(history_file: Path) -> Callable[[str], Awaitable[str | None]]:
     """A line reader: prompt_toolkit (editing + history) on a terminal, plain stdin otherwise."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
-        history_file.parent.mkdir(parents=True, exist_ok=True)
-        session: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)))
+        history: History
+        try:
+            history_file.parent.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(history_file))
+        except OSError:  # the transcripts folder is unusable (with --db it holds only this history)
+            history = InMemoryHistory()
+        session: PromptSession[str] = PromptSession(history=history)
 
         async def prompt(label: str) -> str | None:
             while True:
@@ -396,6 +417,8 @@ async def _loop(repl: Repl, settings: Settings) -> None:
                 break
         except OmoideError as exc:
             print_error(exc.message)
+        except OSError as exc:  # a transcript file or folder that became unreadable or unwritable (disk full, …)
+            print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     print("Bye.", flush=True)
 
 
@@ -429,8 +452,9 @@ def chat(
         overrides["database_url"] = db
 
     async def main() -> None:
-        await run_repl(
-            load_settings(**overrides), agent=agent, session=session, system=system, use_db=db is not None, user=user
-        )
+        settings = load_settings(**overrides)
+        if db is None:  # the sessions are JSONL files there
+            usable_folder(settings.transcripts_dir, given="--transcripts" if transcripts else "OMOIDE_TRANSCRIPTS_DIR")
+        await run_repl(settings, agent=agent, session=session, system=system, use_db=db is not None, user=user)
 
     run(main)

@@ -1,0 +1,61 @@
+"""``omoide chat`` with a transcripts folder it cannot use: a clear error, not a traceback.
+
+``omoide chat --transcripts ./notes.db`` (a file) printed ``NotADirectoryError`` and ``--transcripts
+/proc`` a ``FileNotFoundError`` traceback, as did ``OMOIDE_TRANSCRIPTS_DIR`` set to either. Piped
+stdin drives the REPL here (the plain line reader); tests/cli/test_repl.py drives it on a terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from omoide.cli import app
+
+runner = CliRunner()
+
+
+def _said(output: str) -> str:
+    return " ".join(output.split())
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.db"
+    path.write_text("not a folder\n", encoding="utf-8")
+    return path
+
+
+def test_a_file_given_as_the_transcripts_folder_is_a_clear_error(a_file: Path) -> None:
+    result = runner.invoke(app, ["chat", "--transcripts", str(a_file)], input="hello\n/exit\n")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)  # no NotADirectoryError
+    said = _said(result.stderr)
+    assert str(a_file) in said and "not a folder" in said and "--transcripts" in said
+    assert a_file.read_text(encoding="utf-8") == "not a folder\n"
+
+
+def test_the_setting_is_named_when_it_came_from_the_environment(a_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMOIDE_TRANSCRIPTS_DIR", str(a_file))
+    result = runner.invoke(app, ["chat"], input="/list\n")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "OMOIDE_TRANSCRIPTS_DIR" in _said(result.stderr)
+
+
+def test_a_folder_that_cannot_be_created_is_a_clear_error(a_file: Path) -> None:
+    inside_a_file = a_file / "transcripts"  # its parent is a file: mkdir fails
+    result = runner.invoke(app, ["chat", "--transcripts", str(inside_a_file)], input="/list\n")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "cannot create" in _said(result.stderr)
+
+
+def test_a_usable_folder_is_created_and_the_repl_runs(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "transcripts"
+    result = runner.invoke(app, ["chat", "--transcripts", str(folder)], input="/new 日本語\n/list\n/exit\n")
+    assert result.exit_code == 0, result.output
+    assert "Started session" in result.stdout and "(日本語)" in result.stdout and "Bye." in result.stdout
+    assert folder.is_dir()
