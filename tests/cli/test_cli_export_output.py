@@ -115,3 +115,17 @@ def test_an_output_in_a_missing_folder_or_a_folder_is_a_usage_error(
         assert isinstance(result.exception, SystemExit)
         assert said in _said(result.output)
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["backup", "."], ["backup", ""], ["backup", "/"], ["export", "."], ["export", ""]], ids=repr
+)
+def test_a_backup_folder_without_a_name_is_an_existing_folder_not_a_traceback(
+    command: list[str], database: Path
+) -> None:
+    """``omoide backup .`` (or ``''``, ``/``) raised ValueError: PosixPath('.') has an empty name."""
+    result = runner.invoke(app, [*command, "--db", f"sqlite:///{database}"])
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "already exists: choose a new backup path" in _said(result.output)
+    _still_intact(database)
