@@ -59,3 +59,13 @@ def test_a_usable_folder_is_created_and_the_repl_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Started session" in result.stdout and "(日本語)" in result.stdout and "Bye." in result.stdout
     assert folder.is_dir()
+
+
+@pytest.mark.parametrize("with_db", [False, True], ids=["transcripts", "database"])
+def test_compact_says_where_the_full_history_stays(with_db: bool, tmp_path: Path) -> None:
+    """With --db the REPL said the history "stays in the file" though there is no file."""
+    args = ["chat", "--db", f"sqlite:///{tmp_path / 'omoide.db'}"] if with_db else ["chat"]
+    result = runner.invoke(app, args, input="一つ目\n二つ目\n三つ目\n四つ目\n/compact\n")
+    assert result.exit_code == 0, result.output
+    where = "in the database" if with_db else "in the session's JSONL file"
+    assert f"Compacted 4 turns into a summary. The full history stays {where}." in result.stdout

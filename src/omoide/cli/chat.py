@@ -86,6 +86,8 @@ class SessionInfo:
 class SessionSpace(Protocol):
     """Where the REPL's sessions live: JSONL agent transcripts or database sessions."""
 
+    kept_in: str  # where a session's full history stays ("in the database"), for messages
+
     async def list(self) -> list[SessionInfo]: ...
 
     async def new(self, name: str | None) -> _Current: ...
@@ -98,6 +100,7 @@ class SessionSpace(Protocol):
 class TranscriptSpace:
     store: TranscriptStore
     agent: str
+    kept_in: str = "in the session's JSONL file"
 
     async def list(self) -> list[SessionInfo]:
         return [
@@ -120,6 +123,7 @@ class DatabaseSpace:
 
     mem: Memory
     workspace: str
+    kept_in: str = "in the database"
 
     def _current(self, name: str) -> _Current:
         key = self.mem.session_key(workspace=self.workspace, agent=name, policy=KeyPolicy.AGENT)
@@ -241,7 +245,9 @@ class Repl:
         if done is None:
             self.out("Nothing to compact yet: the session is too short.")
         else:
-            self.out(f"Compacted {done.replaced_turns} turns into a summary. The full history stays in the file.")
+            self.out(
+                f"Compacted {done.replaced_turns} turns into a summary. The full history stays {self.space.kept_in}."
+            )
 
     async def say(self, text: str, on_text: Callable[[str], None]) -> None:
         assert self.current is not None
