@@ -7,6 +7,7 @@ stdin drives the REPL here (the plain line reader); tests/cli/test_repl.py drive
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,24 @@ def test_compact_says_where_the_full_history_stays(with_db: bool, tmp_path: Path
     assert result.exit_code == 0, result.output
     where = "in the database" if with_db else "in the session's JSONL file"
     assert f"Compacted 4 turns into a summary. The full history stays {where}." in result.stdout
+
+
+@pytest.mark.parametrize("with_db", [False, True], ids=["transcripts", "database"])
+def test_an_unknown_session_is_an_error_not_a_chat_in_another_session(with_db: bool, tmp_path: Path) -> None:
+    """``omoide chat --session nope`` printed "no session matches" and then resumed the latest
+    session, where the next line was stored: a conversation in a session the user did not ask for."""
+    base = ["chat", "--db", f"sqlite:///{tmp_path / 'omoide.db'}"] if with_db else ["chat"]
+    first = runner.invoke(app, base, input="/new alpha\n最初のメッセージ\n/exit\n")
+    assert first.exit_code == 0, first.output
+    result = runner.invoke(app, [*base, "--session", "nope"], input="間違ったセッションへ\n/exit\n")
+    assert result.exit_code == 1, result.output
+    assert "no session" in result.stderr and "'nope'" in result.stderr and "alpha" in result.stderr
+    shown = runner.invoke(app, [*base, "--session", "alpha"], input="/context\n/exit\n")
+    assert shown.exit_code == 0 and "Switched to session" in shown.stdout, shown.output
+    if with_db:
+        db = ["--db", f"sqlite:///{tmp_path / 'omoide.db'}"]
+        keys = [s["key"] for s in json.loads(runner.invoke(app, ["sessions", "list", "--json", *db]).stdout)]
+        stored = "".join(runner.invoke(app, ["sessions", "export", key, *db]).stdout for key in keys)
+    else:
+        stored = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "data").rglob("*.jsonl"))
+    assert "最初のメッセージ" in stored and "間違ったセッションへ" not in stored

@@ -203,10 +203,17 @@ class Repl:
         self.max_tool_rounds = max_tool_rounds
 
     async def start(self, session: str | None) -> None:
+        """Open ``session`` (an id or name prefix), else resume the latest session, else start one.
+
+        Raises:
+            UnknownSessionPrefix / AmbiguousSessionPrefix: ``session`` names no single session
+                (the message lists them); the REPL does not start, so nothing is said in a
+                session the user did not ask for.
+        """
         if session:
-            await self.switch(session)
-            if self.current is not None:
-                return
+            self.current = await self.space.find(session)
+            self.out(f"Switched to session {self.current.label}.")
+            return
         sessions = await self.space.list()
         if sessions:
             latest = max(sessions, key=lambda s: s.last_active_at)
@@ -433,7 +440,10 @@ def chat(
         str, typer.Option(help="Agent whose sessions to use (a transcripts folder, or the workspace with --db).")
     ] = "default",
     session: Annotated[
-        str | None, typer.Option(help="Open this session (id or name prefix) instead of the latest.")
+        str | None,
+        typer.Option(
+            help="Open this session (id or name prefix) instead of the latest; none or several matching: error, exit 1."
+        ),
     ] = None,
     system: Annotated[str, typer.Option(help="System prompt.")] = DEFAULT_SYSTEM_PROMPT,
     transcripts: Annotated[
