@@ -125,7 +125,18 @@ def import_(
                     embed=embed,
                 )
 
-    data = run(main, json_errors=json_)
+    try:
+        data = run(main, json_errors=json_)
+    except typer.Exit as stop:
+        if stop.exit_code == 130:  # Ctrl-C: run() said "Interrupted."
+            err_console.print(
+                "What was imported so far is kept. Run the same `omoide import` again to add the rest (messages "
+                "already stored are skipped), and `omoide embed` (or `omoide worker`) to finish the vectors; "
+                "`omoide status` shows what is left.",
+                highlight=False,
+                markup=False,
+            )
+        raise
     if not data["messages"]:
         if json_:
             print_json(data)
