@@ -207,7 +207,10 @@ def delete(
 @app.command("expire", epilog="Example: omoide sessions expire --idle-hours 24")
 def expire(
     idle_hours: Annotated[
-        float | None, typer.Option(help="Idle time before expiry (default: OMOIDE_SESSION_EXPIRE_AFTER_SECONDS).")
+        float | None,
+        typer.Option(
+            help="Hours idle before expiry, 0 or more (0: every session; default: OMOIDE_SESSION_EXPIRE_AFTER_SECONDS)."
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
