@@ -129,3 +129,18 @@ def test_a_backup_folder_without_a_name_is_an_existing_folder_not_a_traceback(
     assert isinstance(result.exception, SystemExit)
     assert "already exists: choose a new backup path" in _said(result.output)
     _still_intact(database)
+
+
+def test_an_empty_import_path_is_refused_not_read_as_the_current_folder(tmp_path: Path) -> None:
+    """``omoide import ""`` (say, ``omoide import "$EXPORTS"`` with the variable unset) imported
+    every export in the current folder: Path("") is ".". The tests run in tmp_path."""
+    from importers.dce import ALICE, document, message, t, write
+
+    write(tmp_path / "general.json", document([message(t(3, 9), "ここにあるエクスポート", ALICE)]))
+    database = tmp_path / "omoide.db"
+    result = runner.invoke(app, ["import", "", "--db", f"sqlite:///{database}"])
+    assert result.exit_code == 2, result.output
+    assert "empty path" in _said(result.output)
+    assert not database.exists()  # nothing opened, nothing imported
+    result = runner.invoke(app, ["import", ".", "--no-embed", "--db", f"sqlite:///{database}"])
+    assert result.exit_code == 0 and "Imported 1 new message(s)" in result.stdout, result.output  # "." still works

@@ -86,10 +86,12 @@ async def import_and_embed(
 
 
 def import_(
-    paths: Annotated[
-        list[Path],
+    given: Annotated[
+        list[str],  # not list[Path]: Path("") is ".", and "" must not mean the current folder
         typer.Argument(
-            help="DiscordChatExporter JSON files/folders, a Slack export (zip or folder), JSONL transcripts."
+            metavar="PATH",
+            help="DiscordChatExporter JSON files/folders, a Slack export (zip or folder), JSONL transcripts.",
+            show_default=False,
         ),
     ],
     workspace: Annotated[
@@ -111,6 +113,12 @@ def import_(
     Exits 1 when nothing could be imported from the paths given (not an export, unreadable,
     no messages, or a Slack zip beyond the size limits).
     """
+    if any(not text.strip() for text in given):  # `omoide import "$EXPORTS"` with the variable unset
+        raise typer.BadParameter(
+            "an empty path (an unset shell variable?); give a file or folder, or '.' for the current one",
+            param_hint="PATH",
+        )
+    paths = [Path(text) for text in given]
 
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
