@@ -91,3 +91,12 @@ def test_an_unknown_session_is_an_error_not_a_chat_in_another_session(with_db: b
     else:
         stored = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "data").rglob("*.jsonl"))
     assert "最初のメッセージ" in stored and "間違ったセッションへ" not in stored
+
+
+def test_an_error_during_a_turn_starts_on_its_own_line(tmp_path: Path) -> None:
+    """The error followed "Assistant > " on the same line (``Assistant > Error: message is …``)."""
+    args = ["chat", "--db", f"sqlite:///{tmp_path / 'omoide.db'}"]
+    result = runner.invoke(app, args, input="a" * 70_000 + "\n/exit\n")
+    assert result.exit_code == 0, result.output
+    assert "the limit is 65,536" in _said(result.stderr)
+    assert "Assistant > \nYou > " in result.stdout  # the prompt line is ended before the error

@@ -410,6 +410,12 @@ def _runner(settings: Settings, system: str) -> ChatRunner:
     return ChatRunner.from_settings(settings, build_chat_model(settings), get_token_counter(), system=system)
 
 
+def _end_line(turn: bool) -> None:
+    """End the ``Assistant > …`` line of a turn that failed, so the error starts on its own line."""
+    if turn:
+        print(flush=True)
+
+
 async def _loop(repl: Repl, settings: Settings) -> None:
     read = await _read_lines(settings.transcripts_dir / ".repl_history")
 
@@ -421,16 +427,19 @@ async def _loop(repl: Repl, settings: Settings) -> None:
         line = await read("You > ")
         if line is None:
             break
+        turn = not line.strip().startswith("/") and bool(line.strip())
         try:
-            if not line.strip().startswith("/") and line.strip():
+            if turn:
                 stream("Assistant > ")
                 finished = await _cancellable(repl.handle(line, stream))
                 print("" if finished else "\n[answer cancelled]", flush=True)
             elif not await repl.handle(line, stream):
                 break
         except OmoideError as exc:
+            _end_line(turn)
             print_error(exc.message)
         except OSError as exc:  # a transcript file or folder that became unreadable or unwritable (disk full, …)
+            _end_line(turn)
             print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     print("Bye.", flush=True)
 
