@@ -8,7 +8,14 @@ from datetime import timedelta
 import pytest
 
 from omoide import Memory, Message
-from omoide.errors import InvalidContent, InvalidSessionKey, MessageTooLarge, SessionNotFound, VersionConflict
+from omoide.errors import (
+    InvalidContent,
+    InvalidInput,
+    InvalidSessionKey,
+    MessageTooLarge,
+    SessionNotFound,
+    VersionConflict,
+)
 from omoide.models import SessionStatus, ToolResultBlock, ToolUseBlock, utcnow
 
 
@@ -152,6 +159,17 @@ async def test_expire_idle_loops_over_batches(settings):
         assert all(s.status is SessionStatus.EXPIRED for s in await mem.sessions.list_sessions())
         await mem.append(key_for(mem, "u0"), Message.user("back"))
         assert (await mem.sessions.get(key_for(mem, "u0"))).status is SessionStatus.ACTIVE
+
+
+async def test_expire_idle_refuses_a_negative_idle_time(mem):
+    """A negative idle time would expire the sessions written a moment ago (``omoide sessions expire
+    --idle-hours -1`` did); it is refused like the archiver's, and nothing changes."""
+    key = key_for(mem, "u1")
+    await mem.append(key, Message.user("hi"))
+    with pytest.raises(InvalidInput, match="must not be negative"):
+        await mem.sessions.expire_idle(idle_for=timedelta(hours=-1))
+    assert (await mem.sessions.get(key)).status is SessionStatus.ACTIVE
+    assert await mem.sessions.expire_idle(idle_for=timedelta(0)) == 1  # 0: every session, idle or not
 
 
 async def test_set_status(mem):

@@ -19,7 +19,7 @@ from typing import Required, TypedDict
 import structlog
 
 from omoide.concurrency import with_optimistic_retry
-from omoide.errors import InvalidContent, MessageTooLarge, SessionNotFound
+from omoide.errors import InvalidContent, InvalidInput, MessageTooLarge, SessionNotFound
 from omoide.keys import parse_session_key, session_key
 from omoide.models import KeyPolicy, Message, Session, SessionId, SessionKey, SessionStatus, TextBlock, utcnow
 from omoide.settings import Settings
@@ -297,8 +297,14 @@ class Sessions:
 
     async def expire_idle(self, *, now: datetime | None = None, idle_for: timedelta | None = None) -> int:
         """Expire every session idle longer than ``idle_for`` (default ``OMOIDE_SESSION_EXPIRE_AFTER_SECONDS``),
-        in batches of ``OMOIDE_SESSION_EXPIRE_BATCH_SIZE``; return how many were expired."""
+        in batches of ``OMOIDE_SESSION_EXPIRE_BATCH_SIZE``; return how many were expired.
+
+        Raises:
+            InvalidInput: ``idle_for`` is negative.
+        """
         idle = idle_for if idle_for is not None else timedelta(seconds=self.settings.session_expire_after_seconds)
+        if idle < timedelta(0):  # would expire sessions active a moment ago
+            raise InvalidInput(f"idle time must not be negative, got {idle_for}")
         cutoff = (now or utcnow()) - idle
         total = 0
         while True:

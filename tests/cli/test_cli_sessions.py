@@ -219,3 +219,48 @@ def test_providers_lists_roles_and_says_what_is_missing(monkeypatch):
     code, out, _ = omoide("providers")
     assert code == 1
     assert "ANTHROPIC_API_KEY" in out
+
+
+def test_a_skipped_torn_line_is_one_clean_warning_line(sqlite_url, tmp_path):
+    """The real entry point: Python's warning display printed omoide's source path and line
+    (``…/omoide/transcripts/_jsonl.py:85: TornLineWarning: …`` and ``_warn_torn(source, …)``)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import omoide
+
+    path = tmp_path / "torn.jsonl"
+    path.write_text('{"type":"user","content":"hi","ts":1}\n{"type":"assis', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMOIDE_")}
+    env["PYTHONPATH"] = str(Path(omoide.__file__).resolve().parents[1])  # this tree's omoide
+    env["PYTHONWARNINGS"] = "default"
+    command = ["sessions", "import", str(path), "--db", sqlite_url]
+    done = subprocess.run(
+        [sys.executable, "-c", "from omoide.cli import main; main()", *command],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Imported 1 new message(s)" in done.stdout
+    assert "Warning: " in done.stderr and "torn.jsonl, line 2: skipped a torn last line" in done.stderr
+    assert "_jsonl.py" not in done.stderr and "_warn_torn" not in done.stderr, done.stderr
+
+
+def test_keys_and_text_are_printed_as_stored_not_as_emoji(sqlite_url):
+    """rich replaced emoji codes: the key ``discord:100:c=1:u=2`` printed as ``discord💯c=1:u=2``
+    (in list, show, append and errors: a key the user cannot copy back), ``agent:x:a=y`` as
+    ``agent❌a=y``, and a Slack message's ``:thumbsup:`` as 👍."""
+    key = "discord:100:c=1:u=2"
+    code, out, _ = omoide("sessions", "append", key, "--text", ":thumbsup: ok :x:", "--db", sqlite_url)
+    assert code == 0 and f"Stored message #1 in {key}." in out, out
+    code, out, _ = omoide("sessions", "list", "--db", sqlite_url)
+    assert code == 0 and key in out and "💯" not in out, out
+    code, out, _ = omoide("sessions", "show", key, "--db", sqlite_url)
+    assert code == 0 and key in out and ":thumbsup: ok :x:" in out, out
+    code, _, err = omoide("sessions", "reset", "agent:x:a=y", "--db", sqlite_url)
+    assert code == 1 and "'agent:x:a=y'" in err and "❌" not in err, err

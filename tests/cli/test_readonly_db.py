@@ -75,3 +75,56 @@ def test_read_only_commands_work_on_an_existing_database_on_each_backend(db_url:
     for command in (["status", "--json"], ["sessions", "list"], ["search", "天気", "--guild", "g1"]):
         result = runner.invoke(app, [*command, "--db", db_url])
         assert result.exit_code == 0, result.output
+
+
+def _foreign_database(path: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+
+
+def _tables(path: Path) -> list[str]:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=lambda c: " ".join(c[:2]))
+def test_a_read_only_command_leaves_another_applications_sqlite_database_alone(
+    command: list[str], tmp_path: Path
+) -> None:
+    """``omoide status --db sqlite:///places.sqlite`` added omoide's whole schema to someone else's database."""
+    other = tmp_path / "places.sqlite"
+    _foreign_database(other)
+    result = runner.invoke(app, [*command, "--db", f"sqlite:///{other}"])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.stderr.split())
+    assert "not an omoide database" in said and "notes" in said, said
+    assert _tables(other) == ["notes"]  # nothing added
+
+
+def test_a_read_only_command_does_not_turn_an_empty_file_into_a_database(tmp_path: Path) -> None:
+    empty = tmp_path / "notes.txt"
+    empty.write_bytes(b"")
+    result = runner.invoke(app, ["sessions", "list", "--db", f"sqlite:///{empty}", "--json"])
+    assert result.exit_code == 1, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "NOT_FOUND" and "empty file" in error["message"] and str(empty) in error["message"]
+    assert empty.read_bytes() == b""
+
+
+def test_a_read_only_command_names_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
+    text = tmp_path / "export.json"
+    text.write_text('{"guild": {}}', encoding="utf-8")
+    result = runner.invoke(app, ["status", "--db", f"sqlite:///{text}"])
+    assert result.exit_code == 1, result.output
+    assert "not a SQLite database" in " ".join(result.stderr.split())
+    assert text.read_text(encoding="utf-8") == '{"guild": {}}'

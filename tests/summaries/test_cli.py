@@ -29,3 +29,17 @@ def test_summarise_then_show(tmp_path, monkeypatch):
     assert missing.exit_code != 0 and "channel id" in (missing.stdout + missing.stderr)
     for command in (["summarise"], ["summaries", "show"]):
         assert "Example:" in runner.invoke(app, [*command, "--help"]).stdout
+
+
+def test_a_missing_user_summary_does_not_point_at_summarise_imported(tmp_path, monkeypatch):
+    """`omoide summarise --imported` builds channel, thread and workspace summaries only, yet an
+    empty ``summaries show U --scope user`` (docs/summaries.md's demo example) suggested it."""
+    monkeypatch.setenv("OMOIDE_EMBEDDER", "hashing")
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert runner.invoke(app, ["migrate", "--db", db]).exit_code == 0
+    user = runner.invoke(app, ["summaries", "show", "u1", "--scope", "user", "--workspace", "g1", "--db", db])
+    said = " ".join(user.stdout.split())
+    assert user.exit_code == 0 and "No summary of user u1 yet" in said, said
+    assert "live conversations" in said and "--imported` builds channel, thread and workspace summaries only" in said
+    channel = runner.invoke(app, ["summaries", "show", "c1", "--workspace", "g1", "--db", db])
+    assert "omoide summarise --imported" in " ".join(channel.stdout.split())  # right for a channel

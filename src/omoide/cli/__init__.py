@@ -6,7 +6,8 @@ Every command has ``--help`` with an example; database selection is ``--db URL``
 
 from __future__ import annotations
 
-from typing import Annotated
+import warnings
+from typing import Annotated, TextIO
 
 import typer
 from rich.markup import escape
@@ -26,7 +27,7 @@ from omoide.cli import (
     status,
     summaries,
 )
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, run
 from omoide.cli.chat import chat as chat_command
 from omoide.errors import OmoideError
 
@@ -71,11 +72,32 @@ def _root(
     from omoide.logging import configure_logging
     from omoide.settings import load_settings
 
+    warnings.showwarning = _show_warning
+
     try:
         configure_logging(load_settings())
     except OmoideError as exc:
         typer.echo(f"Error: {exc.message}", err=True)
         raise typer.Exit(2) from None
+
+
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """omoide's own warnings (a skipped torn transcript line, …) as one ``Warning: …`` line on
+    stderr, not Python's display of the library's source file and line; others as Python shows them."""
+    if category.__module__.partition(".")[0] != "omoide":
+        _default_showwarning(message, category, filename, lineno, file, line)
+        return
+    err_console.print(f"[yellow]Warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 @app.command(epilog="Example: omoide migrate --db postgresql://omoide:secret@localhost/omoide")

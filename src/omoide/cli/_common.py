@@ -44,8 +44,13 @@ from omoide.settings import load_settings
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(emoji=False)  # ids and stored text as they are: "discord:100:…" is no 💯
+err_console = Console(stderr=True, emoji=False)
+
+MAX_INT = 2**63 - 1
+"""The largest integer SQLite (INTEGER) and PostgreSQL (bigint) hold: the ``max`` of every integer
+option and argument (an id, limit, offset or budget), so a larger one is a usage error, not an
+``OverflowError`` from the driver."""
 
 DbOption = Annotated[
     str | None,
@@ -166,6 +171,7 @@ def progress_bars(enabled: bool = True) -> Progress:
 
 
 __all__ = [
+    "MAX_INT",
     "DbOption",
     "JsonOption",
     "RateColumn",

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from omoide.cli._common import DbOption, console, needs_extra, open_memory, run
+from omoide.cli._common import MAX_INT, DbOption, console, needs_extra, open_memory, run
 from omoide.errors import ConfigError
 from omoide.runtime import freeze_startup_heap
 
@@ -21,6 +21,8 @@ def discord_bot(
         int | None,
         typer.Option(
             "--guild",
+            min=1,
+            max=MAX_INT,
             help="Register the slash commands in this server only (they appear at once; for development).",
         ),
     ] = None,

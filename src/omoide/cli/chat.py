@@ -41,7 +41,7 @@ from omoide.chat import (
 )
 from omoide.cli._common import print_error, run
 from omoide.engine import Memory
-from omoide.errors import AmbiguousSessionPrefix, OmoideError, UnknownSessionPrefix
+from omoide.errors import AmbiguousSessionPrefix, ConfigError, OmoideError, UnknownSessionPrefix
 from omoide.models import KeyPolicy, Message, ToolResultBlock, ToolUseBlock
 from omoide.providers.registry import build_chat_model
 from omoide.providers.tokens import get_token_counter
@@ -86,6 +86,8 @@ class SessionInfo:
 class SessionSpace(Protocol):
     """Where the REPL's sessions live: JSONL agent transcripts or database sessions."""
 
+    kept_in: str  # where a session's full history stays ("in the database"), for messages
+
     async def list(self) -> list[SessionInfo]: ...
 
     async def new(self, name: str | None) -> _Current: ...
@@ -98,6 +100,7 @@ class SessionSpace(Protocol):
 class TranscriptSpace:
     store: TranscriptStore
     agent: str
+    kept_in: str = "in the session's JSONL file"
 
     async def list(self) -> list[SessionInfo]:
         return [
@@ -120,6 +123,7 @@ class DatabaseSpace:
 
     mem: Memory
     workspace: str
+    kept_in: str = "in the database"
 
     def _current(self, name: str) -> _Current:
         key = self.mem.session_key(workspace=self.workspace, agent=name, policy=KeyPolicy.AGENT)
@@ -199,10 +203,17 @@ class Repl:
         self.max_tool_rounds = max_tool_rounds
 
     async def start(self, session: str | None) -> None:
+        """Open ``session`` (an id or name prefix), else resume the latest session, else start one.
+
+        Raises:
+            UnknownSessionPrefix / AmbiguousSessionPrefix: ``session`` names no single session
+                (the message lists them); the REPL does not start, so nothing is said in a
+                session the user did not ask for.
+        """
         if session:
-            await self.switch(session)
-            if self.current is not None:
-                return
+            self.current = await self.space.find(session)
+            self.out(f"Switched to session {self.current.label}.")
+            return
         sessions = await self.space.list()
         if sessions:
             latest = max(sessions, key=lambda s: s.last_active_at)
@@ -241,7 +252,9 @@ class Repl:
         if done is None:
             self.out("Nothing to compact yet: the session is too short.")
         else:
-            self.out(f"Compacted {done.replaced_turns} turns into a summary. The full history stays in the file.")
+            self.out(
+                f"Compacted {done.replaced_turns} turns into a summary. The full history stays {self.space.kept_in}."
+            )
 
     async def say(self, text: str, on_text: Callable[[str], None]) -> None:
         assert self.current is not None
@@ -295,14 +308,35 @@ class Repl:
         return True
 
 
+def usable_folder(path: Path, *, given: str) -> None:
+    """Make sure the transcripts folder ``path`` exists or can be created (``given``: where it came from).
+
+    Raises:
+        ConfigError: it is a file, or it cannot be created.
+    """
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{given} {path} is not a folder: give the folder that keeps the JSONL sessions (created if missing)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the transcripts folder {path} ({given}): {exc.strerror or exc}") from None
+
+
 async def _read_lines(history_file: Path) -> Callable[[str], Awaitable[str | None]]:
     """A line reader: prompt_toolkit (editing + history) on a terminal, plain stdin otherwise."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
-        history_file.parent.mkdir(parents=True, exist_ok=True)
-        session: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)))
+        history: History
+        try:
+            history_file.parent.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(history_file))
+        except OSError:  # the transcripts folder is unusable (with --db it holds only this history)
+            history = InMemoryHistory()
+        session: PromptSession[str] = PromptSession(history=history)
 
         async def prompt(label: str) -> str | None:
             while True:
@@ -376,6 +410,12 @@ def _runner(settings: Settings, system: str) -> ChatRunner:
     return ChatRunner.from_settings(settings, build_chat_model(settings), get_token_counter(), system=system)
 
 
+def _end_line(turn: bool) -> None:
+    """End the ``Assistant > …`` line of a turn that failed, so the error starts on its own line."""
+    if turn:
+        print(flush=True)
+
+
 async def _loop(repl: Repl, settings: Settings) -> None:
     read = await _read_lines(settings.transcripts_dir / ".repl_history")
 
@@ -387,15 +427,20 @@ async def _loop(repl: Repl, settings: Settings) -> None:
         line = await read("You > ")
         if line is None:
             break
+        turn = not line.strip().startswith("/") and bool(line.strip())
         try:
-            if not line.strip().startswith("/") and line.strip():
+            if turn:
                 stream("Assistant > ")
                 finished = await _cancellable(repl.handle(line, stream))
                 print("" if finished else "\n[answer cancelled]", flush=True)
             elif not await repl.handle(line, stream):
                 break
         except OmoideError as exc:
+            _end_line(turn)
             print_error(exc.message)
+        except OSError as exc:  # a transcript file or folder that became unreadable or unwritable (disk full, …)
+            _end_line(turn)
+            print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     print("Bye.", flush=True)
 
 
@@ -404,7 +449,10 @@ def chat(
         str, typer.Option(help="Agent whose sessions to use (a transcripts folder, or the workspace with --db).")
     ] = "default",
     session: Annotated[
-        str | None, typer.Option(help="Open this session (id or name prefix) instead of the latest.")
+        str | None,
+        typer.Option(
+            help="Open this session (id or name prefix) instead of the latest; none or several matching: error, exit 1."
+        ),
     ] = None,
     system: Annotated[str, typer.Option(help="System prompt.")] = DEFAULT_SYSTEM_PROMPT,
     transcripts: Annotated[
@@ -429,8 +477,9 @@ def chat(
         overrides["database_url"] = db
 
     async def main() -> None:
-        await run_repl(
-            load_settings(**overrides), agent=agent, session=session, system=system, use_db=db is not None, user=user
-        )
+        settings = load_settings(**overrides)
+        if db is None:  # the sessions are JSONL files there
+            usable_folder(settings.transcripts_dir, given="--transcripts" if transcripts else "OMOIDE_TRANSCRIPTS_DIR")
+        await run_repl(settings, agent=agent, session=session, system=system, use_db=db is not None, user=user)
 
     run(main)

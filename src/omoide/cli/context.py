@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from omoide.cli._common import DbOption, JsonOption, console, print_json, run
+from omoide.cli._common import MAX_INT, DbOption, JsonOption, console, print_json, run
 from omoide.cli._db import open_existing_memory
 
 
@@ -16,7 +16,8 @@ def context(
     key: Annotated[str, typer.Argument(help="Session key, e.g. discord:123:c=456:u=789.")],
     query: Annotated[str | None, typer.Argument(help="What to look up (default: the newest user message).")] = None,
     budget: Annotated[
-        int | None, typer.Option("--budget", min=1, help="Most prompt tokens (default: the chat model's limit).")
+        int | None,
+        typer.Option("--budget", min=1, max=MAX_INT, help="Most prompt tokens (default: the chat model's limit)."),
     ] = None,
     user: Annotated[str | None, typer.Option(help="Whose memories (default: the session's user).")] = None,
     db: DbOption = None,

@@ -86,10 +86,12 @@ async def import_and_embed(
 
 
 def import_(
-    paths: Annotated[
-        list[Path],
+    given: Annotated[
+        list[str],  # not list[Path]: Path("") is ".", and "" must not mean the current folder
         typer.Argument(
-            help="DiscordChatExporter JSON files/folders, a Slack export (zip or folder), JSONL transcripts."
+            metavar="PATH",
+            help="DiscordChatExporter JSON files/folders, a Slack export (zip or folder), JSONL transcripts.",
+            show_default=False,
         ),
     ],
     workspace: Annotated[
@@ -111,6 +113,12 @@ def import_(
     Exits 1 when nothing could be imported from the paths given (not an export, unreadable,
     no messages, or a Slack zip beyond the size limits).
     """
+    if any(not text.strip() for text in given):  # `omoide import "$EXPORTS"` with the variable unset
+        raise typer.BadParameter(
+            "an empty path (an unset shell variable?); give a file or folder, or '.' for the current one",
+            param_hint="PATH",
+        )
+    paths = [Path(text) for text in given]
 
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
@@ -125,7 +133,18 @@ def import_(
                     embed=embed,
                 )
 
-    data = run(main, json_errors=json_)
+    try:
+        data = run(main, json_errors=json_)
+    except typer.Exit as stop:
+        if stop.exit_code == 130:  # Ctrl-C: run() said "Interrupted."
+            err_console.print(
+                "What was imported so far is kept. Run the same `omoide import` again to add the rest (messages "
+                "already stored are skipped), and `omoide embed` (or `omoide worker`) to finish the vectors; "
+                "`omoide status` shows what is left.",
+                highlight=False,
+                markup=False,
+            )
+        raise
     if not data["messages"]:
         if json_:
             print_json(data)

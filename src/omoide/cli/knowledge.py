@@ -8,6 +8,7 @@ added to the root app by :func:`register`.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import signal
 from collections.abc import Awaitable, Callable, Iterator
@@ -20,7 +21,17 @@ from rich.markup import escape
 from rich.progress import TaskID
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, err_console, open_memory, print_json, progress_bars, run
+from omoide.cli._common import (
+    MAX_INT,
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    open_memory,
+    print_json,
+    progress_bars,
+    run,
+)
 from omoide.cli._db import open_existing_memory
 from omoide.search.lexical_index import LexicalRebuildReport
 from omoide.stores.lexical_index import LexicalTable
@@ -32,6 +43,9 @@ if TYPE_CHECKING:
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_DURATION = timedelta(days=365_000)
+"""The longest duration an option takes (about 1,000 years): "that long ago" stays a date the
+calendar holds (``datetime`` ends at year 1), where ``999999d`` or ``inf`` raised ``OverflowError``."""
 
 
 def _exit_if_cancelled(summary: dict[str, object], signals: list[int], what_now: str) -> None:
@@ -50,29 +64,43 @@ def _exit_if_stopped(summary: dict[str, object], signals: list[int], what_now: s
         raise typer.Exit(128 + signals[0])
 
 
-def parse_duration(text: str) -> timedelta:
-    """``90`` (seconds), ``30s``, ``15m``, ``2h``, ``1d``, ``1h30m`` → a ``timedelta``.
+class NotADuration(typer.BadParameter):
+    """The text is no duration at all (as opposed to a negative or too long one)."""
+
+
+def parse_duration(text: str, *, option: str | None = None) -> timedelta:
+    """``90`` (seconds), ``30s``, ``15m``, ``2h``, ``1d``, ``1h30m`` → a ``timedelta`` from 0 to
+    :data:`MAX_DURATION`.
 
     Raises:
-        typer.BadParameter: not a duration.
+        typer.BadParameter: not a duration, negative, not finite or longer than :data:`MAX_DURATION`
+            (``option`` names the option in the message).
     """
     value = text.strip().lower()
     if not value:
-        raise typer.BadParameter("empty duration; use e.g. 30s, 15m, 2h, 1d or 1h30m")
+        raise NotADuration("empty duration; use e.g. 30s, 15m, 2h, 1d or 1h30m", param_hint=option)
+    seconds: float | None = None
     try:
-        return timedelta(seconds=float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(value):
-        if value[pos : match.start()].strip():
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    else:
-        if pos and not value[pos:].strip():
-            return timedelta(seconds=total)
-    raise typer.BadParameter(f"{text!r} is not a duration; use e.g. 30s, 15m, 2h, 1d or 1h30m")
+        pos, total = 0, 0.0
+        for match in _DURATION.finditer(value):
+            if value[pos : match.start()].strip():
+                break
+            total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+            pos = match.end()
+        else:
+            if pos and not value[pos:].strip():
+                seconds = total
+    if seconds is None or math.isnan(seconds):
+        raise NotADuration(f"{text!r} is not a duration; use e.g. 30s, 15m, 2h, 1d or 1h30m", param_hint=option)
+    if seconds < 0:
+        raise typer.BadParameter(f"{text!r} is negative; a duration is 0 or more (e.g. 30m, 7d)", param_hint=option)
+    if seconds > MAX_DURATION.total_seconds():
+        raise typer.BadParameter(
+            f"{text!r} is too long; a duration is at most {MAX_DURATION.days}d (about 1,000 years)", param_hint=option
+        )
+    return timedelta(seconds=seconds)
 
 
 # ------------------------------------------------------------------------- archive
@@ -101,7 +129,7 @@ def archive(
     """
     if now and older_than is not None:
         raise typer.BadParameter("use either --now or --older-than, not both", param_hint="--older-than")
-    idle = parse_duration(older_than) if older_than is not None else None
+    idle = parse_duration(older_than, option="--older-than") if older_than is not None else None
 
     async def main() -> dict[str, Any]:
         async with open_memory(db) as mem:
@@ -513,8 +541,8 @@ def _source_row(source: KnowledgeSource) -> dict[str, Any]:
 
 def sources(
     workspace: Annotated[str | None, typer.Option(help="Only this workspace (guild / Slack team).")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many (paging).")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_INT, help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, max=MAX_INT, help="Skip this many (paging).")] = 0,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -570,4 +598,4 @@ def register(app: typer.Typer) -> None:
         app.command(name, epilog=example)(function)
 
 
-__all__ = ["COMMANDS", "parse_duration", "register"]
+__all__ = ["COMMANDS", "MAX_DURATION", "NotADuration", "parse_duration", "register"]

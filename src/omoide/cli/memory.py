@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._common import MAX_INT, DbOption, JsonOption, console, open_memory, print_json, run
 from omoide.cli._db import open_existing_memory
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ WorkspaceOpt = Annotated[str, typer.Option("--workspace", "--guild", "-w", help=
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user whose memories these are.")]
 CategoryOpt = Annotated[str | None, typer.Option(help="Only this category (e.g. preference, schedule).")]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repeatable; filters need every tag).")]
-IdArg = Annotated[int, typer.Argument(help="Memory id (see `omoide memory list`).")]
+IdArg = Annotated[int, typer.Argument(min=1, max=MAX_INT, help="Memory id (see `omoide memory list`).")]
 
 
 def _table(memories: list[MemoryRecord], *, found_by: list[str] | None = None) -> Table:
@@ -123,7 +123,7 @@ def list_(
     user: UserOpt,
     category: CategoryOpt = None,
     tag: TagOpt = None,
-    page: Annotated[int, typer.Option(min=1, help="Page, from 1.")] = 1,
+    page: Annotated[int, typer.Option(min=1, max=MAX_INT, help="Page, from 1.")] = 1,
     page_size: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
     db: DbOption = None,
     json_: JsonOption = False,

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from omoide.cli._common import DbOption, JsonOption, console, err_console, print_json, progress_bars, run
+from omoide.cli._db import check_output_file, replacing
 from omoide.settings import load_settings
 
 if TYPE_CHECKING:
@@ -189,32 +190,34 @@ def export(
             "(e.g. `omoide export ./move`, then `omoide restore ./move --db postgresql://…`)"
         )
 
+    if output is not None:
+        check_output_file(output, db)
+
     async def main() -> dict[str, int]:
         from omoide.ops.export import ExportScope, export_rows, line
 
         url = load_settings(**({"database_url": db} if db else {})).database_url
         scope = ExportScope(workspace, user)
         counts: dict[str, int] = {}
-        out: IO[str] = output.open("w", encoding="utf-8") if output is not None else sys.stdout
-        try:
+
+        async def write(out: IO[str]) -> None:
             async for row in export_rows(url, scope, counts=counts):
                 out.write(line(row))
             out.flush()
+
+        if output is not None:  # written beside it, moved into place when complete
+            with replacing(output) as out:
+                await write(out)
+            return counts
+        try:
+            await write(sys.stdout)
         except BrokenPipeError:  # `omoide export … | head`: the reader has what it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
             counts.clear()
             counts["closed"] = 1
-        finally:
-            if output is not None:
-                out.close()
         return counts
 
-    try:
-        counts = run(main)
-    except typer.Exit:
-        if output is not None:
-            output.unlink(missing_ok=True)
-        raise
+    counts = run(main)
     whose = f"user {user} in workspace {workspace}" if user else f"workspace {workspace}"
     if "closed" in counts:
         err_console.print(f"Stopped exporting {whose}: the output was closed.", highlight=False)

@@ -60,12 +60,13 @@ ModeOption = Annotated[
 
 
 def parse_time(text: str | None, *, option: str, end_of_day: bool = False) -> datetime | None:
-    """An ISO date or date-time (naive = UTC), or an age such as ``7d`` meaning that long ago.
+    """An ISO date or date-time (naive = UTC), or an age such as ``7d`` meaning that long ago
+    (0 to :data:`~omoide.cli.knowledge.MAX_DURATION`).
 
     A bare date means its start (``--since``) or its end (``--until``).
 
     Raises:
-        typer.BadParameter: neither.
+        typer.BadParameter: neither, or a negative or too long age.
     """
     if text is None or not text.strip():
         return None
@@ -73,11 +74,11 @@ def parse_time(text: str | None, *, option: str, end_of_day: bool = False) -> da
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        from omoide.cli.knowledge import parse_duration
+        from omoide.cli.knowledge import NotADuration, parse_duration
 
         try:
-            return datetime.now(UTC) - parse_duration(value)
-        except typer.BadParameter:
+            return datetime.now(UTC) - parse_duration(value, option=option)
+        except NotADuration:
             raise typer.BadParameter(
                 f"{option} {value!r} is neither an ISO date/time (2025-11-08, 2025-11-08T12:00) nor an age (7d, 12h)"
             ) from None

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from omoide.cli._common import (
+    MAX_INT,
     DbOption,
     JsonOption,
     console,
@@ -90,7 +91,7 @@ def list_keys(
 
 @keys_app.command("revoke", epilog="Example: omoide keys revoke 3")
 def revoke(
-    key_id: Annotated[int, typer.Argument(help="The key's id (see `omoide keys list`).")],
+    key_id: Annotated[int, typer.Argument(min=1, max=MAX_INT, help="The key's id (see `omoide keys list`).")],
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:

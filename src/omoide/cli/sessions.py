@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from omoide.cli._common import DbOption, JsonOption, console, open_memory, print_json, run
-from omoide.cli._db import open_existing_memory
+from omoide.cli._common import MAX_INT, DbOption, JsonOption, console, open_memory, print_json, run
+from omoide.cli._db import check_output_file, open_existing_memory, replacing
 from omoide.models import Message, Role, Session, SessionStatus
 
 app = typer.Typer(
@@ -39,8 +39,8 @@ def list_sessions(
     platform: Annotated[str | None, typer.Option(help="Only this platform (discord, slack, …).")] = None,
     channel: Annotated[str | None, typer.Option(help="Only this channel id.")] = None,
     user: Annotated[str | None, typer.Option(help="Only this user id (per-user sessions).")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many (paging).")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_INT, help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, max=MAX_INT, help="Skip this many (paging).")] = 0,
     db: DbOption = None,
     json_: JsonOption = False,
 ) -> None:
@@ -88,7 +88,7 @@ def _print_messages(messages: list[Message]) -> None:
 def show(
     key: KeyArg,
     window: Annotated[
-        int | None, typer.Option(min=1, help="Messages in the window (default: OMOIDE_SESSION_WINDOW).")
+        int | None, typer.Option(min=1, max=MAX_INT, help="Messages in the window (default: OMOIDE_SESSION_WINDOW).")
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every stored message, not only the window.")] = False,
     db: DbOption = None,
@@ -207,12 +207,24 @@ def delete(
 @app.command("expire", epilog="Example: omoide sessions expire --idle-hours 24")
 def expire(
     idle_hours: Annotated[
-        float | None, typer.Option(help="Idle time before expiry (default: OMOIDE_SESSION_EXPIRE_AFTER_SECONDS).")
+        float | None,
+        typer.Option(
+            help="Hours idle before expiry, 0 or more (0: every session; default: OMOIDE_SESSION_EXPIRE_AFTER_SECONDS)."
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
     """Mark sessions idle for too long as expired (in batches). A new message re-activates them."""
     from datetime import timedelta
+
+    from omoide.cli.knowledge import MAX_DURATION
+
+    max_hours = MAX_DURATION.total_seconds() / 3600
+    if idle_hours is not None and not 0 <= idle_hours <= max_hours:  # NaN too
+        raise typer.BadParameter(
+            f"{idle_hours} is not an idle time: give hours from 0 to {max_hours:,.0f} (0 expires every session)",
+            param_hint="--idle-hours",
+        )
 
     async def main() -> None:
         async with open_memory(db) as mem:
@@ -234,6 +246,9 @@ def export(
     """Export every stored message of a session as a JSONL transcript (one JSON record per line; `omoide sessions import` reads it back)."""
     from omoide.transcripts import dump_records, records_from_messages
 
+    if output is not None:
+        check_output_file(output, db)
+
     async def main() -> None:
         async with open_existing_memory(db) as mem:
             messages = await mem.sessions.messages(key)
@@ -241,7 +256,8 @@ def export(
         if output is None:
             typer.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            with replacing(output) as out:
+                out.write(text)
             console.print(f"Wrote {len(messages)} message(s) to {output}.", highlight=False, markup=False)
 
     run(main)

@@ -55,11 +55,17 @@ def show(
             print_json([s.as_dict() for s in found])
             return
         if not found:
-            console.print(
-                f"No summary of {scope.value} {target} yet. Run `omoide summarise` (or the worker); "
-                "for imported history (omoide import, omoide demo), `omoide summarise --imported`.",
-                markup=False,
-            )
+            if scope is SummaryScope.USER:  # summarise --imported builds none: imported lines are no user's session
+                hint = (
+                    "User summaries come from live conversations: run `omoide summarise` (or the worker); "
+                    "`omoide summarise --imported` builds channel, thread and workspace summaries only."
+                )
+            else:
+                hint = (
+                    "Run `omoide summarise` (or the worker); for imported history (omoide import, omoide demo), "
+                    "`omoide summarise --imported`."
+                )
+            console.print(f"No summary of {scope.value} {target} yet. {hint}", markup=False)
             return
         for s in found:
             stamp = s.created_at.strftime("%Y-%m-%d %H:%M")

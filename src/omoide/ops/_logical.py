@@ -160,7 +160,7 @@ class FolderWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.partial = path.with_name(path.name + ".partial")
+        self.partial = Path(f"{path}.partial")  # beside it; path.with_name() raises for "." and "/"
         self._files: dict[str, TableFile] = {}
         self._open: tuple[str, IO[bytes], _HashingWriter, gzip.GzipFile] | None = None
         self._rows = 0

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from omoide.errors import ConflictError, NotFoundError, StoreError
 from omoide.ops._codec import Row, decoder, encoder
@@ -24,6 +25,8 @@ from omoide.ops._pipeline import BATCH_ROWS, SourceInfo
 from omoide.ops.tables import TABLES, Table, check_columns
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import connect, map_sqlite_errors
+
+_T = TypeVar("_T")
 
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -64,7 +67,26 @@ def _select(table: Table, columns: tuple[str, ...], where: str | None) -> str:
     return f'SELECT {cols} FROM "{table.name}"' + (f" WHERE {where}" if where else "") + f" ORDER BY {order}"
 
 
-class SqliteReader:
+class _OneThreadAtATime:
+    """A connection used from worker threads, by one thread at a time (see ``connect``).
+
+    Every call runs under one lock. A call whose await was cancelled (Ctrl-C) goes on in its
+    thread; ``__aexit__`` then waits for it before it rolls back and closes the connection,
+    instead of closing it under the running statement (a segmentation fault).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    async def _in_thread(self, work: Callable[[], _T]) -> _T:
+        def locked() -> _T:
+            with self._lock:
+                return work()
+
+        return await asyncio.to_thread(locked)
+
+
+class SqliteReader(_OneThreadAtATime):
     """Rows of an SQLite database, from one snapshot (an async context manager).
 
     Args:
@@ -72,13 +94,14 @@ class SqliteReader:
     """
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
         self.info = SourceInfo(backend="sqlite", schema_version=0)
         self._conn: sqlite3.Connection | None = None
         self._columns: dict[str, tuple[str, ...]] = {}
 
     async def __aenter__(self) -> SqliteReader:
-        await asyncio.to_thread(self._start)
+        await self._in_thread(self._start)
         return self
 
     def _start(self) -> None:
@@ -103,7 +126,7 @@ class SqliteReader:
     async def __aexit__(self, *exc: object) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            await asyncio.to_thread(_rollback_and_close, conn)
+            await self._in_thread(lambda: _rollback_and_close(conn))
 
     def _require(self) -> sqlite3.Connection:
         assert self._conn is not None, "use `async with SqliteReader(...)`"
@@ -120,7 +143,7 @@ class SqliteReader:
             with map_sqlite_errors("backup", self.path):
                 return int(conn.execute(sql, dict(params or {})).fetchone()[0])
 
-        return await asyncio.to_thread(run)
+        return await self._in_thread(run)
 
     async def batches(
         self,
@@ -139,11 +162,11 @@ class SqliteReader:
             with map_sqlite_errors("backup", self.path):
                 return [decode(r) for r in cursor.fetchmany(BATCH_ROWS)]
 
-        while batch := await asyncio.to_thread(fetch):
+        while batch := await self._in_thread(fetch):
             yield batch
 
 
-class SqliteWriter:
+class SqliteWriter(_OneThreadAtATime):
     """Restores rows into an empty, migrated SQLite database in one transaction.
 
     Args:
@@ -156,13 +179,14 @@ class SqliteWriter:
     """
 
     def __init__(self, path: str, *, require_empty: bool = True) -> None:
+        super().__init__()
         self.path = path
         self.require_empty = require_empty
         self._conn: sqlite3.Connection | None = None
         self._columns: dict[str, tuple[str, ...]] = {}
 
     async def __aenter__(self) -> SqliteWriter:
-        await asyncio.to_thread(self._start)
+        await self._in_thread(self._start)
         return self
 
     def _start(self) -> None:
@@ -183,7 +207,7 @@ class SqliteWriter:
     async def __aexit__(self, *exc: object) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            await asyncio.to_thread(_rollback_and_close, conn)
+            await self._in_thread(lambda: _rollback_and_close(conn))
 
     async def columns(self) -> Mapping[str, tuple[str, ...]]:
         return self._columns
@@ -201,7 +225,7 @@ class SqliteWriter:
             with map_sqlite_errors("restore", self.path):
                 conn.executemany(sql, [encode(r) for r in rows])
 
-        await asyncio.to_thread(run)
+        await self._in_thread(run)
 
     async def finish(self, info: SourceInfo, counts: Mapping[str, int]) -> None:
         conn = self._conn
@@ -222,7 +246,7 @@ class SqliteWriter:
                         conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (wanted, table.name))
                 conn.execute("COMMIT")
 
-        await asyncio.to_thread(run)
+        await self._in_thread(run)
 
 
 def not_empty(where: str, tables: list[str]) -> ConflictError:
