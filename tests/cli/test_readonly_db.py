@@ -128,3 +128,29 @@ def test_a_read_only_command_names_a_file_that_is_not_sqlite(tmp_path: Path) -> 
     assert result.exit_code == 1, result.output
     assert "not a SQLite database" in " ".join(result.stderr.split())
     assert text.read_text(encoding="utf-8") == '{"guild": {}}'
+
+
+WRITING = [
+    ["migrate"],
+    ["memory", "add", "誕生日は3月15日", "--workspace", "g1", "--user", "u1"],
+    ["sessions", "append", "agent:default:a=notes", "--text", "hello"],
+]
+
+
+@pytest.mark.parametrize("command", WRITING, ids=lambda c: " ".join(c[:2]))
+def test_a_writing_command_leaves_another_applications_sqlite_database_alone(
+    command: list[str], tmp_path: Path
+) -> None:
+    """``omoide migrate`` / ``import`` / ``memory add --db sqlite:///places.sqlite`` added omoide's tables to
+    another application's database; they now refuse it (a new or empty file is still made a database)."""
+    other = tmp_path / "places.sqlite"
+    _foreign_database(other)
+    result = runner.invoke(app, [*command, "--db", f"sqlite:///{other}"])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.stderr.split())
+    assert "another application" in said and "notes" in said and "new file" in said, said
+    assert _tables(other) == ["notes"]  # nothing added
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert runner.invoke(app, [*command, "--db", f"sqlite:///{empty}"]).exit_code == 0
+    assert "schema_migrations" in _tables(empty)

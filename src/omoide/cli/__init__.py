@@ -105,9 +105,11 @@ def migrate(db: DbOption = None, json_: JsonOption = False) -> None:
     """Create or upgrade the database schema (safe to run from several processes at once)."""
 
     async def main() -> None:
+        from omoide.cli._db import refuse_foreign_database
         from omoide.settings import load_settings
         from omoide.stores import open_store
 
+        refuse_foreign_database(db)
         settings = load_settings(**({"database_url": db} if db else {}))
         async with open_store(settings=settings, migrate=False) as store:
             applied = await store.migrate()

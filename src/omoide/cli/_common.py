@@ -65,6 +65,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 @asynccontextmanager
 async def open_memory(db: str | None) -> AsyncIterator[Memory]:
+    from omoide.cli._db import refuse_foreign_database  # (_db imports this module)
+
+    refuse_foreign_database(db)
     overrides: dict[str, Any] = {"database_url": db} if db else {}
     async with Memory.open(load_settings(**overrides)) as mem:
         yield mem

@@ -28,7 +28,7 @@ import typer
 
 from omoide.cli._common import open_memory
 from omoide.engine import Memory
-from omoide.errors import NotFoundError
+from omoide.errors import ConfigError, NotFoundError
 from omoide.settings import load_settings
 
 _SQLITE = "sqlite:///"
@@ -86,6 +86,43 @@ def _not_omoide(path: Path) -> str | None:
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def refuse_foreign_database(db: str | None) -> None:
+    """Raise when the configured SQLite file is another application's database (tables, none of
+    them omoide's): a command that writes would add omoide's tables to it. A new, empty or
+    table-less file, an omoide database and PostgreSQL pass.
+
+    Raises:
+        ConfigError: naming the file and some of its tables.
+    """
+    path = _sqlite_file(db)
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    tables = _tables(path)
+    if not tables or "schema_migrations" in tables:
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    raise ConfigError(
+        f"{path} is a SQLite database of another application (tables: {shown}); omoide would add its own "
+        "tables to it, so it was left as it is. Point --db / OMOIDE_DATABASE_URL at a new file "
+        "(e.g. sqlite:///./omoide.db)"
+    )
+
+
+def _tables(path: Path) -> list[str] | None:
+    """The tables of the SQLite file at ``path`` (opened read-only), or ``None`` when it cannot be
+    read as one (opening the store then says why)."""
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return None
+    try:
+        return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
 
 
 def _sqlite_file(db: str | None) -> Path | None:
