@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from omoide.cli import app
-from omoide.cli.knowledge import parse_duration
+from omoide.cli._durations import parse_duration
 
 runner = CliRunner()
 

@@ -61,7 +61,7 @@ ModeOption = Annotated[
 
 def parse_time(text: str | None, *, option: str, end_of_day: bool = False) -> datetime | None:
     """An ISO date or date-time (naive = UTC), or an age such as ``7d`` meaning that long ago
-    (0 to :data:`~omoide.cli.knowledge.MAX_DURATION`).
+    (0 to :data:`~omoide.cli._durations.MAX_DURATION`).
 
     A bare date means its start (``--since``) or its end (``--until``).
 
@@ -74,7 +74,7 @@ def parse_time(text: str | None, *, option: str, end_of_day: bool = False) -> da
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        from omoide.cli.knowledge import NotADuration, parse_duration
+        from omoide.cli._durations import NotADuration, parse_duration
 
         try:
             return datetime.now(UTC) - parse_duration(value, option=option)

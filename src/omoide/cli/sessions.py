@@ -217,7 +217,7 @@ def expire(
     """Mark sessions idle for too long as expired (in batches). A new message re-activates them."""
     from datetime import timedelta
 
-    from omoide.cli.knowledge import MAX_DURATION
+    from omoide.cli._durations import MAX_DURATION
 
     max_hours = MAX_DURATION.total_seconds() / 3600
     if idle_hours is not None and not 0 <= idle_hours <= max_hours:  # NaN too
