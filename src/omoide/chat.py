@@ -27,7 +27,7 @@ from omoide.context.guard import DEFAULT_TOOL_RESULT_LIMIT, OnText
 from omoide.context.turns import normalise_turns
 from omoide.models import Message, SessionKey, ToolResultBlock, ToolUseBlock, summary_turns
 from omoide.providers.base import ChatModel, ChatResponse, TokenCounter, ToolSpec
-from omoide.sessions import Sessions
+from omoide.sessions import Sessions, validate_message
 from omoide.settings import Settings
 from omoide.transcripts import TranscriptStore, records_from_messages
 
@@ -56,16 +56,23 @@ class Conversation(Protocol):
 
 @dataclass
 class TranscriptConversation:
-    """A JSONL agent session (seed 002): turns are appended records; a compaction is a record too."""
+    """A JSONL agent session (seed 002): turns are appended records; a compaction is a record too.
+
+    ``max_bytes``: the largest message stored (``OMOIDE_MAX_MESSAGE_BYTES``, as database sessions
+    have it); ``None``: no limit.
+    """
 
     store: TranscriptStore
     agent_id: str
     session_id: str
+    max_bytes: int | None = None
 
     async def prompt_history(self) -> list[Message]:
         return await self.store.load_messages(self.agent_id, self.session_id, apply_compaction=True, positions=True)
 
     async def add(self, message: Message) -> Message:
+        if self.max_bytes is not None:
+            validate_message(message, max_bytes=self.max_bytes)
         await self.store.extend(self.agent_id, self.session_id, records_from_messages([message]))
         return message
 

@@ -103,6 +103,21 @@ def test_repl_session_commands(tmp_path):
     assert [r["type"] for r in beta] == ["user", "assistant"]
 
 
+def test_repl_on_transcripts_keeps_the_message_size_limit(tmp_path):
+    """``OMOIDE_MAX_MESSAGE_BYTES`` held for database sessions only: ``omoide chat`` on JSONL
+    transcripts stored a message of any size."""
+    child = spawn(tmp_path, OMOIDE_MAX_MESSAGE_BYTES="1024")
+    say(child, "/new limits")
+    say(child, "x" * 1500)
+    child.expect("OMOIDE_MAX_MESSAGE_BYTES")
+    say(child, "short one")
+    child.expect("Assistant > ")
+    say(child, "/exit")
+    child.expect(pexpect.EOF)
+    texts = [json.dumps(r, ensure_ascii=False) for session in records(tmp_path).values() for r in session]
+    assert not any("x" * 1500 in t for t in texts) and any("short one" in t for t in texts)
+
+
 def test_repl_resumes_latest_session_and_exits_on_eof(tmp_path):
     child = spawn(tmp_path)
     say(child, "/new first")

@@ -100,6 +100,7 @@ class SessionSpace(Protocol):
 class TranscriptSpace:
     store: TranscriptStore
     agent: str
+    max_bytes: int | None = None
     kept_in: str = "in the session's JSONL file"
 
     async def list(self) -> list[SessionInfo]:
@@ -110,11 +111,15 @@ class TranscriptSpace:
 
     async def new(self, name: str | None) -> _Current:
         session = await self.store.create_session(self.agent, name)
-        return _Current(session.display_name, TranscriptConversation(self.store, self.agent, session.id))
+        return _Current(
+            session.display_name, TranscriptConversation(self.store, self.agent, session.id, self.max_bytes)
+        )
 
     async def find(self, prefix: str) -> _Current:
         session = await self.store.find(self.agent, prefix)
-        return _Current(session.display_name, TranscriptConversation(self.store, self.agent, session.id))
+        return _Current(
+            session.display_name, TranscriptConversation(self.store, self.agent, session.id, self.max_bytes)
+        )
 
 
 @dataclass
@@ -390,7 +395,7 @@ async def run_repl(
             where = f"database sessions of workspace {agent!r} in {settings.database_url}"
         else:
             runner = _runner(settings, system)
-            space = TranscriptSpace(TranscriptStore(settings.transcripts_dir), agent)
+            space = TranscriptSpace(TranscriptStore(settings.transcripts_dir), agent, settings.max_message_bytes)
             where = f"sessions in {settings.transcripts_dir}"
         model = runner.model
         print(f"omoide chat — model {model.provider}:{model.model_id}, {where}", flush=True)
