@@ -217,7 +217,7 @@ class SqliteWriter(_OneThreadAtATime):
         assert conn is not None, "use `async with SqliteWriter(...)`"
         if not rows:
             return
-        encode = encoder("sqlite", [table.columns[c] for c in columns], columns)
+        encode = encoder("sqlite", [table.columns[c] for c in columns], columns, table=table.name, key=table.key)
         cols = ", ".join(f'"{c}"' for c in columns)
         sql = f'INSERT INTO "{table.name}" ({cols}) VALUES ({", ".join("?" * len(columns))})'
 
