@@ -22,15 +22,11 @@ from .conftest import dump, filled, make_settings, url_for
 def _rewrite(folder: Path, table: str, edit: Callable[[bytes], bytes]) -> None:
     """Edit one table's file and fix its SHA-256 in the manifest (a backup edited by another tool)."""
     file = folder / f"{table}.jsonl.gz"
-    file.write_bytes(edit(gzip.decompress(file.read_bytes())))
+    file.write_bytes(gzip.compress(edit(gzip.decompress(file.read_bytes()))))
     manifest = folder / "manifest.json"
     data = json.loads(manifest.read_text())
     next(t for t in data["tables"] if t["name"] == table)["sha256"] = file_sha256(file)
     manifest.write_text(json.dumps(data))
-
-
-def _gz(data: bytes) -> bytes:
-    return gzip.compress(data)
 
 
 @pytest.mark.postgres
@@ -120,3 +116,21 @@ async def test_a_manifest_naming_a_file_outside_the_backup_folder_is_refused(tmp
     with pytest.raises(InvalidInput, match="outside"):
         await restore(tmp_path / "backup", f"sqlite:///{dst}", settings=settings)
     assert not dst.exists()
+
+
+async def test_a_row_longer_than_any_omoide_writes_is_refused_without_reading_it_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One endless line (a gzip bomb: megabytes of blanks without a newline) is refused at the cap,
+    not read into memory whole; the cap is lowered here so the test stays small."""
+    from omoide.ops import _logical
+
+    monkeypatch.setattr(_logical, "MAX_LINE_CHARS", 1 << 20)
+    src = f"sqlite:///{tmp_path / 'source.db'}"
+    settings = await filled(src, tmp_path)
+    await backup(src, tmp_path / "backup")
+    _rewrite(tmp_path / "backup", "sessions", lambda data: b" " * (8 << 20) + data)
+    dst = tmp_path / "target.db"
+    with pytest.raises(InvalidInput, match=r"sessions.*longer than"):
+        await restore(tmp_path / "backup", f"sqlite:///{dst}", settings=settings)
+    assert not any((await dump(f"sqlite:///{dst}")).values())

@@ -38,6 +38,11 @@ FORMAT = "omoide-backup"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 _ROW = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder for every row
+MAX_LINE_CHARS = 256 * 1024 * 1024
+"""The longest row a restore reads (a row of omoide's is kilobytes; this bounds what a damaged or
+hostile file, one line of a gzip bomb, can make it hold in memory)."""
+BATCH_CHARS = 64 * 1024 * 1024
+"""A batch is handed on once its rows reach this many characters, before :data:`BATCH_ROWS` rows."""
 GZIP_LEVEL = 3  # a backup of a busy bot should not take its CPU; level 3 is ~90 % of level 9's size here
 
 
@@ -293,16 +298,21 @@ class FolderReader:
         lines = 0  # read and parsed: an error is on the next one
         try:
             with gzip.open(file, "rt", encoding="utf-8") as fh:
-                for text in fh:
+                chars = 0
+                while text := fh.readline(MAX_LINE_CHARS + 1):
+                    if len(text) > MAX_LINE_CHARS:
+                        raise ValueError(f"the row is longer than {MAX_LINE_CHARS} characters")
                     row = json.loads(text)
                     if not isinstance(row, dict):
                         raise ValueError(f"a row must be a JSON object, not {type(row).__name__}")
                     lines += 1
                     batch.append(row)
-                    if len(batch) >= BATCH_ROWS:
+                    chars += len(text)
+                    if len(batch) >= BATCH_ROWS or chars >= BATCH_CHARS:
                         seen += len(batch)
                         yield batch
                         batch = []
+                        chars = 0
         except (OSError, EOFError, zlib.error, ValueError) as exc:  # not gzip, cut short, not UTF-8, not JSON
             raise InvalidInput(
                 f"{file} cannot be read at line {lines + 1} (table {table.name}): "
