@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from omoide.errors import ConflictError, NotFoundError, StoreError
+from omoide.errors import ConflictError, InvalidInput, NotFoundError, StoreError
 from omoide.ops._codec import Row, decoder, encoder
 from omoide.ops._pipeline import BATCH_ROWS, SourceInfo
 from omoide.ops.tables import BY_NAME, DERIVED_TABLES, TABLES, Table, check_columns
@@ -92,6 +92,28 @@ def check_restore_target(path: str) -> None:
             _refuse_filled(conn, repr(path))
     finally:
         conn.close()
+
+
+def check_backup_file(path: str) -> None:
+    """Refuse an SQLite file as a backup unless it is an omoide database (it has ``schema_migrations``).
+
+    Raises:
+        InvalidInput: another application's database, or one without tables.
+    """
+    conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS, readonly=True)
+    try:
+        with map_sqlite_errors("restore", path):
+            tables = list(_live_columns(conn))
+    finally:
+        conn.close()
+    if "schema_migrations" in tables:
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    what = f"a database of another application (tables: {shown})" if tables else "a database without tables"
+    raise InvalidInput(
+        f"{path} is an SQLite file but not an omoide backup: it is {what}. Give a file made by "
+        "`omoide backup PATH.db`, an omoide database, or a backup folder"
+    )
 
 
 def _known(live: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -389,6 +411,7 @@ def restore_file(backup: Path, target: str) -> int:
 __all__ = [
     "SqliteReader",
     "SqliteWriter",
+    "check_backup_file",
     "check_restore_target",
     "copy_file",
     "is_sqlite_file",

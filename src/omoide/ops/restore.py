@@ -210,6 +210,10 @@ async def restore(
     started = time.perf_counter()
     kind = source_kind(path)
     backend = backend_of(url)
+    if kind == "sqlite-file":
+        from omoide.ops._sqlite import check_backup_file
+
+        await asyncio.to_thread(check_backup_file, str(path))
     await _refuse_non_empty(url)
     if kind == "sqlite-file" and backend == "sqlite" and not reembed:
         from omoide.ops._sqlite import restore_file
