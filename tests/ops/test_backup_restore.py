@@ -143,6 +143,47 @@ async def test_restore_refuses_a_database_that_has_data(
     assert await dump(dst) == before
 
 
+@pytest.mark.parametrize("form", ["logical", "file"])
+async def test_restore_refuses_another_applications_sqlite_database(form: str, tmp_path: Path) -> None:
+    """A page copy would replace the other application's tables; a logical restore would add omoide's to them."""
+    src = f"sqlite:///{tmp_path / 'source.db'}"
+    settings = await filled(src, tmp_path)
+    path = tmp_path / ("backup" if form == "logical" else "copy.db")
+    await backup(src, path)
+    target = tmp_path / "theirs.db"
+    with sqlite3.connect(target) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO users VALUES (1, 'alice')")
+    conn.close()
+    before = target.read_bytes()
+    with pytest.raises(ConflictError, match=r"another application.*users"):
+        await restore(path, f"sqlite:///{target}", settings=settings)
+    assert target.read_bytes() == before, "their database was left as it was"
+
+
+@pytest.mark.parametrize("target", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("tables", [True, False])
+async def test_an_sqlite_file_that_is_not_omoides_is_not_restored(
+    target: str, tables: bool, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as conn:
+        if tables:
+            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+            conn.execute("INSERT INTO users VALUES (1, 'alice')")
+        else:
+            conn.execute("PRAGMA user_version = 1")  # a header, no table
+    conn.close()
+    dst = url_for(target, request, tmp_path, "target")
+    settings = make_settings(dst, tmp_path)
+    with pytest.raises(InvalidInput, match="not an omoide backup" + (r".*users" if tables else "")):
+        await restore(theirs, dst, settings=settings)
+    if target == "sqlite":
+        assert not (tmp_path / "target.db").exists()
+    else:
+        assert not any((await dump(dst)).values())
+
+
 async def test_sqlite_file_backup_restores_page_for_page(tmp_path: Path) -> None:
     src = f"sqlite:///{tmp_path / 'source.db'}"
     settings = await filled(src, tmp_path)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from omoide.errors import InvalidContent, InvalidInput
 from omoide.ops.tables import Kind
 from omoide.stores.sqlite._units import reader_blob, units_blob
 from omoide.stores.unit_codec import decode_matrix, encode_matrix, stored_width
@@ -28,6 +29,34 @@ F16 = np.dtype("<f2")
 
 
 def _same(value: Any) -> Any:
+    return value
+
+
+class NulCharacter(ValueError):
+    """A text PostgreSQL cannot store: it holds the NUL character (SQLite stores it)."""
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _no_nul(value: Any) -> Any:
+    if _has_nul(value):
+        raise NulCharacter("it holds a NUL character (U+0000), which PostgreSQL cannot store")
+    return value
+
+
+def _ts_text(value: Any) -> str:
+    """A backed-up timestamp as SQLite stores it, checked (the text is kept as it is)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a timestamp must be ISO-8601 text, not {type(value).__name__}")
+    datetime.fromisoformat(value)  # ValueError: not a timestamp
     return value
 
 
@@ -112,7 +141,7 @@ _SQLITE_OUT: dict[Kind, Convert] = {
 _SQLITE_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
     Kind.TEXT: _same,
-    Kind.TS: _same,
+    Kind.TS: _nullable(_ts_text),
     Kind.BOOL: _nullable(int),
     Kind.JSON: _nullable(json_text),
     Kind.VECTOR: _nullable(_unb64),
@@ -148,10 +177,10 @@ _POSTGRES_OUT: dict[Kind, Convert] = {
 }
 _POSTGRES_IN: dict[Kind, Convert] = {
     Kind.INT: _same,
-    Kind.TEXT: _same,
+    Kind.TEXT: _nullable(_no_nul),
     Kind.TS: _nullable(lambda text: _aware(datetime.fromisoformat(text))),
     Kind.BOOL: _same,
-    Kind.JSON: _nullable(json_text),
+    Kind.JSON: _nullable(lambda value: json_text(_no_nul(value))),
     Kind.VECTOR: _nullable(_halfvec_in),
 }
 _POSTGRES_MATRIX_IN: dict[Kind, Callable[[str, Row], bytes]] = {
@@ -175,8 +204,16 @@ def decoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callab
     return decode
 
 
-def encoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callable[[Row], tuple[Any, ...]]:
-    """A function turning one backup row into the values ``backend`` inserts (in ``names`` order)."""
+def encoder(
+    backend: str, kinds: Sequence[Kind], names: Sequence[str], *, table: str = "", key: Sequence[str] = ()
+) -> Callable[[Row], tuple[Any, ...]]:
+    """A function turning one backup row into the values ``backend`` inserts (in ``names`` order).
+
+    The function raises :class:`~omoide.errors.InvalidContent` for a text ``backend`` cannot
+    store (a NUL character in PostgreSQL) and :class:`~omoide.errors.InvalidInput` for a value
+    that is not of its column's kind (an edited or damaged backup), naming ``table``, the row
+    by its ``key`` columns and the column.
+    """
 
     def matrix(convert: Callable[[str, Row], bytes]) -> Callable[[Any, Row], Any]:
         return lambda value, row: None if value is None else convert(value, row)
@@ -191,9 +228,47 @@ def encoder(backend: str, kinds: Sequence[Kind], names: Sequence[str]) -> Callab
     ]
 
     def encode(row: Row) -> tuple[Any, ...]:
-        return tuple(fn(row.get(name), row) for name, fn in pairs)
+        try:
+            return tuple(fn(row.get(name), row) for name, fn in pairs)
+        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+            raise _bad_row(backend, table, key, row, pairs, exc) from exc
 
     return encode
+
+
+def _bad_row(
+    backend: str,
+    table: str,
+    key: Sequence[str],
+    row: Row,
+    pairs: Sequence[tuple[str, Callable[[Any, Row], Any]]],
+    exc: Exception,
+) -> InvalidInput:
+    """The error naming the row (and its first bad column) a backend cannot take."""
+    column = "?"
+    for name, fn in pairs:  # which column it was (only on failure: the fast path does not track it)
+        try:
+            fn(row.get(name), row)
+        except (ValueError, TypeError, OverflowError, AttributeError):
+            column = name
+            break
+    ident = ", ".join(f"{k} {row.get(k)!r}" for k in key) or "?"
+    what = f"the {table} row with {ident}, column {column}"
+    if isinstance(exc, NulCharacter):
+        return InvalidContent(
+            f"cannot restore {what} into PostgreSQL: {exc}. Nothing was restored (the target is left empty). "
+            f"Remove the character from that row in the source database and back it up again, or restore "
+            f"into SQLite",
+            table=table,
+            column=column,
+        )
+    target = "PostgreSQL" if backend == "postgresql" else "SQLite"
+    return InvalidInput(
+        f"cannot restore {what} into {target}: {type(exc).__name__}: {exc}. The backup was edited or is "
+        "damaged; nothing was restored (the target is left empty). Restore another backup",
+        table=table,
+        column=column,
+    )
 
 
 def vector_b64(vector: Sequence[float] | np.ndarray[Any, Any]) -> str:

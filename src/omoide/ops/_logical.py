@@ -21,6 +21,7 @@ import io
 import json
 import os
 import shutil
+import zlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +38,11 @@ FORMAT = "omoide-backup"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 _ROW = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder for every row
+MAX_LINE_CHARS = 256 * 1024 * 1024
+"""The longest row a restore reads (a row of omoide's is kilobytes; this bounds what a damaged or
+hostile file, one line of a gzip bomb, can make it hold in memory)."""
+BATCH_CHARS = 64 * 1024 * 1024
+"""A batch is handed on once its rows reach this many characters, before :data:`BATCH_ROWS` rows."""
 GZIP_LEVEL = 3  # a backup of a busy bot should not take its CPU; level 3 is ~90 % of level 9's size here
 
 
@@ -96,6 +102,8 @@ def read_manifest(folder: Path) -> Manifest:
         raise NotFoundError(f"{folder} is not an omoide backup folder: it has no {MANIFEST}{partial}", path=str(folder))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{path} is not an omoide backup manifest (a JSON {type(data).__name__}, not an object)")
         if data.get("format") != FORMAT:
             raise InvalidInput(f"{path} is not an omoide backup manifest (format {data.get('format')!r})")
         version = int(data["format_version"])
@@ -114,9 +122,14 @@ def read_manifest(folder: Path) -> Manifest:
             sequences={str(k): int(v) for k, v in dict(data.get("sequences", {})).items()},
             embeddings=bool(data.get("embeddings", True)),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # ValueError: not JSON, not UTF-8
         raise InvalidInput(f"{path} is malformed ({type(exc).__name__}: {exc}); the backup cannot be read") from exc
     for t in tables:
+        if Path(t.file).name != t.file or t.file in ("", ".", ".."):
+            raise InvalidInput(
+                f"{path} names the file {t.file!r} for table {t.name!r}, outside the backup folder: "
+                "the manifest was edited; the backup cannot be read"
+            )
         spec = BY_NAME.get(t.name)
         unknown = [] if spec is None else [c for c in t.columns if c not in spec.columns]
         if spec is None or unknown:
@@ -279,20 +292,39 @@ class FolderReader:
         params: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[list[Row]]:
         entry = self._files[table.name]
+        file = self.path / entry.file
         seen = 0
-        with gzip.open(self.path / entry.file, "rt", encoding="utf-8") as fh:
-            batch: list[Row] = []
-            for line in fh:
-                batch.append(json.loads(line))
-                if len(batch) >= BATCH_ROWS:
-                    seen += len(batch)
-                    yield batch
-                    batch = []
-            if batch:
-                seen += len(batch)
-                yield batch
+        batch: list[Row] = []
+        lines = 0  # read and parsed: an error is on the next one
+        try:
+            with gzip.open(file, "rt", encoding="utf-8") as fh:
+                chars = 0
+                while text := fh.readline(MAX_LINE_CHARS + 1):
+                    if len(text) > MAX_LINE_CHARS:
+                        raise ValueError(f"the row is longer than {MAX_LINE_CHARS} characters")
+                    row = json.loads(text)
+                    if not isinstance(row, dict):
+                        raise ValueError(f"a row must be a JSON object, not {type(row).__name__}")
+                    lines += 1
+                    batch.append(row)
+                    chars += len(text)
+                    if len(batch) >= BATCH_ROWS or chars >= BATCH_CHARS:
+                        seen += len(batch)
+                        yield batch
+                        batch = []
+                        chars = 0
+        except (OSError, EOFError, zlib.error, ValueError) as exc:  # not gzip, cut short, not UTF-8, not JSON
+            raise InvalidInput(
+                f"{file} cannot be read at line {lines + 1} (table {table.name}): "
+                f"{type(exc).__name__}: {exc}. The backup was edited or is damaged; nothing was restored "
+                "(the target is left empty). Restore another backup",
+                table=table.name,
+            ) from exc
+        if batch:
+            seen += len(batch)
+            yield batch
         if seen != entry.rows:
-            raise InvalidInput(f"{self.path / entry.file} has {seen} rows, its manifest says {entry.rows}")
+            raise InvalidInput(f"{file} has {seen} rows, its manifest says {entry.rows}")
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FolderReader", "FolderWriter", "Manifest", "read_manifest"]

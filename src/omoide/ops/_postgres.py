@@ -216,7 +216,7 @@ class PostgresWriter:
         assert conn is not None, "use `async with PostgresWriter(...)`"
         if not rows:
             return
-        encode = encoder("postgresql", [table.columns[c] for c in columns], columns)
+        encode = encoder("postgresql", [table.columns[c] for c in columns], columns, table=table.name, key=table.key)
         with translate_errors(self.url):
             await conn.copy_records_to_table(table.name, records=[encode(r) for r in rows], columns=list(columns))
 

@@ -19,10 +19,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from omoide.errors import ConflictError, NotFoundError, StoreError
+from omoide.errors import ConflictError, InvalidInput, NotFoundError, StoreError
 from omoide.ops._codec import Row, decoder, encoder
 from omoide.ops._pipeline import BATCH_ROWS, SourceInfo
-from omoide.ops.tables import TABLES, Table, check_columns
+from omoide.ops.tables import BY_NAME, DERIVED_TABLES, TABLES, Table, check_columns
 from omoide.stores.sqlite import migrations
 from omoide.stores.sqlite._conn import connect, map_sqlite_errors
 
@@ -44,6 +44,76 @@ def is_sqlite_file(path: Path) -> bool:
 def _live_columns(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
     return {name: tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')) for name in names}
+
+
+def _foreign(live: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The tables of ``live`` that are not omoide's (another application's database)."""
+    return [
+        name
+        for name in live
+        if name not in BY_NAME
+        and name not in DERIVED_TABLES
+        and not name.startswith(("sqlite_", "knowledge_chunks_fts_", "memories_fts_"))
+    ]
+
+
+def _refuse_filled(conn: sqlite3.Connection, where: str) -> dict[str, tuple[str, ...]]:
+    """The omoide tables of an SQLite restore target, which must be empty and omoide's (or have no table).
+
+    Raises:
+        ConflictError: a table has rows, or the file is another application's database.
+    """
+    live = _live_columns(conn)
+    foreign = _foreign(live)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ConflictError(
+            f"cannot restore into {where}: it is a database of another application (tables: {shown}), left as "
+            "it is. Restore into a new SQLite file (--db sqlite:///NEW.db)",
+            tables=foreign,
+        )
+    known = _known(live)
+    filled = [t for t in known if conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()]
+    if filled:
+        raise not_empty(where, filled)
+    return known
+
+
+def check_restore_target(path: str) -> None:
+    """Refuse an existing SQLite file as a restore target unless it is empty and omoide's (or has
+    no table), looking at it read-only (its journal mode is left as it is).
+
+    Raises:
+        ConflictError: it has rows, or is another application's database.
+    """
+    conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS, readonly=True)
+    try:
+        with map_sqlite_errors("restore", path):
+            _refuse_filled(conn, repr(path))
+    finally:
+        conn.close()
+
+
+def check_backup_file(path: str) -> None:
+    """Refuse an SQLite file as a backup unless it is an omoide database (it has ``schema_migrations``).
+
+    Raises:
+        InvalidInput: another application's database, or one without tables.
+    """
+    conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS, readonly=True)
+    try:
+        with map_sqlite_errors("restore", path):
+            tables = list(_live_columns(conn))
+    finally:
+        conn.close()
+    if "schema_migrations" in tables:
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    what = f"a database of another application (tables: {shown})" if tables else "a database without tables"
+    raise InvalidInput(
+        f"{path} is an SQLite file but not an omoide backup: it is {what}. Give a file made by "
+        "`omoide backup PATH.db`, an omoide database, or a backup folder"
+    )
 
 
 def _known(live: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -175,7 +245,7 @@ class SqliteWriter(_OneThreadAtATime):
             rows to a restored one (re-computed vectors).
 
     Raises:
-        ConflictError: (on enter) the database is not empty.
+        ConflictError: (on enter) the database is not empty, or is another application's.
     """
 
     def __init__(self, path: str, *, require_empty: bool = True) -> None:
@@ -194,11 +264,10 @@ class SqliteWriter(_OneThreadAtATime):
         try:
             with map_sqlite_errors("restore", self.path):
                 conn.execute("BEGIN IMMEDIATE")
-                self._columns = _known(_live_columns(conn))
                 if self.require_empty:
-                    filled = [t for t in self._columns if conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()]
-                    if filled:
-                        raise not_empty(repr(self.path), filled)
+                    self._columns = _refuse_filled(conn, repr(self.path))
+                else:
+                    self._columns = _known(_live_columns(conn))
         except BaseException:
             _rollback_and_close(conn)
             raise
@@ -217,7 +286,7 @@ class SqliteWriter(_OneThreadAtATime):
         assert conn is not None, "use `async with SqliteWriter(...)`"
         if not rows:
             return
-        encode = encoder("sqlite", [table.columns[c] for c in columns], columns)
+        encode = encoder("sqlite", [table.columns[c] for c in columns], columns, table=table.name, key=table.key)
         cols = ", ".join(f'"{c}"' for c in columns)
         sql = f'INSERT INTO "{table.name}" ({cols}) VALUES ({", ".join("?" * len(columns))})'
 
@@ -319,7 +388,7 @@ def restore_file(backup: Path, target: str) -> int:
     Returns the schema version of the backup (the caller migrates the target afterwards).
 
     Raises:
-        ConflictError: ``target`` has rows.
+        ConflictError: ``target`` has rows, or is another application's database.
         MigrationError: the backup comes from a newer omoide.
     """
     src = _open(str(backup), must_exist=True, readonly=True)
@@ -330,10 +399,7 @@ def restore_file(backup: Path, target: str) -> int:
             dst = connect(target, busy_timeout_ms=BUSY_TIMEOUT_MS)
             try:
                 with map_sqlite_errors("restore", target):
-                    live = _known(_live_columns(dst))
-                    filled = [t for t in live if dst.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()]
-                    if filled:
-                        raise not_empty(repr(target), filled)
+                    _refuse_filled(dst, repr(target))  # the page copy replaces every table of it
                     src.backup(dst)
             finally:
                 dst.close()
@@ -342,4 +408,13 @@ def restore_file(backup: Path, target: str) -> int:
     return version
 
 
-__all__ = ["SqliteReader", "SqliteWriter", "copy_file", "is_sqlite_file", "not_empty", "restore_file"]
+__all__ = [
+    "SqliteReader",
+    "SqliteWriter",
+    "check_backup_file",
+    "check_restore_target",
+    "copy_file",
+    "is_sqlite_file",
+    "not_empty",
+    "restore_file",
+]

@@ -140,7 +140,12 @@ async def _migrate(url: str, settings: Settings) -> int:
 
 async def _refuse_non_empty(url: str) -> None:
     """Check emptiness before migrating, so a refused restore changes nothing."""
-    if backend_of(url) == "sqlite" and not await asyncio.to_thread(Path(sqlite_path(url)).is_file):
+    if backend_of(url) == "sqlite":
+        from omoide.ops._sqlite import check_restore_target
+
+        path = sqlite_path(url)
+        if await asyncio.to_thread(Path(path).is_file):
+            await asyncio.to_thread(check_restore_target, path)  # read-only: another application's file stays as it is
         return
     async with open_sink(url):
         pass
@@ -205,6 +210,10 @@ async def restore(
     started = time.perf_counter()
     kind = source_kind(path)
     backend = backend_of(url)
+    if kind == "sqlite-file":
+        from omoide.ops._sqlite import check_backup_file
+
+        await asyncio.to_thread(check_backup_file, str(path))
     await _refuse_non_empty(url)
     if kind == "sqlite-file" and backend == "sqlite" and not reembed:
         from omoide.ops._sqlite import restore_file
