@@ -216,6 +216,11 @@ CATALOG: dict[str, tuple[str, str]] = {
     "erase.transcripts": ("トランスクリプトのファイル", "transcript files"),
     "error.title": ("エラー", "Error"),
     "error.not_found": ("見つかりません。", "Not found."),
+    "error.internal": (
+        "サーバーでエラーが発生しました。詳しくはサーバーのログを、このリクエスト ID で探してください。",
+        "The server failed. Its logs have the details: look for this request id.",
+    ),
+    "error.request_id": ("リクエスト ID", "Request id"),
     "error.csrf": (
         "フォームの確認トークンが一致しません。ページを再読み込みしてやり直してください。",
         "The form's check token did not match: reload the page and try again.",
