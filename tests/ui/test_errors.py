@@ -1,5 +1,6 @@
 """Failures inside the inspector are HTML pages in the viewer's language, never a plain-text
-"Internal Server Error" or a traceback."""
+"Internal Server Error" or a traceback; and the admin can open any workspace an API key can name
+(Japanese ids included)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from starlette.routing import Mount
 
 from omoide.server import create_app
 
-from .conftest import login
+from .conftest import ADMIN_KEY, form_value, login
+from .seed import WS_A
 
 
 def _inspector(app):
@@ -36,3 +38,29 @@ async def test_an_unexpected_failure_is_a_localised_html_page_with_the_request_i
             assert "req-42" in text and response.headers["x-request-id"] == "req-42"  # to find it in the logs
             assert "hunter2" not in text and "Traceback" not in text and "RuntimeError" not in text
             assert "script-src 'none'" in response.headers["content-security-policy"]
+
+
+async def test_the_admin_opens_a_japanese_workspace(client, seeded, memory):
+    """The workspace cookie held the raw id: a non-Latin-1 id was a plain-text 500."""
+    await memory.api_keys.create("ワークスペース", name="jp")
+    await login(client, ADMIN_KEY)
+    listing = await client.get("/ui/workspaces")
+    assert "ワークスペース" in html.unescape(listing.text)
+    csrf = form_value(listing.text, "csrf")
+    chosen = await client.post("/ui/workspace", data={"workspace": "ワークスペース", "csrf": csrf})
+    assert chosen.status_code == 303, chosen.text
+    overview = await client.get("/ui/")
+    assert overview.status_code == 200 and 'class="ws"' in overview.text
+    assert "ワークスペース" in html.unescape(overview.text)
+    for odd in ('a;b=c, d"e', "100%25 done", WS_A):  # cookie syntax and percent signs survive too
+        await client.post("/ui/workspace", data={"workspace": odd, "csrf": csrf})
+        shown = html.unescape((await client.get("/ui/")).text)
+        assert f'<span class="ws" title="Workspace">{odd}</span>' in shown, odd
+
+
+async def test_the_admin_cannot_pick_a_workspace_with_a_control_character(client, seeded):
+    await login(client, ADMIN_KEY)
+    csrf = form_value((await client.get("/ui/workspaces")).text, "csrf")
+    refused = await client.post("/ui/workspace", data={"workspace": "ws\x00x", "csrf": csrf})
+    assert refused.status_code == 400 and refused.headers["content-type"].startswith("text/html")
+    assert (await client.get("/ui/")).headers["location"] == "/ui/workspaces"  # nothing was chosen
