@@ -361,3 +361,35 @@ async def test_worker_errors_are_for_the_admin(client, seeded, memory):
     await client.post("/ui/workspace", data={"workspace": WS_A, "csrf": form_value(listing.text, "csrf")})
     admin = html.unescape((await client.get("/ui/")).text)
     assert "503 from the embedding API" in admin and "PROVIDER_UNAVAILABLE" in admin
+
+
+async def test_summaries_are_paged(client, seeded, memory):
+    """The list held every scope's latest summary of the workspace at once (all users' summaries: unbounded)."""
+    from omoide.server.ui.pages import summaries as summaries_page
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
+
+    for n in range(summaries_page.PAGE + 3):
+        draft = SummaryDraft(
+            workspace_id=WS_A,
+            scope=SummaryScope.USER,
+            scope_id=f"ユーザー{n:03d}",
+            kind=SummaryKind.LONG_TERM,
+            content=f"summary of user {n}",
+            source_message_count=1,
+        )
+        await memory.store.summaries.save_summary(draft, new_version=True)
+    await login(client, seeded.a_token)
+    seen: list[str] = []
+    url = "/ui/summaries?scope=user&kind=long_term"
+    pages = 0
+    while url:
+        listing = await client.get(url)
+        assert listing.status_code == 200, listing.text
+        shown = re.findall(r"summary of user (\d+)", listing.text)
+        assert len(shown) <= summaries_page.PAGE
+        seen += shown
+        pages += 1
+        found = re.search(r'<a href="([^"]+)">(?:Next|次)', listing.text)
+        url = "/ui/summaries" + html.unescape(found.group(1)) if found else ""
+    assert pages == 2 and sorted(seen, key=int) == [str(n) for n in range(summaries_page.PAGE + 3)]
+    assert (await client.get("/ui/summaries", params={"scope": "user", "after": "x" * 300})).status_code == 400
