@@ -393,3 +393,37 @@ async def test_summaries_are_paged(client, seeded, memory):
         url = "/ui/summaries" + html.unescape(found.group(1)) if found else ""
     assert pages == 2 and sorted(seen, key=int) == [str(n) for n in range(summaries_page.PAGE + 3)]
     assert (await client.get("/ui/summaries", params={"scope": "user", "after": "x" * 300})).status_code == 400
+
+
+def _language_link(page_html: str) -> str:
+    found = re.search(r'<a href="([^"]*)" hreflang="(ja|en)"', page_html)
+    assert found, "no language link"
+    return html.unescape(found.group(1))
+
+
+async def test_switching_language_stays_on_the_page(client, seeded):
+    """The link was ``?lang=xx`` alone: on a session it dropped ``key`` (a 400 page), on a search its
+    query and filters, on a page answering a form (confirm, receipt) it pointed at a POST-only URL (405)."""
+    await login(client, seeded.a_token)
+    view = await client.get("/ui/sessions/view", params={"key": seeded.a_session, "lang": "en"})
+    switched = await client.get(_language_link(view.text))
+    assert switched.status_code == 200, switched.text
+    assert '<html lang="ja">' in switched.text and seeded.a_session in html.unescape(switched.text)
+    search = await client.get("/ui/search", params={"q": "定例会議", "mode": "lexical", "channel": "42"})
+    link = _language_link(search.text)
+    assert link.startswith("/ui/search?") and link.count("lang=") == 1
+    again = await client.get(link)
+    assert '<html lang="en">' in again.text and 'data-rank="1"' in again.text  # the same search, in English
+    versions = await client.get("/ui/summaries/channel/42", params={"kind": "long_term"})
+    assert (await client.get(_language_link(versions.text))).status_code == 200
+    csrf = await csrf_of(client)
+    confirm = await client.post("/ui/users/forget", data={"user": "7", "csrf": csrf})
+    link = _language_link(confirm.text)
+    assert link in ("/ui/?lang=ja", "/ui/?lang=en")  # the front page, switched
+    answered = await client.get(link)
+    assert answered.status_code == 200 and f'<html lang="{link[-2:]}">' in answered.text
+    form = await client.get("/ui/login")
+    failed = await client.post("/ui/login", data={"key": "nope", "login_token": form_value(form.text, "login_token")})
+    assert _language_link(failed.text).startswith("/ui/login?")
+    wrong = await client.get("/ui/users/forget", headers={"Accept-Language": "ja"})
+    assert wrong.status_code == 405 and "Method Not Allowed" not in wrong.text  # in the viewer's language

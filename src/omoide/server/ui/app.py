@@ -135,7 +135,8 @@ def create_inspector(parent: FastAPI) -> FastAPI:
     @ui.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         t = translator(choose_language(request))
-        message = t("error.not_found") if exc.status_code == 404 else str(exc.detail)
+        known = {404: "error.not_found", 405: "error.method_not_allowed"}
+        message = t(known[exc.status_code]) if exc.status_code in known else str(exc.detail)
         return error_page(request, message, status_code=exc.status_code)
 
     return ui

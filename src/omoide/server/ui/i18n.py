@@ -221,6 +221,10 @@ CATALOG: dict[str, tuple[str, str]] = {
         "The server failed. Its logs have the details: look for this request id.",
     ),
     "error.request_id": ("リクエスト ID", "Request id"),
+    "error.method_not_allowed": (
+        "このアドレスはフォームの送信先です。前のページに戻ってください。",
+        "This address only takes a form; go back to the page before.",
+    ),
     "error.csrf": (
         "フォームの確認トークンが一致しません。ページを再読み込みしてやり直してください。",
         "The form's check token did not match: reload the page and try again.",
