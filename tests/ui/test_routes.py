@@ -427,3 +427,23 @@ async def test_switching_language_stays_on_the_page(client, seeded):
     assert _language_link(failed.text).startswith("/ui/login?")
     wrong = await client.get("/ui/users/forget", headers={"Accept-Language": "ja"})
     assert wrong.status_code == 405 and "Method Not Allowed" not in wrong.text  # in the viewer's language
+
+
+async def test_memories_pager_has_no_empty_last_page(client, seeded, memory):
+    """'Next' was shown whenever a page was full, so a user with exactly 50 memories got an empty page 2."""
+    from omoide.server.ui.pages import memories as memories_page
+
+    user = "pager-user"
+    for n in range(memories_page.PAGE):
+        await memory.remember(f"メモ {n}: " + " ".join(f"w{n}x{i}" for i in range(4)), workspace=WS_A, user=user)
+    assert len(await memory.memories.list(WS_A, user, page_size=200)) == memories_page.PAGE
+    await login(client, seeded.a_token)
+    full = await client.get("/ui/memories", params={"user": user})
+    assert full.status_code == 200 and "offset=" not in full.text
+    await memory.remember("one more: 追加のメモ", workspace=WS_A, user=user)
+    more = await client.get("/ui/memories", params={"user": user})
+    link = re.search(r'href="(\?user=[^"]+&amp;offset=(\d+))"', more.text)
+    assert link and int(link.group(2)) == memories_page.PAGE
+    rest = await client.get("/ui/memories" + html.unescape(link.group(1)))
+    assert rest.status_code == 200 and len(re.findall(r'<td class="text">', rest.text)) == 1
+    assert re.search(r'href="\?user=[^"]+&amp;offset=0">(Previous|前へ)<', rest.text)
