@@ -447,3 +447,13 @@ async def test_memories_pager_has_no_empty_last_page(client, seeded, memory):
     rest = await client.get("/ui/memories" + html.unescape(link.group(1)))
     assert rest.status_code == 200 and len(re.findall(r'<td class="text">', rest.text)) == 1
     assert re.search(r'href="\?user=[^"]+&amp;offset=0">(Previous|前へ)<', rest.text)
+
+
+async def test_search_hits_speak_japanese(client, seeded):
+    """A hit's matched line was labelled 'line N' in English on the Japanese page."""
+    await login(client, seeded.a_token)
+    params = {"q": "定例会議", "mode": "lexical", "lang": "ja"}
+    found = html.unescape((await client.get("/ui/search", params=params)).text)
+    assert 'data-rank="1"' in found and "行目" in found and "· line " not in found
+    english = html.unescape((await client.get("/ui/search", params={**params, "lang": "en"})).text)
+    assert "· line " in english

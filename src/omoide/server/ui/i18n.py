@@ -160,6 +160,7 @@ CATALOG: dict[str, tuple[str, str]] = {
     "search.fused": ("融合スコア", "Fused score"),
     "search.scores": ("スコア", "Scores"),
     "search.unit": ("一致した単位", "Matched unit"),
+    "search.line": ("{n} 行目", "line {n}"),
     "search.hits": ("ヒット", "Hits"),
     "search.no_hits": ("ヒットはありません。", "No hits."),
     "search.notes": ("メモ", "Notes"),
