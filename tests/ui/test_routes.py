@@ -457,3 +457,37 @@ async def test_search_hits_speak_japanese(client, seeded):
     assert 'data-rank="1"' in found and "行目" in found and "· line " not in found
     english = html.unescape((await client.get("/ui/search", params={**params, "lang": "en"})).text)
     assert "· line " in english
+
+
+async def test_ids_with_a_slash_have_pages(client, seeded, memory):
+    """A user or scope id holding '/' (``team/alice``) is fine for the library, but the inspector's own
+    links to its memory and its summary versions were 404s."""
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
+
+    user = "team/alice"
+    made = await memory.remember("スラッシュのあるユーザーのメモ", workspace=WS_A, user=user)
+    draft = SummaryDraft(
+        workspace_id=WS_A,
+        scope=SummaryScope.USER,
+        scope_id=user,
+        kind=SummaryKind.LONG_TERM,
+        content="slash user summary",
+        source_message_count=1,
+    )
+    await memory.store.summaries.save_summary(draft, new_version=True)
+    await login(client, seeded.a_token)
+    listing = await client.get("/ui/memories", params={"user": user})
+    link = re.search(rf'href="(/ui/memories/[^"]+/{int(made.memory.id)})"', listing.text)
+    assert link, listing.text
+    one = await client.get(html.unescape(link.group(1)))
+    assert one.status_code == 200 and "スラッシュのあるユーザーのメモ" in html.unescape(one.text)
+    csrf = form_value(one.text, "csrf")
+    action = re.search(r'action="([^"]+/edit)"', one.text).group(1)
+    edited = await client.post(html.unescape(action), data={"content": "編集済み", "csrf": csrf})
+    assert edited.status_code == 303 and (await client.get(edited.headers["location"])).status_code == 200
+    assert (await memory.memories.get(WS_A, user, int(made.memory.id))).content == "編集済み"
+    summaries = await client.get("/ui/summaries", params={"scope": "user"})
+    versions = re.search(r'href="(/ui/summaries/user/[^"?]+)\?kind=long_term"', summaries.text)
+    assert versions, summaries.text
+    shown = await client.get(html.unescape(versions.group(1)))
+    assert shown.status_code == 200 and "slash user summary" in shown.text

@@ -72,7 +72,7 @@ async def memories(
     return page(request, "memories.html", context)
 
 
-@router.get("/{user}/{memory_id}")
+@router.get("/{user:path}/{memory_id}")
 async def one_memory(
     request: Request, memory: MemoryDep, viewer: WorkspaceViewer, user: UserId, memory_id: MemoryId
 ) -> Response:
@@ -90,7 +90,7 @@ async def one_memory(
     return page(request, "memory.html", context)
 
 
-@router.post("/{user}/{memory_id}/edit")
+@router.post("/{user:path}/{memory_id}/edit")
 async def edit_memory(
     request: Request,
     memory: MemoryDep,
@@ -115,7 +115,7 @@ async def edit_memory(
     return redirect(request, f"/memories/{quote(user, safe='')}/{memory_id}?saved=1")
 
 
-@router.post("/{user}/{memory_id}/delete")
+@router.post("/{user:path}/{memory_id}/delete")
 async def delete_memory(
     request: Request,
     memory: MemoryDep,

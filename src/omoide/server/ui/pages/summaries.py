@@ -46,7 +46,7 @@ async def summaries(
     return page(request, "summaries.html", context)
 
 
-@router.get("/{scope}/{scope_id}")
+@router.get("/{scope}/{scope_id:path}")
 async def versions(
     request: Request,
     memory: MemoryDep,
