@@ -56,6 +56,11 @@ async def test_latest_summaries_per_channel(store):
     )
     found = await store.summaries.latest_summaries("g1", SummaryScope.CHANNEL, SummaryKind.LONG_TERM)
     assert [(s.scope_id, s.content) for s in found] == [("a", "a2"), ("b", "b1")]
+    first = await store.summaries.latest_summaries("g1", SummaryScope.CHANNEL, SummaryKind.LONG_TERM, limit=1)
+    assert [(s.scope_id, s.content) for s in first] == [("a", "a2")]  # a page: the newest version still
+    rest = await store.summaries.latest_summaries("g1", SummaryScope.CHANNEL, SummaryKind.LONG_TERM, after="a", limit=5)
+    assert [(s.scope_id, s.content) for s in rest] == [("b", "b1")]
+    assert await store.summaries.latest_summaries("g1", SummaryScope.CHANNEL, SummaryKind.LONG_TERM, after="b") == []
 
 
 async def test_scope_messages_and_active_scopes(store):

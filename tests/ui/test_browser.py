@@ -196,6 +196,7 @@ def _japanese_and_phone(browser: Any, base: str, seeded: Seeded, shot: Shots) ->
         shot(page, "phone_search_ja")
         page.click("a.lang")
         assert "Workspace overview" not in _text(page) and "Search playground" in _text(page)
+        assert page.input_value("input[name=q]") == "会議"  # the same search, in English
     finally:
         context.close()
 

@@ -361,3 +361,133 @@ async def test_worker_errors_are_for_the_admin(client, seeded, memory):
     await client.post("/ui/workspace", data={"workspace": WS_A, "csrf": form_value(listing.text, "csrf")})
     admin = html.unescape((await client.get("/ui/")).text)
     assert "503 from the embedding API" in admin and "PROVIDER_UNAVAILABLE" in admin
+
+
+async def test_summaries_are_paged(client, seeded, memory):
+    """The list held every scope's latest summary of the workspace at once (all users' summaries: unbounded)."""
+    from omoide.server.ui.pages import summaries as summaries_page
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
+
+    for n in range(summaries_page.PAGE + 3):
+        draft = SummaryDraft(
+            workspace_id=WS_A,
+            scope=SummaryScope.USER,
+            scope_id=f"ユーザー{n:03d}",
+            kind=SummaryKind.LONG_TERM,
+            content=f"summary of user {n}",
+            source_message_count=1,
+        )
+        await memory.store.summaries.save_summary(draft, new_version=True)
+    await login(client, seeded.a_token)
+    seen: list[str] = []
+    url = "/ui/summaries?scope=user&kind=long_term"
+    pages = 0
+    while url:
+        listing = await client.get(url)
+        assert listing.status_code == 200, listing.text
+        shown = re.findall(r"summary of user (\d+)", listing.text)
+        assert len(shown) <= summaries_page.PAGE
+        seen += shown
+        pages += 1
+        found = re.search(r'<a href="([^"]+)">(?:Next|次)', listing.text)
+        url = "/ui/summaries" + html.unescape(found.group(1)) if found else ""
+    assert pages == 2 and sorted(seen, key=int) == [str(n) for n in range(summaries_page.PAGE + 3)]
+    assert (await client.get("/ui/summaries", params={"scope": "user", "after": "x" * 300})).status_code == 400
+
+
+def _language_link(page_html: str) -> str:
+    found = re.search(r'<a href="([^"]*)" hreflang="(ja|en)"', page_html)
+    assert found, "no language link"
+    return html.unescape(found.group(1))
+
+
+async def test_switching_language_stays_on_the_page(client, seeded):
+    """The link was ``?lang=xx`` alone: on a session it dropped ``key`` (a 400 page), on a search its
+    query and filters, on a page answering a form (confirm, receipt) it pointed at a POST-only URL (405)."""
+    await login(client, seeded.a_token)
+    view = await client.get("/ui/sessions/view", params={"key": seeded.a_session, "lang": "en"})
+    switched = await client.get(_language_link(view.text))
+    assert switched.status_code == 200, switched.text
+    assert '<html lang="ja">' in switched.text and seeded.a_session in html.unescape(switched.text)
+    search = await client.get("/ui/search", params={"q": "定例会議", "mode": "lexical", "channel": "42"})
+    link = _language_link(search.text)
+    assert link.startswith("/ui/search?") and link.count("lang=") == 1
+    again = await client.get(link)
+    assert '<html lang="en">' in again.text and 'data-rank="1"' in again.text  # the same search, in English
+    versions = await client.get("/ui/summaries/channel/42", params={"kind": "long_term"})
+    assert (await client.get(_language_link(versions.text))).status_code == 200
+    csrf = await csrf_of(client)
+    confirm = await client.post("/ui/users/forget", data={"user": "7", "csrf": csrf})
+    link = _language_link(confirm.text)
+    assert link in ("/ui/?lang=ja", "/ui/?lang=en")  # the front page, switched
+    answered = await client.get(link)
+    assert answered.status_code == 200 and f'<html lang="{link[-2:]}">' in answered.text
+    form = await client.get("/ui/login")
+    failed = await client.post("/ui/login", data={"key": "nope", "login_token": form_value(form.text, "login_token")})
+    assert _language_link(failed.text).startswith("/ui/login?")
+    wrong = await client.get("/ui/users/forget", headers={"Accept-Language": "ja"})
+    assert wrong.status_code == 405 and "Method Not Allowed" not in wrong.text  # in the viewer's language
+
+
+async def test_memories_pager_has_no_empty_last_page(client, seeded, memory):
+    """'Next' was shown whenever a page was full, so a user with exactly 50 memories got an empty page 2."""
+    from omoide.server.ui.pages import memories as memories_page
+
+    user = "pager-user"
+    for n in range(memories_page.PAGE):
+        await memory.remember(f"メモ {n}: " + " ".join(f"w{n}x{i}" for i in range(4)), workspace=WS_A, user=user)
+    assert len(await memory.memories.list(WS_A, user, page_size=200)) == memories_page.PAGE
+    await login(client, seeded.a_token)
+    full = await client.get("/ui/memories", params={"user": user})
+    assert full.status_code == 200 and "offset=" not in full.text
+    await memory.remember("one more: 追加のメモ", workspace=WS_A, user=user)
+    more = await client.get("/ui/memories", params={"user": user})
+    link = re.search(r'href="(\?user=[^"]+&amp;offset=(\d+))"', more.text)
+    assert link and int(link.group(2)) == memories_page.PAGE
+    rest = await client.get("/ui/memories" + html.unescape(link.group(1)))
+    assert rest.status_code == 200 and len(re.findall(r'<td class="text">', rest.text)) == 1
+    assert re.search(r'href="\?user=[^"]+&amp;offset=0">(Previous|前へ)<', rest.text)
+
+
+async def test_search_hits_speak_japanese(client, seeded):
+    """A hit's matched line was labelled 'line N' in English on the Japanese page."""
+    await login(client, seeded.a_token)
+    params = {"q": "定例会議", "mode": "lexical", "lang": "ja"}
+    found = html.unescape((await client.get("/ui/search", params=params)).text)
+    assert 'data-rank="1"' in found and "行目" in found and "· line " not in found
+    english = html.unescape((await client.get("/ui/search", params={**params, "lang": "en"})).text)
+    assert "· line " in english
+
+
+async def test_ids_with_a_slash_have_pages(client, seeded, memory):
+    """A user or scope id holding '/' (``team/alice``) is fine for the library, but the inspector's own
+    links to its memory and its summary versions were 404s."""
+    from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope
+
+    user = "team/alice"
+    made = await memory.remember("スラッシュのあるユーザーのメモ", workspace=WS_A, user=user)
+    draft = SummaryDraft(
+        workspace_id=WS_A,
+        scope=SummaryScope.USER,
+        scope_id=user,
+        kind=SummaryKind.LONG_TERM,
+        content="slash user summary",
+        source_message_count=1,
+    )
+    await memory.store.summaries.save_summary(draft, new_version=True)
+    await login(client, seeded.a_token)
+    listing = await client.get("/ui/memories", params={"user": user})
+    link = re.search(rf'href="(/ui/memories/[^"]+/{int(made.memory.id)})"', listing.text)
+    assert link, listing.text
+    one = await client.get(html.unescape(link.group(1)))
+    assert one.status_code == 200 and "スラッシュのあるユーザーのメモ" in html.unescape(one.text)
+    csrf = form_value(one.text, "csrf")
+    action = re.search(r'action="([^"]+/edit)"', one.text).group(1)
+    edited = await client.post(html.unescape(action), data={"content": "編集済み", "csrf": csrf})
+    assert edited.status_code == 303 and (await client.get(edited.headers["location"])).status_code == 200
+    assert (await memory.memories.get(WS_A, user, int(made.memory.id))).content == "編集済み"
+    summaries = await client.get("/ui/summaries", params={"scope": "user"})
+    versions = re.search(r'href="(/ui/summaries/user/[^"?]+)\?kind=long_term"', summaries.text)
+    assert versions, summaries.text
+    shown = await client.get(html.unescape(versions.group(1)))
+    assert shown.status_code == 200 and "slash user summary" in shown.text

@@ -192,10 +192,24 @@ class SummaryStore(ErasureAware, abc.ABC):
             workspace_id, SummaryScope(scope).value, scope_id, SummaryKind(kind).value, lim
         )
 
-    async def latest_summaries(self, workspace_id: str, scope: SummaryScope, kind: SummaryKind) -> list[Summary]:
-        """The newest version of every scope id of this scope in the workspace (by scope id)."""
+    async def latest_summaries(
+        self,
+        workspace_id: str,
+        scope: SummaryScope,
+        kind: SummaryKind,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> list[Summary]:
+        """The newest version of every scope id of this scope in the workspace (by scope id); with
+        ``after`` only scope ids after it, with ``limit`` at most that many (a page: keyset on the id)."""
         check_scope_key(workspace_id, scope, "-", kind)
-        return await self._latest_summaries(workspace_id, SummaryScope(scope).value, SummaryKind(kind).value)
+        if after is not None and not isinstance(after, str):
+            raise InvalidInput(f"after must be a scope id, got {type(after).__name__}")
+        lim = None if limit is None else check_int("limit", limit, minimum=1)
+        return await self._latest_summaries(
+            workspace_id, SummaryScope(scope).value, SummaryKind(kind).value, after or None, lim
+        )
 
     async def save_summary(self, draft: SummaryDraft, *, new_version: bool) -> Summary:
         """Store a new version, or overwrite the latest one; return it as stored.
@@ -231,7 +245,9 @@ class SummaryStore(ErasureAware, abc.ABC):
     ) -> list[Summary]: ...
 
     @abc.abstractmethod
-    async def _latest_summaries(self, workspace_id: str, scope: str, kind: str) -> list[Summary]: ...
+    async def _latest_summaries(
+        self, workspace_id: str, scope: str, kind: str, after: str | None, limit: int | None
+    ) -> list[Summary]: ...
 
     @abc.abstractmethod
     async def _save_summary(self, draft: SummaryDraft, new_version: bool) -> Summary: ...

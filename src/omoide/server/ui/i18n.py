@@ -160,6 +160,7 @@ CATALOG: dict[str, tuple[str, str]] = {
     "search.fused": ("融合スコア", "Fused score"),
     "search.scores": ("スコア", "Scores"),
     "search.unit": ("一致した単位", "Matched unit"),
+    "search.line": ("{n} 行目", "line {n}"),
     "search.hits": ("ヒット", "Hits"),
     "search.no_hits": ("ヒットはありません。", "No hits."),
     "search.notes": ("メモ", "Notes"),
@@ -216,6 +217,15 @@ CATALOG: dict[str, tuple[str, str]] = {
     "erase.transcripts": ("トランスクリプトのファイル", "transcript files"),
     "error.title": ("エラー", "Error"),
     "error.not_found": ("見つかりません。", "Not found."),
+    "error.internal": (
+        "サーバーでエラーが発生しました。詳しくはサーバーのログを、このリクエスト ID で探してください。",
+        "The server failed. Its logs have the details: look for this request id.",
+    ),
+    "error.request_id": ("リクエスト ID", "Request id"),
+    "error.method_not_allowed": (
+        "このアドレスはフォームの送信先です。前のページに戻ってください。",
+        "This address only takes a form; go back to the page before.",
+    ),
     "error.csrf": (
         "フォームの確認トークンが一致しません。ページを再読み込みしてやり直してください。",
         "The form's check token did not match: reload the page and try again.",

@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -68,6 +69,17 @@ templates.env.filters["when"] = _when
 templates.env.filters["as_json"] = _as_json
 
 
+def language_link(request: Request, lang: str) -> str:
+    """Where the language switch goes: this page with its query (``lang`` replaced) for a GET; after
+    a form (a confirmation, a receipt: POST-only URLs) the front page, or the login form."""
+    root = ui_root(request)
+    if request.method in ("GET", "HEAD"):
+        kept = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+        return request.url.path + "?" + urlencode([*kept, ("lang", lang)])
+    path = request.url.path[len(root) :]
+    return root + ("/login" if path == "/login" else "/") + "?" + urlencode({"lang": lang})
+
+
 def page(
     request: Request,
     name: str,
@@ -82,6 +94,7 @@ def page(
     common: dict[str, Any] = {
         "lang": lang,
         "other_lang": "en" if lang == "ja" else "ja",
+        "lang_href": language_link(request, "en" if lang == "ja" else "ja"),
         "t": translator(lang),
         "root": ui_root(request),
         "viewer": seen,
@@ -96,4 +109,4 @@ def page(
     return response
 
 
-__all__ = ["SECURITY_HEADERS", "page", "templates"]
+__all__ = ["SECURITY_HEADERS", "language_link", "page", "templates"]

@@ -20,6 +20,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Annotated
+from urllib.parse import quote, unquote
 
 from fastapi import Depends, Request
 from starlette.responses import Response
@@ -103,13 +104,25 @@ async def identify(memory: Memory, token: str | None, chosen: str | None) -> Vie
     return Viewer(token=token, admin=False, workspace=record.workspace_id, key_id=int(record.id))
 
 
+def workspace_cookie(workspace: str) -> str:
+    """The workspace cookie's value: the id percent-encoded (a header holds Latin-1 only, and a
+    cookie no ``;`` or ``,``), so any id a key can name (``ワークスペース``) can be chosen."""
+    return quote(workspace, safe="")
+
+
+def chosen_workspace(request: Request) -> str | None:
+    """The admin's chosen workspace (from :func:`workspace_cookie`), or ``None``."""
+    value = request.cookies.get(WORKSPACE_COOKIE)
+    return unquote(value) if value else None
+
+
 async def current_viewer(request: Request, memory: MemoryDep) -> Viewer:
     """The logged-in viewer, with or without a workspace chosen.
 
     Raises:
         LoginRequired: no valid key in the cookie.
     """
-    viewer = await identify(memory, request.cookies.get(KEY_COOKIE), request.cookies.get(WORKSPACE_COOKIE))
+    viewer = await identify(memory, request.cookies.get(KEY_COOKIE), chosen_workspace(request))
     if viewer is None:
         raise LoginRequired("log in with an API key first")
     request.state.viewer = viewer
@@ -181,6 +194,7 @@ __all__ = [
     "WorkspaceRequired",
     "WorkspaceViewer",
     "check_csrf",
+    "chosen_workspace",
     "clear_cookie",
     "csrf_token",
     "current_viewer",
@@ -190,4 +204,5 @@ __all__ = [
     "new_login_token",
     "set_cookie",
     "ui_root",
+    "workspace_cookie",
 ]

@@ -70,13 +70,17 @@ async def summary_history(
     return [summary_from_row(r) for r in rows]
 
 
-async def latest_summaries(conn: asyncpg.Connection, workspace_id: str, scope: str, kind: str) -> list[Summary]:
+async def latest_summaries(
+    conn: asyncpg.Connection, workspace_id: str, scope: str, kind: str, after: str | None, limit: int | None
+) -> list[Summary]:
     rows = await conn.fetch(
         f"SELECT DISTINCT ON (scope_id) {COLUMNS} FROM summaries WHERE workspace_id = $1 AND scope = $2 AND kind = $3 "
-        "ORDER BY scope_id, version DESC",
+        "AND ($4::text IS NULL OR scope_id > $4::text) ORDER BY scope_id, version DESC LIMIT $5",
         workspace_id,
         scope,
         kind,
+        after,
+        limit,
     )
     return [summary_from_row(r) for r in rows]
 

@@ -28,9 +28,11 @@ class PostgresSummaries(SummaryStore):
         async with self._db.acquire() as conn:
             return await sumops.summary_history(conn, workspace_id, scope, scope_id, kind, limit)
 
-    async def _latest_summaries(self, workspace_id: str, scope: str, kind: str) -> list[Summary]:
+    async def _latest_summaries(
+        self, workspace_id: str, scope: str, kind: str, after: str | None, limit: int | None
+    ) -> list[Summary]:
         async with self._db.acquire() as conn:
-            return await sumops.latest_summaries(conn, workspace_id, scope, kind)
+            return await sumops.latest_summaries(conn, workspace_id, scope, kind, after, limit)
 
     async def _save_summary(self, draft: SummaryDraft, new_version: bool) -> Summary:
         async with self._db.acquire() as conn:

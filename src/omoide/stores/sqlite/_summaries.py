@@ -57,12 +57,15 @@ def summary_history(
     return [summary_from_row(r) for r in rows]
 
 
-def latest_summaries(conn: sqlite3.Connection, workspace_id: str, scope: str, kind: str) -> list[Summary]:
+def latest_summaries(
+    conn: sqlite3.Connection, workspace_id: str, scope: str, kind: str, after: str | None, limit: int | None
+) -> list[Summary]:
     rows = conn.execute(
         f"SELECT {COLUMNS} FROM summaries s WHERE workspace_id = ? AND scope = ? AND kind = ? "
+        "AND (? IS NULL OR scope_id > ?) "
         "AND version = (SELECT max(version) FROM summaries t WHERE t.workspace_id = s.workspace_id "
-        "AND t.scope = s.scope AND t.scope_id = s.scope_id AND t.kind = s.kind) ORDER BY scope_id",
-        (workspace_id, scope, kind),
+        "AND t.scope = s.scope AND t.scope_id = s.scope_id AND t.kind = s.kind) ORDER BY scope_id LIMIT ?",
+        (workspace_id, scope, kind, after, after, -1 if limit is None else limit),
     ).fetchall()
     return [summary_from_row(r) for r in rows]
 

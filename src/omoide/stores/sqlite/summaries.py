@@ -28,8 +28,10 @@ class SqliteSummaries(SummaryStore):
             "summary_history", sumops.summary_history, workspace_id, scope, scope_id, kind, limit
         )
 
-    async def _latest_summaries(self, workspace_id: str, scope: str, kind: str) -> list[Summary]:
-        return await self._db.read("latest_summaries", sumops.latest_summaries, workspace_id, scope, kind)
+    async def _latest_summaries(
+        self, workspace_id: str, scope: str, kind: str, after: str | None, limit: int | None
+    ) -> list[Summary]:
+        return await self._db.read("latest_summaries", sumops.latest_summaries, workspace_id, scope, kind, after, limit)
 
     async def _save_summary(self, draft: SummaryDraft, new_version: bool) -> Summary:
         return await self._db.write("save_summary", sumops.save_summary, draft, new_version, utcnow())

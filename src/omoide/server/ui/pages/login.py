@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from starlette.responses import Response
 
+from omoide.errors import InvalidInput
 from omoide.server.ui.app import redirect
 from omoide.server.ui.i18n import choose_language, translator
 from omoide.server.ui.render import page
@@ -22,6 +23,7 @@ from omoide.server.ui.security import (
     identify,
     new_login_token,
     set_cookie,
+    workspace_cookie,
 )
 
 WORKSPACES_PAGE = 100
@@ -118,10 +120,17 @@ async def workspaces(
 async def choose_workspace(
     request: Request, viewer: AnyViewer, workspace: Field, csrf: OptionalField = None
 ) -> Response:
-    """The admin picks the workspace every page shows (kept in a cookie next to the key)."""
+    """The admin picks the workspace every page shows (kept in a cookie next to the key).
+
+    Raises:
+        InvalidInput: the id holds a control character (no API key or session key can name it).
+    """
     check_csrf(viewer, csrf)
     if not viewer.admin:
         return redirect(request, "/")
+    chosen = workspace.strip()
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in chosen):  # as omoide.keys and the API keys' workspaces
+        raise InvalidInput(f"a workspace id must not hold a control character, got {chosen!r:.80}")
     response = redirect(request, "/")
-    set_cookie(request, response, WORKSPACE_COOKIE, workspace.strip())
+    set_cookie(request, response, WORKSPACE_COOKIE, workspace_cookie(chosen))
     return response

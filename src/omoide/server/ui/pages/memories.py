@@ -52,19 +52,27 @@ async def memories(
     offset: Annotated[int, Query(ge=0, le=10**6)] = 0,
 ) -> Response:
     workspace = str(viewer.workspace)
-    context: dict[str, Any] = {"user": user or "", "q": q or "", "rows": None, "hits": None, "next_offset": None}
+    context: dict[str, Any] = {
+        "user": user or "",
+        "q": q or "",
+        "rows": None,
+        "hits": None,
+        "next_offset": None,
+        "prev_offset": None,
+    }
     context["users"] = await known_users(memory, workspace)
     if user:
         if q and q.strip():
             context["hits"] = await memory.recall(q, workspace=workspace, user=user, limit=20)
         else:
-            found = await memory.memories.list(workspace, user, page_size=PAGE, offset=offset)
-            context["rows"] = found
-            context["next_offset"] = offset + PAGE if len(found) == PAGE else None
+            found = await memory.memories.list(workspace, user, page_size=PAGE + 1, offset=offset)
+            context["rows"] = found[:PAGE]
+            context["next_offset"] = offset + PAGE if len(found) > PAGE else None
+            context["prev_offset"] = max(0, offset - PAGE) if offset else None
     return page(request, "memories.html", context)
 
 
-@router.get("/{user}/{memory_id}")
+@router.get("/{user:path}/{memory_id}")
 async def one_memory(
     request: Request, memory: MemoryDep, viewer: WorkspaceViewer, user: UserId, memory_id: MemoryId
 ) -> Response:
@@ -82,7 +90,7 @@ async def one_memory(
     return page(request, "memory.html", context)
 
 
-@router.post("/{user}/{memory_id}/edit")
+@router.post("/{user:path}/{memory_id}/edit")
 async def edit_memory(
     request: Request,
     memory: MemoryDep,
@@ -107,7 +115,7 @@ async def edit_memory(
     return redirect(request, f"/memories/{quote(user, safe='')}/{memory_id}?saved=1")
 
 
-@router.post("/{user}/{memory_id}/delete")
+@router.post("/{user:path}/{memory_id}/delete")
 async def delete_memory(
     request: Request,
     memory: MemoryDep,

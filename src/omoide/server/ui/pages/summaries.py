@@ -17,6 +17,7 @@ router = APIRouter(prefix="/summaries")
 
 SCOPES = [s.value for s in SummaryScope]
 KINDS = [k.value for k in SummaryKind]
+PAGE = 50
 
 
 @router.get("")
@@ -26,13 +27,26 @@ async def summaries(
     viewer: WorkspaceViewer,
     scope: SummaryScope = SummaryScope.CHANNEL,
     kind: SummaryKind = SummaryKind.LONG_TERM,
+    after: Annotated[str | None, Query(max_length=256)] = None,
 ) -> Response:
-    rows = await memory.store.summaries.latest_summaries(str(viewer.workspace), scope, kind)
-    context = {"rows": rows, "scope": scope.value, "kind": kind.value, "scopes": SCOPES, "kinds": KINDS}
+    """The latest summary of each scope id, ``PAGE`` at a time by scope id (``after``: the page after that id)."""
+    found = await memory.store.summaries.latest_summaries(
+        str(viewer.workspace), scope, kind, after=after or None, limit=PAGE + 1
+    )
+    rows = found[:PAGE]
+    context = {
+        "rows": rows,
+        "scope": scope.value,
+        "kind": kind.value,
+        "scopes": SCOPES,
+        "kinds": KINDS,
+        "after": after or "",
+        "next_after": rows[-1].scope_id if len(found) > PAGE else None,
+    }
     return page(request, "summaries.html", context)
 
 
-@router.get("/{scope}/{scope_id}")
+@router.get("/{scope}/{scope_id:path}")
 async def versions(
     request: Request,
     memory: MemoryDep,
