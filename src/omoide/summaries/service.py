@@ -36,7 +36,7 @@ from typing import Any, Literal
 import structlog
 
 from omoide.context.calls import budgeted_complete
-from omoide.errors import ContextOverflow, ErasureConflict, InvalidInput
+from omoide.errors import BadRequest, ContextOverflow, ErasureConflict, InvalidInput, OmoideError
 from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
@@ -56,6 +56,11 @@ Clock = Callable[[], datetime]
 Language = Literal["ja", "en"]
 MAX_PART_DEPTH = 8
 """How deep summarising in parts may split an over-budget input."""
+SCOPE_FAILURES: tuple[type[OmoideError], ...] = (ContextOverflow, BadRequest, InvalidInput)
+"""Failures that belong to one scope's content (a message too long for the window, a request the
+provider refuses, an empty summary): a pass (:meth:`SummaryGenerator.run`) counts the scope as
+failed and goes on with the others. Anything else (the database or the provider down, a bad API
+key) stops the pass, and the worker backs off."""
 
 _PROMPTS: dict[Language, dict[str, str]] = {
     "ja": {
@@ -127,6 +132,7 @@ class SummaryReport:
     long_term: int = 0
     workspaces: int = 0
     skipped: int = 0
+    failed: int = 0
     duration_s: float = 0.0
     updated: list[str] = field(default_factory=list)
 
@@ -145,6 +151,7 @@ class SummaryReport:
             "long_term": self.long_term,
             "workspaces": self.workspaces,
             "skipped": self.skipped,
+            "failed": self.failed,
             "duration_ms": round(self.duration_s * 1000, 1),
         }
 
@@ -400,13 +407,25 @@ class SummaryGenerator:
         *,
         config: ShortTermHistoryConfig | None = None,
         merge_each: bool = False,
+        skip_failed: bool = False,
     ) -> SummaryReport:
-        """Seed 003's ``generate_channel_memories`` for some channels of one workspace."""
+        """Seed 003's ``generate_channel_memories`` for some channels of one workspace.
+
+        ``skip_failed``: a channel whose content cannot be summarised (:data:`SCOPE_FAILURES`)
+        is logged and counted as failed, and the other channels go on; without it, it is raised.
+        """
         report = SummaryReport()
         changed = False
         for channel in channels:
             report.scopes += 1
-            short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
+            try:
+                short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
+            except SCOPE_FAILURES as exc:
+                if not skip_failed:
+                    raise
+                _log_failure(workspace_id, SummaryScope.CHANNEL.value, channel, exc)
+                report.failed += 1
+                continue
             if short is None:
                 report.skipped += 1
                 continue
@@ -415,15 +434,29 @@ class SummaryGenerator:
             report.updated.append(f"channel:{channel}")
             changed = True
             if merge_each:
-                await self.update_workspace(workspace_id)
-                report.workspaces += 1
+                await self._workspace(workspace_id, report, skip_failed=skip_failed)
         if changed and not merge_each:
-            await self.update_workspace(workspace_id)
-            report.workspaces += 1
+            await self._workspace(workspace_id, report, skip_failed=skip_failed)
         return report
 
+    async def _workspace(self, workspace_id: str, report: SummaryReport, *, skip_failed: bool) -> None:
+        try:
+            await self.update_workspace(workspace_id)
+        except SCOPE_FAILURES as exc:
+            if not skip_failed:
+                raise
+            _log_failure(workspace_id, SummaryScope.WORKSPACE.value, workspace_id, exc)
+            report.failed += 1
+            return
+        report.workspaces += 1
+
     async def run(self) -> SummaryReport:
-        """One pass over every channel, thread and user with recent messages (the worker job)."""
+        """One pass over every channel, thread and user with recent messages (the worker job).
+
+        A scope whose content cannot be summarised (:data:`SCOPE_FAILURES`: say one message too
+        long for the model's window) is logged (``summary_failed``), counted in ``failed`` and
+        tried again next pass; the other scopes go on.
+        """
         started = time.perf_counter()
         since = self.clock() - timedelta(hours=self.settings.summary_window_hours)
         report = SummaryReport()
@@ -431,17 +464,24 @@ class SummaryGenerator:
         for workspace_id, channel in await self.store.active_scopes(since=since, scope=SummaryScope.CHANNEL):
             by_workspace.setdefault(workspace_id, []).append(channel)
         for workspace_id, channels in by_workspace.items():
-            part = await self.generate_channel_memories(workspace_id, channels)
+            part = await self.generate_channel_memories(workspace_id, channels, skip_failed=True)
             report.scopes += part.scopes
             report.short_term += part.short_term
             report.long_term += part.long_term
             report.workspaces += part.workspaces
             report.skipped += part.skipped
+            report.failed += part.failed
             report.updated += part.updated
         for scope in (SummaryScope.THREAD, SummaryScope.USER):
             for workspace_id, scope_id in await self.store.active_scopes(since=since, scope=scope):
                 report.scopes += 1
-                if await self.update_scope(workspace_id, scope, scope_id) is None:
+                try:
+                    short = await self.update_scope(workspace_id, scope, scope_id)
+                except SCOPE_FAILURES as exc:
+                    _log_failure(workspace_id, scope.value, scope_id, exc)
+                    report.failed += 1
+                    continue
+                if short is None:
                     report.skipped += 1
                     continue
                 report.short_term += 1
@@ -452,4 +492,10 @@ class SummaryGenerator:
         return report
 
 
-__all__ = ["SummaryGenerator", "SummaryReport", "should_update_short_term_memory"]
+def _log_failure(workspace_id: str, scope: str, scope_id: str, exc: OmoideError) -> None:
+    log.error(
+        "summary_failed", workspace=workspace_id, scope=scope, scope_id=scope_id, code=exc.code, error=exc.message
+    )
+
+
+__all__ = ["SCOPE_FAILURES", "SummaryGenerator", "SummaryReport", "should_update_short_term_memory"]
