@@ -36,7 +36,7 @@ from typing import Any, Literal
 import structlog
 
 from omoide.context.calls import budgeted_complete
-from omoide.errors import BadRequest, ContextOverflow, ErasureConflict, InvalidInput, OmoideError
+from omoide.errors import BadRequest, ContextOverflow, ErasureConflict, InvalidInput, OmoideError, VersionConflict
 from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
@@ -295,10 +295,15 @@ class SummaryGenerator:
                 latest_at=latest_at,
                 erasure_generation=generation,
                 config=cfg,
+                expected_version=existing.version if existing is not None else 0,
             )
         except ErasureConflict:
             # a user was erased while the model ran: this text may quote them; the next pass redoes it
             log.info("summary_discarded_after_erasure", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
+            return None
+        except VersionConflict:
+            # another worker's pass summarised this scope while the model ran: it is done, once
+            log.info("summary_superseded", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
             return None
 
     async def _merge_long_term(self, short: Summary, generation: int | None = None) -> Summary:
@@ -336,16 +341,20 @@ class SummaryGenerator:
         latest_at: datetime | None,
         erasure_generation: int | None = None,
         config: ShortTermHistoryConfig | None = None,
+        expected_version: int | None = None,
     ) -> Summary:
         """Steps 4–5 for conversation lines read elsewhere (imported history, see
         :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
 
         ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first. ``erasure_generation``:
         the workspace's, read before the lines were (see :class:`~omoide.stores.summaries.SummaryDraft`).
-        ``config``: the history settings (default: this generator's).
+        ``config``: the history settings (default: this generator's). ``expected_version``: the
+        version of the latest short-term summary read before the lines were (0: none); when another
+        writer saved one since, nothing is saved or merged (see :class:`~omoide.stores.summaries.SummaryDraft`).
 
         Raises:
             ErasureConflict: a user of the workspace was erased since ``erasure_generation``.
+            VersionConflict: another short-term version was saved since ``expected_version``.
         """
         texts = _PROMPTS[self._language()]
 
@@ -362,6 +371,7 @@ class SummaryGenerator:
             source_message_count=len(lines),
             source_latest_message_at=latest_at,
             erasure_generation=erasure_generation,
+            expected_version=expected_version,
         )
         short = await self.store.save_summary(draft, new_version=(config or self.config).enabled)
         await self._merge_long_term(short, erasure_generation)
