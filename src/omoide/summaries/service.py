@@ -27,6 +27,7 @@ same, with one model call instead of one per channel. Set ``merge_each=True`` on
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +135,7 @@ class SummaryReport:
     skipped: int = 0
     failed: int = 0
     duration_s: float = 0.0
+    stopped: bool = False
     updated: list[str] = field(default_factory=list)
 
     @property
@@ -153,6 +155,7 @@ class SummaryReport:
             "skipped": self.skipped,
             "failed": self.failed,
             "duration_ms": round(self.duration_s * 1000, 1),
+            "stopped": self.stopped,
         }
 
 
@@ -418,15 +421,21 @@ class SummaryGenerator:
         config: ShortTermHistoryConfig | None = None,
         merge_each: bool = False,
         skip_failed: bool = False,
+        stop: asyncio.Event | None = None,
     ) -> SummaryReport:
         """Seed 003's ``generate_channel_memories`` for some channels of one workspace.
 
         ``skip_failed``: a channel whose content cannot be summarised (:data:`SCOPE_FAILURES`)
         is logged and counted as failed, and the other channels go on; without it, it is raised.
+        ``stop``: once set, no further channel is started (the workspace summary is still
+        merged from the channels that changed).
         """
         report = SummaryReport()
         changed = False
         for channel in channels:
+            if stop is not None and stop.is_set():
+                report.stopped = True
+                break
             report.scopes += 1
             try:
                 short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
@@ -460,12 +469,16 @@ class SummaryGenerator:
             return
         report.workspaces += 1
 
-    async def run(self) -> SummaryReport:
+    async def run(self, *, stop: asyncio.Event | None = None) -> SummaryReport:
         """One pass over every channel, thread and user with recent messages (the worker job).
 
         A scope whose content cannot be summarised (:data:`SCOPE_FAILURES`: say one message too
         long for the model's window) is logged (``summary_failed``), counted in ``failed`` and
         tried again next pass; the other scopes go on.
+
+        ``stop`` (the worker's shutdown): once set, no further scope is started; the scope in
+        flight is saved and merged (and the workspace summary of the channels that changed), and
+        the rest waits for the next pass (``report.stopped``).
         """
         started = time.perf_counter()
         since = self.clock() - timedelta(hours=self.settings.summary_window_hours)
@@ -474,16 +487,23 @@ class SummaryGenerator:
         for workspace_id, channel in await self.store.active_scopes(since=since, scope=SummaryScope.CHANNEL):
             by_workspace.setdefault(workspace_id, []).append(channel)
         for workspace_id, channels in by_workspace.items():
-            part = await self.generate_channel_memories(workspace_id, channels, skip_failed=True)
+            if stop is not None and stop.is_set():
+                report.stopped = True
+                break
+            part = await self.generate_channel_memories(workspace_id, channels, skip_failed=True, stop=stop)
             report.scopes += part.scopes
             report.short_term += part.short_term
             report.long_term += part.long_term
             report.workspaces += part.workspaces
             report.skipped += part.skipped
             report.failed += part.failed
+            report.stopped = report.stopped or part.stopped
             report.updated += part.updated
         for scope in (SummaryScope.THREAD, SummaryScope.USER):
             for workspace_id, scope_id in await self.store.active_scopes(since=since, scope=scope):
+                if stop is not None and stop.is_set():
+                    report.stopped = True
+                    break
                 report.scopes += 1
                 try:
                     short = await self.update_scope(workspace_id, scope, scope_id)
