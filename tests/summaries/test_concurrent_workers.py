@@ -1,6 +1,6 @@
 """Two summariser workers on one database (two ``omoide worker`` processes, or one beside
 ``omoide serve``'s in-process workers) run their passes at the same time: a scope due in both
-is summarised once, not once per worker (both backends)."""
+is summarised once, not once per worker (both backends). Also what a pass logs."""
 
 from __future__ import annotations
 
@@ -65,3 +65,20 @@ async def test_two_passes_at_once_summarise_a_scope_once(settings: Any) -> None:
             assert [v.version for v in versions] == [1], scope
         merges = [c for c in [*slow.calls, *fast.calls] if "長期要約を更新" in c.messages[-1].text]
         assert len(merges) == 2  # c1 and u1 merged into their long-term summaries once each
+
+
+async def test_an_idle_pass_logs_at_debug_and_a_working_one_at_info(settings: Any) -> None:
+    """Like the worker's own worker_run line: an idle summariser does not log at INFO every pass."""
+    import structlog
+
+    async with Memory.open(settings.model_copy(update={"embedder": "hashing"})) as mem:
+        generator = SummaryGenerator(
+            mem.store.summaries, lambda: ScriptedChatModel(reply), mem.settings, clock=lambda: NOW
+        )
+        with structlog.testing.capture_logs() as logs:
+            await generator.run()  # nothing to summarise
+            key = mem.session_key(platform="slack", workspace="g1", channel="c1", user="u1")
+            await mem.append(key, Message.user("勉強会は木曜です", author_id="u1", created_at=NOW - timedelta(hours=1)))
+            await generator.run()
+        levels = [e["log_level"] for e in logs if e["event"] == "summaries_run"]
+        assert levels == ["debug", "info"]

@@ -518,7 +518,8 @@ class SummaryGenerator:
                 report.long_term += 1
                 report.updated.append(f"{scope.value}:{scope_id}")
         report.duration_s = time.perf_counter() - started
-        log.info("summaries_run", **report.as_log())
+        # at INFO only when the pass did something (the worker's own worker_run line follows the same rule)
+        (log.debug if report.idle and not report.failed else log.info)("summaries_run", **report.as_log())
         return report
 
 
