@@ -518,8 +518,10 @@ class SummaryGenerator:
                 report.long_term += 1
                 report.updated.append(f"{scope.value}:{scope_id}")
         report.duration_s = time.perf_counter() - started
-        # at INFO only when the pass did something (the worker's own worker_run line follows the same rule)
-        (log.debug if report.idle and not report.failed else log.info)("summaries_run", **report.as_log())
+        # at INFO only when the pass did something (the worker's own worker_run line follows the same
+        # rule); a logger per pass, not the module's cached one, follows the logging configured since
+        pass_log = structlog.get_logger(__name__)
+        (pass_log.debug if report.idle and not report.failed else pass_log.info)("summaries_run", **report.as_log())
         return report
 
 
