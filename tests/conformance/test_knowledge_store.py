@@ -665,6 +665,24 @@ async def test_release_sources_hands_claims_back_without_counting_an_attempt(sto
     assert [(await store.knowledge.get_source(i)).attempts for i in ids[1:]] == [1, 1, 1]
 
 
+async def test_renew_claims_keeps_a_live_workers_sources_out_of_other_claims(store):
+    """The embedder renews its claims while it works: a renewed claim is not taken over when
+    the lease it started with runs out; a finished or unclaimed source is left alone."""
+    ids = await _sources(store, 3)
+    assert await store.knowledge.claim_sources(limit=2, lease_seconds=600) == ids[:2]
+    await store.knowledge.finish_source(ids[1], status=SourceStatus.READY)
+    await asyncio.sleep(0.05)
+    assert await store.knowledge.renew_claims([ids[0], ids[1], ids[2], 987654]) == 1
+    assert await store.knowledge.renew_claims([]) == 0
+    # a claim with a lease of 0.03 s: the renewed source is still held, the unclaimed one is taken
+    assert await store.knowledge.claim_sources(limit=3, lease_seconds=0.03) == [ids[2]]
+    assert [(s.status, s.attempts) for s in [await store.knowledge.get_source(i) for i in ids]] == [
+        (SourceStatus.PROCESSING, 1),
+        (SourceStatus.READY, 1),
+        (SourceStatus.PROCESSING, 1),
+    ]
+
+
 # ---------------------------------------------------------------------- embeddings
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from omoide.errors import InvalidInput
+from omoide.errors import InvalidInput, VersionConflict
 from omoide.keys import session_key
 from omoide.models import Message
 from omoide.stores.summaries import SummaryDraft, SummaryKind, SummaryScope, SummaryStore
@@ -45,6 +45,26 @@ async def test_versions_history_and_overwrite(store):
 async def test_concurrent_new_versions_get_distinct_numbers(store):
     done = await asyncio.gather(*(store.summaries.save_summary(_draft(f"v{i}"), new_version=True) for i in range(8)))
     assert sorted(s.version for s in done) == list(range(1, 9))
+
+
+async def test_expected_version_stores_a_scope_once_when_writers_race(store):
+    """Writers that read the same latest version (none here) and summarise at once: one is stored,
+    the others are refused, whichever order the store serialises them in."""
+    from dataclasses import replace
+
+    drafts = [replace(_draft(f"w{i}"), expected_version=0) for i in range(6)]
+    done = await asyncio.gather(
+        *(store.summaries.save_summary(d, new_version=True) for d in drafts), return_exceptions=True
+    )
+    stored = [d for d in done if not isinstance(d, BaseException)]
+    assert len(stored) == 1 and stored[0].version == 1
+    assert all(isinstance(d, VersionConflict) for d in done if isinstance(d, BaseException))
+    nxt = await store.summaries.save_summary(replace(_draft("next"), expected_version=1), new_version=True)
+    assert nxt.version == 2
+    with pytest.raises(VersionConflict):
+        await store.summaries.save_summary(replace(_draft("stale"), expected_version=1), new_version=False)
+    with pytest.raises(InvalidInput):
+        await store.summaries.save_summary(replace(_draft("bad"), expected_version=-1), new_version=True)
 
 
 async def test_latest_summaries_per_channel(store):

@@ -290,3 +290,33 @@ async def test_a_source_whose_claims_never_finish_is_given_up_not_retried_foreve
     (failed,) = await mem.knowledge.sources()
     assert failed.status is SourceStatus.FAILED
     assert "gave up after 2 claims that never finished" in (failed.error or "")
+
+
+async def test_a_live_workers_claim_is_kept_past_the_lease(settings):
+    """A round that takes longer than the lease (a large source, a slow or rate-limited provider) keeps
+    its claim: another worker does not take the source over, embed it again and count an attempt."""
+    lease = 2.0
+    async with Memory.open(tuned(settings, embedder="hashing", embed_lease_seconds=lease)) as mem:
+        await archived_memory(mem, sessions=2)
+        started, gate = asyncio.Event(), asyncio.Event()
+
+        class Slow(FlakyEmbedder):
+            async def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+                started.set()
+                await gate.wait()  # one long provider call
+                return await super().embed_documents(texts)
+
+        worker = asyncio.create_task(EmbeddingProcessor(mem.store.knowledge, Slow(), mem.settings).run())
+        await asyncio.wait_for(started.wait(), timeout=60)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 2.5 * lease  # well past the lease of the claim
+        while loop.time() < until:
+            await asyncio.sleep(0.1)
+        other = await mem.store.knowledge.claim_sources(limit=10, lease_seconds=lease)  # a second worker
+        gate.set()
+        report = await asyncio.wait_for(worker, timeout=60)
+        assert other == []
+        assert report.ready == 2
+        sources = await all_sources(mem.store)
+        assert {s.status for s in sources} == {SourceStatus.READY}
+        assert all(s.attempts == 1 for s in sources)

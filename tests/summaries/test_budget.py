@@ -83,3 +83,47 @@ async def test_a_single_message_too_long_for_the_window_is_never_sent(mem: Memor
         await mem.summary_generator(clock=lambda: NOW).generate_channel_memories("g1", ["c1"])
     assert info.value.limit == LIMIT and (info.value.prompt_tokens or 0) > LIMIT
     assert model.calls == []
+
+
+async def test_one_scope_too_long_for_the_window_does_not_stop_the_pass(mem: Memory):
+    """A pasted log too long for the model's window in one channel: the pass still summarises the
+    other channels and users, counts the scope as failed and tries it again next pass."""
+    huge = mem.session_key(platform="slack", workspace="g1", channel="c1", user="u1")
+    await mem.append(huge, Message.user("長い " * 2_000, author_id="u1", created_at=NOW - timedelta(hours=3)))
+    for channel, user in (("c2", "u2"), ("c3", "u3")):
+        key = mem.session_key(platform="slack", workspace="g1", channel=channel, user=user)
+        text = f"{channel} の勉強会は木曜19時からです。"
+        await mem.append(key, Message.user(text, author_id=user, created_at=NOW - timedelta(hours=3)))
+
+    report = await mem.summary_generator(clock=lambda: NOW).run()
+
+    assert report.failed == 2  # channel c1, and user u1 (who wrote it)
+    assert report.as_log()["failed"] == 2  # the worker reports ITEMS_FAILED from this field
+    assert sorted(report.updated) == ["channel:c2", "channel:c3", "user:u2", "user:u3"]
+    assert report.workspaces == 1
+    summaries = mem.store.summaries
+    assert await summaries.latest_summary("g1", SummaryScope.CHANNEL, "c1", SummaryKind.SHORT_TERM) is None
+    for channel in ("c2", "c3"):
+        assert await summaries.latest_summary("g1", SummaryScope.CHANNEL, channel, SummaryKind.LONG_TERM) is not None
+    assert await summaries.latest_summary("g1", SummaryScope.WORKSPACE, "g1", SummaryKind.LONG_TERM) is not None
+    model = mem.chat_model
+    assert isinstance(model, ScriptedChatModel)
+    assert all(c.prompt_tokens <= LIMIT for c in model.calls)  # the long one was never sent
+
+    again = await mem.summary_generator(clock=lambda: NOW).run()  # tried again, still not fitting
+    assert again.failed == 2 and again.updated == []
+
+
+async def test_an_empty_summary_from_the_model_fails_only_its_scope(settings: Any):
+    def empty_for_c1(request: ChatRequest) -> str:
+        return "" if "c1 の" in request.messages[-1].text else reply(request)
+
+    model = ScriptedChatModel(empty_for_c1, counter=counter)
+    async with Memory.open(settings.model_copy(update={"embedder": "hashing"}), chat_model=model) as m:
+        for channel in ("c1", "c2"):
+            key = m.session_key(platform="slack", workspace="g1", channel=channel, user="u-" + channel)
+            text = f"{channel} の話題です"
+            await m.append(key, Message.user(text, author_id="u-" + channel, created_at=NOW - timedelta(hours=3)))
+        report = await m.summary_generator(clock=lambda: NOW).run()
+    assert report.failed == 2  # channel c1 and its author's user summary
+    assert sorted(report.updated) == ["channel:c2", "user:u-c2"]

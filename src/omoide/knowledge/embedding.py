@@ -41,9 +41,10 @@ request, each reported once stored (:class:`~omoide.knowledge.embed_report.Chunk
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import numpy as np
 import structlog
@@ -241,7 +242,8 @@ class EmbeddingProcessor:
             report.claimed += len(claimed)
             log.debug("embed_claimed", model=self.model, source_ids=list(claimed))
             try:
-                await self._round(claimed, report, stop, on_chunks)
+                async with self._keeping_claims(claimed):
+                    await self._round(claimed, report, stop, on_chunks)
             except asyncio.CancelledError:
                 # cancelled (a second signal, or the shutdown timeout): hand back what is still
                 # claimed before going, so nothing waits embed_lease_seconds for the lease to run out
@@ -255,6 +257,33 @@ class EmbeddingProcessor:
             report.stopped = True
         report.duration_s = time.perf_counter() - started
         return report
+
+    @contextlib.asynccontextmanager
+    async def _keeping_claims(self, claimed: Sequence[SourceId]) -> AsyncIterator[None]:
+        """Renew the lease of ``claimed`` every third of ``embed_lease_seconds`` while the block runs.
+
+        The lease is how a *dead* worker's sources come back; a live one that is slow (a large
+        source, a slow or rate-limited provider) keeps them, so no second worker embeds them
+        again and counts an attempt that never failed (``attempts`` would reach
+        ``embed_max_attempts`` and fail a source that was being embedded all along).
+        """
+        every = self.settings.embed_lease_seconds / 3
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(every)
+                try:
+                    await self.store.renew_claims(list(claimed))
+                except Exception:  # the round itself meets a store failure; the lease may then run out
+                    log.warning("embed_claim_renew_failed", model=self.model, source_ids=list(claimed), exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(renew(), name="omoide-embed-lease")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _round(
         self, claimed: Sequence[SourceId], report: EmbedReport, stop: asyncio.Event | None, on_chunks: OnChunks | None

@@ -235,6 +235,15 @@ class KnowledgeStore(ErasureAware):
             return 0
         return await self._release_sources(ids)
 
+    async def renew_claims(self, source_ids: Sequence[SourceId]) -> int:
+        """Extend the lease of claimed sources: those of ``source_ids`` still ``processing`` get
+        ``claimed_at`` = now, so a worker that is alive but slow keeps them (the embedder renews
+        its claims while it works); others are left alone. Returns how many were renewed."""
+        ids = [check_int("source_ids[]", i) for i in source_ids]
+        if not ids:
+            return 0
+        return await self._renew_claims(ids)
+
     async def finish_source(self, source_id: SourceId, *, status: SourceStatus, error: str | None = None) -> None:
         """Leave ``processing``: ``ready``, ``failed`` (with ``error``) or back to ``pending`` (retry later).
 
@@ -419,6 +428,10 @@ class KnowledgeStore(ErasureAware):
     @abc.abstractmethod
     async def _release_sources(self, source_ids: list[int]) -> int:
         """Hand claimed sources back (``source_ids`` is not empty)."""
+
+    @abc.abstractmethod
+    async def _renew_claims(self, source_ids: list[int]) -> int:
+        """Extend the lease of sources still processing (``source_ids`` is not empty)."""
 
     @abc.abstractmethod
     async def _finish_source(self, source_id: int, status: SourceStatus, error: str | None) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from omoide.errors import InvalidInput
+from omoide.errors import InvalidInput, VersionConflict
 from omoide.models import Message
 from omoide.stores._checks import check_int
 from omoide.stores._erasure_common import ErasureAware
@@ -53,6 +53,11 @@ class SummaryDraft:
     ``erasure_generation``: the workspace's erasure generation read before the messages were;
     the store refuses the write (:class:`~omoide.errors.ErasureConflict`) if a user was erased
     since, so a summary of their words is never written back. ``None``: not checked.
+
+    ``expected_version``: the version of the latest summary of this key that the writer read
+    before summarising (0: there was none); the store refuses the write
+    (:class:`~omoide.errors.VersionConflict`) if another writer saved a version since, so two
+    workers summarising the same scope at once store it once. ``None``: not checked.
     """
 
     workspace_id: str
@@ -64,6 +69,18 @@ class SummaryDraft:
     source_latest_message_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     erasure_generation: int | None = None
+    expected_version: int | None = None
+
+
+def check_expected_version(draft: SummaryDraft, latest: int | None) -> None:
+    """Raise :class:`~omoide.errors.VersionConflict` when ``draft.expected_version`` is set and the
+    latest stored version of its key (``None``: none) is another one."""
+    if draft.expected_version is None or draft.expected_version == (latest or 0):
+        return
+    raise VersionConflict(
+        f"the {draft.kind.value} summary of {draft.scope.value} {draft.scope_id} is at version {latest or 0}, "
+        f"not {draft.expected_version}: another writer saved it meanwhile"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +155,8 @@ def check_summary_draft(draft: object) -> SummaryDraft:
         raise InvalidInput("source_latest_message_at must be a datetime or None")
     if not isinstance(draft.metadata, Mapping):
         raise InvalidInput("a summary's metadata must be a JSON object")
+    if draft.expected_version is not None:
+        check_int("expected_version", draft.expected_version, minimum=0)
     return draft
 
 
@@ -217,6 +236,7 @@ class SummaryStore(ErasureAware, abc.ABC):
         Raises:
             ErasureConflict: ``draft.erasure_generation`` is given and a user of the workspace
                 was erased since.
+            VersionConflict: ``draft.expected_version`` is given and the latest version is another.
         """
         return await self._save_summary(check_summary_draft(draft), bool(new_version))
 
@@ -269,4 +289,5 @@ __all__ = [
     "SummaryKind",
     "SummaryScope",
     "SummaryStore",
+    "check_expected_version",
 ]

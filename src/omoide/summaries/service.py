@@ -27,6 +27,7 @@ same, with one model call instead of one per channel. Set ``merge_each=True`` on
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import Any, Literal
 import structlog
 
 from omoide.context.calls import budgeted_complete
-from omoide.errors import ContextOverflow, ErasureConflict, InvalidInput
+from omoide.errors import BadRequest, ContextOverflow, ErasureConflict, InvalidInput, OmoideError, VersionConflict
 from omoide.models import Message, utcnow
 from omoide.providers.base import ChatModel, TokenCounter
 from omoide.providers.tokens import get_token_counter
@@ -56,6 +57,11 @@ Clock = Callable[[], datetime]
 Language = Literal["ja", "en"]
 MAX_PART_DEPTH = 8
 """How deep summarising in parts may split an over-budget input."""
+SCOPE_FAILURES: tuple[type[OmoideError], ...] = (ContextOverflow, BadRequest, InvalidInput)
+"""Failures that belong to one scope's content (a message too long for the window, a request the
+provider refuses, an empty summary): a pass (:meth:`SummaryGenerator.run`) counts the scope as
+failed and goes on with the others. Anything else (the database or the provider down, a bad API
+key) stops the pass, and the worker backs off."""
 
 _PROMPTS: dict[Language, dict[str, str]] = {
     "ja": {
@@ -127,7 +133,9 @@ class SummaryReport:
     long_term: int = 0
     workspaces: int = 0
     skipped: int = 0
+    failed: int = 0
     duration_s: float = 0.0
+    stopped: bool = False
     updated: list[str] = field(default_factory=list)
 
     @property
@@ -145,7 +153,9 @@ class SummaryReport:
             "long_term": self.long_term,
             "workspaces": self.workspaces,
             "skipped": self.skipped,
+            "failed": self.failed,
             "duration_ms": round(self.duration_s * 1000, 1),
+            "stopped": self.stopped,
         }
 
 
@@ -288,10 +298,15 @@ class SummaryGenerator:
                 latest_at=latest_at,
                 erasure_generation=generation,
                 config=cfg,
+                expected_version=existing.version if existing is not None else 0,
             )
         except ErasureConflict:
             # a user was erased while the model ran: this text may quote them; the next pass redoes it
             log.info("summary_discarded_after_erasure", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
+            return None
+        except VersionConflict:
+            # another worker's pass summarised this scope while the model ran: it is done, once
+            log.info("summary_superseded", workspace=workspace_id, scope=scope.value, scope_id=scope_id)
             return None
 
     async def _merge_long_term(self, short: Summary, generation: int | None = None) -> Summary:
@@ -329,16 +344,20 @@ class SummaryGenerator:
         latest_at: datetime | None,
         erasure_generation: int | None = None,
         config: ShortTermHistoryConfig | None = None,
+        expected_version: int | None = None,
     ) -> Summary:
         """Steps 4–5 for conversation lines read elsewhere (imported history, see
         :mod:`omoide.summaries.imported`): a new short-term summary, merged into the long-term one.
 
         ``lines`` are ``[YYYY-MM-DD HH:MM] speaker: text``, oldest first. ``erasure_generation``:
         the workspace's, read before the lines were (see :class:`~omoide.stores.summaries.SummaryDraft`).
-        ``config``: the history settings (default: this generator's).
+        ``config``: the history settings (default: this generator's). ``expected_version``: the
+        version of the latest short-term summary read before the lines were (0: none); when another
+        writer saved one since, nothing is saved or merged (see :class:`~omoide.stores.summaries.SummaryDraft`).
 
         Raises:
             ErasureConflict: a user of the workspace was erased since ``erasure_generation``.
+            VersionConflict: another short-term version was saved since ``expected_version``.
         """
         texts = _PROMPTS[self._language()]
 
@@ -355,6 +374,7 @@ class SummaryGenerator:
             source_message_count=len(lines),
             source_latest_message_at=latest_at,
             erasure_generation=erasure_generation,
+            expected_version=expected_version,
         )
         short = await self.store.save_summary(draft, new_version=(config or self.config).enabled)
         await self._merge_long_term(short, erasure_generation)
@@ -400,13 +420,31 @@ class SummaryGenerator:
         *,
         config: ShortTermHistoryConfig | None = None,
         merge_each: bool = False,
+        skip_failed: bool = False,
+        stop: asyncio.Event | None = None,
     ) -> SummaryReport:
-        """Seed 003's ``generate_channel_memories`` for some channels of one workspace."""
+        """Seed 003's ``generate_channel_memories`` for some channels of one workspace.
+
+        ``skip_failed``: a channel whose content cannot be summarised (:data:`SCOPE_FAILURES`)
+        is logged and counted as failed, and the other channels go on; without it, it is raised.
+        ``stop``: once set, no further channel is started (the workspace summary is still
+        merged from the channels that changed).
+        """
         report = SummaryReport()
         changed = False
         for channel in channels:
+            if stop is not None and stop.is_set():
+                report.stopped = True
+                break
             report.scopes += 1
-            short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
+            try:
+                short = await self.update_scope(workspace_id, SummaryScope.CHANNEL, channel, config=config)
+            except SCOPE_FAILURES as exc:
+                if not skip_failed:
+                    raise
+                _log_failure(workspace_id, SummaryScope.CHANNEL.value, channel, exc)
+                report.failed += 1
+                continue
             if short is None:
                 report.skipped += 1
                 continue
@@ -415,15 +453,33 @@ class SummaryGenerator:
             report.updated.append(f"channel:{channel}")
             changed = True
             if merge_each:
-                await self.update_workspace(workspace_id)
-                report.workspaces += 1
+                await self._workspace(workspace_id, report, skip_failed=skip_failed)
         if changed and not merge_each:
-            await self.update_workspace(workspace_id)
-            report.workspaces += 1
+            await self._workspace(workspace_id, report, skip_failed=skip_failed)
         return report
 
-    async def run(self) -> SummaryReport:
-        """One pass over every channel, thread and user with recent messages (the worker job)."""
+    async def _workspace(self, workspace_id: str, report: SummaryReport, *, skip_failed: bool) -> None:
+        try:
+            await self.update_workspace(workspace_id)
+        except SCOPE_FAILURES as exc:
+            if not skip_failed:
+                raise
+            _log_failure(workspace_id, SummaryScope.WORKSPACE.value, workspace_id, exc)
+            report.failed += 1
+            return
+        report.workspaces += 1
+
+    async def run(self, *, stop: asyncio.Event | None = None) -> SummaryReport:
+        """One pass over every channel, thread and user with recent messages (the worker job).
+
+        A scope whose content cannot be summarised (:data:`SCOPE_FAILURES`: say one message too
+        long for the model's window) is logged (``summary_failed``), counted in ``failed`` and
+        tried again next pass; the other scopes go on.
+
+        ``stop`` (the worker's shutdown): once set, no further scope is started; the scope in
+        flight is saved and merged (and the workspace summary of the channels that changed), and
+        the rest waits for the next pass (``report.stopped``).
+        """
         started = time.perf_counter()
         since = self.clock() - timedelta(hours=self.settings.summary_window_hours)
         report = SummaryReport()
@@ -431,25 +487,48 @@ class SummaryGenerator:
         for workspace_id, channel in await self.store.active_scopes(since=since, scope=SummaryScope.CHANNEL):
             by_workspace.setdefault(workspace_id, []).append(channel)
         for workspace_id, channels in by_workspace.items():
-            part = await self.generate_channel_memories(workspace_id, channels)
+            if stop is not None and stop.is_set():
+                report.stopped = True
+                break
+            part = await self.generate_channel_memories(workspace_id, channels, skip_failed=True, stop=stop)
             report.scopes += part.scopes
             report.short_term += part.short_term
             report.long_term += part.long_term
             report.workspaces += part.workspaces
             report.skipped += part.skipped
+            report.failed += part.failed
+            report.stopped = report.stopped or part.stopped
             report.updated += part.updated
         for scope in (SummaryScope.THREAD, SummaryScope.USER):
             for workspace_id, scope_id in await self.store.active_scopes(since=since, scope=scope):
+                if stop is not None and stop.is_set():
+                    report.stopped = True
+                    break
                 report.scopes += 1
-                if await self.update_scope(workspace_id, scope, scope_id) is None:
+                try:
+                    short = await self.update_scope(workspace_id, scope, scope_id)
+                except SCOPE_FAILURES as exc:
+                    _log_failure(workspace_id, scope.value, scope_id, exc)
+                    report.failed += 1
+                    continue
+                if short is None:
                     report.skipped += 1
                     continue
                 report.short_term += 1
                 report.long_term += 1
                 report.updated.append(f"{scope.value}:{scope_id}")
         report.duration_s = time.perf_counter() - started
-        log.info("summaries_run", **report.as_log())
+        # at INFO only when the pass did something (the worker's own worker_run line follows the same
+        # rule); a logger per pass, not the module's cached one, follows the logging configured since
+        pass_log = structlog.get_logger(__name__)
+        (pass_log.debug if report.idle and not report.failed else pass_log.info)("summaries_run", **report.as_log())
         return report
 
 
-__all__ = ["SummaryGenerator", "SummaryReport", "should_update_short_term_memory"]
+def _log_failure(workspace_id: str, scope: str, scope_id: str, exc: OmoideError) -> None:
+    log.error(
+        "summary_failed", workspace=workspace_id, scope=scope, scope_id=scope_id, code=exc.code, error=exc.message
+    )
+
+
+__all__ = ["SCOPE_FAILURES", "SummaryGenerator", "SummaryReport", "should_update_short_term_memory"]

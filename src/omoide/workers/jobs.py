@@ -174,7 +174,7 @@ def summarise_job(mem: Memory) -> Job:
     generator = mem.summary_generator()
 
     async def run(stop: asyncio.Event) -> RunReport:
-        return await generator.run()
+        return await generator.run(stop=stop)
 
     settings = mem.settings
     return Job("summariser", settings.worker_summary_interval_seconds, run, settings.worker_max_backoff_seconds)

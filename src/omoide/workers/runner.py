@@ -7,8 +7,9 @@ to back off (a transient provider error), waits twice as long each time, up to
 
 Shutdown (:meth:`WorkerRunner.stop`, or SIGTERM / SIGINT in :func:`serve`):
 
-1. every job is told to stop: no new session or source is claimed, the session or
-   embedding batch in flight finishes and commits, and unfinished sources are handed back;
+1. every job is told to stop: no new session, source or summary scope is started, the
+   session, embedding batch or summary in flight finishes and commits, and unfinished sources
+   are handed back;
 2. the runner waits up to ``worker_shutdown_timeout_seconds`` for that;
 3. whatever is still running is then cancelled. A cancelled store call rolls its
    transaction back (a source is never half-written), and a source left ``processing``

@@ -83,6 +83,16 @@ async def release_sources(conn: asyncpg.Connection, source_ids: Sequence[int]) -
     return len(released)
 
 
+async def renew_claims(conn: asyncpg.Connection, source_ids: Sequence[int]) -> int:
+    """Claimed sources still ``processing``: their lease starts again now; returns how many."""
+    renewed = await conn.fetch(
+        "UPDATE knowledge_sources SET claimed_at = now(), updated_at = now() "
+        "WHERE status = 'processing' AND id = ANY($1::bigint[]) RETURNING id",
+        list(source_ids),
+    )
+    return len(renewed)
+
+
 async def finish_source(
     conn: asyncpg.Connection, source_id: int, ws: str, status: SourceStatus, error: str | None
 ) -> None:
@@ -97,4 +107,5 @@ __all__ = [
     "claim_sources",
     "finish_source",
     "release_sources",
+    "renew_claims",
 ]

@@ -76,6 +76,7 @@ from omoide.stores.postgres._claims import (
     claim_sources,
     finish_source,
     release_sources,
+    renew_claims,
 )
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, SESSION_COLUMNS, row_to_message, row_to_session
 from omoide.stores.postgres._search import record_tokenizer
@@ -557,6 +558,7 @@ __all__ = [
     "put_embeddings",
     "quote_ident",
     "release_sources",
+    "renew_claims",
     "sessions_to_archive",
     "vector_index_name",
     "vector_type",

@@ -13,7 +13,7 @@ from omoide.models import Message, ensure_utc
 from omoide.stores._knowledge_common import to_json
 from omoide.stores.postgres._erasure import check_erasure_generation
 from omoide.stores.postgres._rows import MESSAGE_COLUMNS, row_to_message
-from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope, check_expected_version
 
 COLUMNS = (
     "id, workspace_id, scope, scope_id, kind, version, content, source_message_count, source_latest_message_at, "
@@ -101,6 +101,7 @@ async def save_summary(conn: asyncpg.Connection, draft: SummaryDraft, new_versio
                     "AND kind = $4 ORDER BY version DESC LIMIT 1 FOR UPDATE",
                     *key,
                 )
+                check_expected_version(draft, None if latest is None else int(latest["version"]))
                 if latest is not None and not new_version:
                     row = await conn.fetchrow(
                         "UPDATE summaries SET content = $2, source_message_count = $3, source_latest_message_at = $4, "

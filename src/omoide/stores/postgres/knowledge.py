@@ -108,6 +108,10 @@ class PostgresKnowledge(KnowledgeStore):
         async with self._db.acquire() as conn:
             return await kops.release_sources(conn, source_ids)
 
+    async def _renew_claims(self, source_ids: list[int]) -> int:
+        async with self._db.acquire() as conn:
+            return await kops.renew_claims(conn, source_ids)
+
     async def _finish_source(self, source_id: int, status: SourceStatus, error: str | None) -> None:
         async with self._db.acquire() as conn:
             ws = await self._db.workspaces.lookup(conn, "knowledge_sources", source_id)

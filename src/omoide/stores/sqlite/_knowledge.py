@@ -439,6 +439,17 @@ def release_sources(conn: sqlite3.Connection, source_ids: Sequence[int], now: da
     return max(cursor.rowcount, 0)
 
 
+def renew_claims(conn: sqlite3.Connection, source_ids: Sequence[int], now: datetime) -> int:
+    """Claimed sources still ``processing``: their lease starts again now; returns how many."""
+    stamp = format_ts(now)
+    cursor = conn.execute(
+        "UPDATE knowledge_sources SET claimed_at = ?, updated_at = ? "
+        "WHERE status = 'processing' AND id IN (SELECT value FROM json_each(?))",
+        (stamp, stamp, json.dumps(list(source_ids))),
+    )
+    return max(cursor.rowcount, 0)
+
+
 def finish_source(
     conn: sqlite3.Connection, source_id: int, status: SourceStatus, error: str | None, now: datetime
 ) -> None:
@@ -562,5 +573,6 @@ __all__ = [
     "put_unit_lexical",
     "put_unit_vectors",
     "release_sources",
+    "renew_claims",
     "sessions_to_archive",
 ]

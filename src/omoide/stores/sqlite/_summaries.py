@@ -13,7 +13,7 @@ from omoide.stores._knowledge_common import to_json
 from omoide.stores.sqlite._conn import format_ts, parse_ts
 from omoide.stores.sqlite._erasure import check_erasure_generation
 from omoide.stores.sqlite._rows import MESSAGE_COLUMNS, message_from_row
-from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope
+from omoide.stores.summaries import Summary, SummaryDraft, SummaryKind, SummaryScope, check_expected_version
 
 COLUMNS = (
     "id, workspace_id, scope, scope_id, kind, version, content, source_message_count, source_latest_message_at, "
@@ -75,6 +75,7 @@ def save_summary(conn: sqlite3.Connection, draft: SummaryDraft, new_version: boo
 
     Raises:
         ErasureConflict: a user of the workspace was erased since ``draft.erasure_generation``.
+        VersionConflict: another version was saved since ``draft.expected_version``.
     """
     check_erasure_generation(conn, draft.workspace_id, draft.erasure_generation)
     key = (draft.workspace_id, draft.scope.value, draft.scope_id, draft.kind.value)
@@ -83,6 +84,7 @@ def save_summary(conn: sqlite3.Connection, draft: SummaryDraft, new_version: boo
         "ORDER BY version DESC LIMIT 1",
         key,
     ).fetchone()
+    check_expected_version(draft, None if latest is None else int(latest[1]))
     latest_at = None if draft.source_latest_message_at is None else format_ts(draft.source_latest_message_at)
     metadata = to_json(dict(draft.metadata), what="metadata")
     if latest is not None and not new_version:

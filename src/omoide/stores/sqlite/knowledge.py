@@ -75,6 +75,9 @@ class SqliteKnowledge(KnowledgeStore):
     async def _release_sources(self, source_ids: list[int]) -> int:
         return await self._db.write("release_sources", kops.release_sources, source_ids, utcnow())
 
+    async def _renew_claims(self, source_ids: list[int]) -> int:
+        return await self._db.write("renew_claims", kops.renew_claims, source_ids, utcnow())
+
     async def _finish_source(self, source_id: int, status: SourceStatus, error: str | None) -> None:
         await self._db.write("finish_source", kops.finish_source, source_id, status, error, utcnow())
 
