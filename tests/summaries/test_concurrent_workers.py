@@ -8,6 +8,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from gated_models import Gated
 from omoide import Memory
 from omoide.models import Message
 from omoide.providers.scripted import ChatRequest, ScriptedChatModel
@@ -26,28 +27,13 @@ def reply(request: ChatRequest) -> str:
     return "短期要約"
 
 
-class Gated(ScriptedChatModel):
-    """A chat model whose first call waits until the test lets it answer (a slow LLM call)."""
-
-    def __init__(self) -> None:
-        super().__init__(reply)
-        self.entered = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def complete(self, messages: Any, **kwargs: Any) -> Any:
-        if not self.entered.is_set():
-            self.entered.set()
-            await self.gate.wait()
-        return await super().complete(messages, **kwargs)
-
-
 async def test_two_passes_at_once_summarise_a_scope_once(settings: Any) -> None:
     async with Memory.open(settings.model_copy(update={"embedder": "hashing"})) as mem:
         key = mem.session_key(platform="slack", workspace="g1", channel="c1", user="u1")
         await mem.append(
             key, Message.user("勉強会は木曜19時からです", author_id="u1", created_at=NOW - timedelta(hours=1))
         )
-        slow, fast = Gated(), ScriptedChatModel(reply)
+        slow, fast = Gated(reply), ScriptedChatModel(reply)
         first = SummaryGenerator(mem.store.summaries, lambda: slow, mem.settings, clock=lambda: NOW)
         second = SummaryGenerator(mem.store.summaries, lambda: fast, mem.settings, clock=lambda: NOW)
 

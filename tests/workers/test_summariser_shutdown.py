@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from gated_models import Gated
 from omoide import Memory
 from omoide.models import Message
-from omoide.providers.scripted import ChatRequest, ScriptedChatModel
+from omoide.providers.scripted import ChatRequest
 from omoide.stores.summaries import SummaryKind, SummaryScope
 from omoide.workers.jobs import worker_runner
 
@@ -20,23 +21,8 @@ def reply(request: ChatRequest) -> str:
     return "長期要約" if "長期要約を更新" in request.messages[-1].text else "要約"
 
 
-class Gated(ScriptedChatModel):
-    """A chat model whose first call waits until the test lets it answer (a slow LLM call)."""
-
-    def __init__(self) -> None:
-        super().__init__(reply)
-        self.entered = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def complete(self, messages: Any, **kwargs: Any) -> Any:
-        if not self.entered.is_set():
-            self.entered.set()
-            await self.gate.wait()
-        return await super().complete(messages, **kwargs)
-
-
 async def test_a_stop_ends_the_summary_pass_after_the_scope_in_flight(settings: Any) -> None:
-    model = Gated()
+    model = Gated(reply)
     s = tuned(settings, embedder="hashing", worker_shutdown_timeout_seconds=120)
     async with Memory.open(s, chat_model=model) as mem:
         channels = [f"c{i}" for i in range(5)]
