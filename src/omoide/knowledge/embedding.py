@@ -41,10 +41,9 @@ request, each reported once stored (:class:`~omoide.knowledge.embed_report.Chunk
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 import structlog
@@ -61,6 +60,7 @@ from omoide.knowledge.chunk_vectors import (
     with_reader,
     within,
 )
+from omoide.knowledge.claim_lease import keeping_claims
 from omoide.knowledge.embed_report import (
     ERROR_CHARS,
     PROGRESS_TEXTS,
@@ -242,7 +242,7 @@ class EmbeddingProcessor:
             report.claimed += len(claimed)
             log.debug("embed_claimed", model=self.model, source_ids=list(claimed))
             try:
-                async with self._keeping_claims(claimed):
+                async with keeping_claims(self.store, claimed, self.settings.embed_lease_seconds, self.model):
                     await self._round(claimed, report, stop, on_chunks)
             except asyncio.CancelledError:
                 # cancelled (a second signal, or the shutdown timeout): hand back what is still
@@ -257,33 +257,6 @@ class EmbeddingProcessor:
             report.stopped = True
         report.duration_s = time.perf_counter() - started
         return report
-
-    @contextlib.asynccontextmanager
-    async def _keeping_claims(self, claimed: Sequence[SourceId]) -> AsyncIterator[None]:
-        """Renew the lease of ``claimed`` every third of ``embed_lease_seconds`` while the block runs.
-
-        The lease is how a *dead* worker's sources come back; a live one that is slow (a large
-        source, a slow or rate-limited provider) keeps them, so no second worker embeds them
-        again and counts an attempt that never failed (``attempts`` would reach
-        ``embed_max_attempts`` and fail a source that was being embedded all along).
-        """
-        every = self.settings.embed_lease_seconds / 3
-
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(every)
-                try:
-                    await self.store.renew_claims(list(claimed))
-                except Exception:  # the round itself meets a store failure; the lease may then run out
-                    log.warning("embed_claim_renew_failed", model=self.model, source_ids=list(claimed), exc_info=True)
-
-        task = asyncio.get_running_loop().create_task(renew(), name="omoide-embed-lease")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _round(
         self, claimed: Sequence[SourceId], report: EmbedReport, stop: asyncio.Event | None, on_chunks: OnChunks | None
