@@ -176,10 +176,7 @@ class SlackWeb:
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning("slack_channel_lookup_failed", channel=channel, error=str(exc)[:200])
             return True  # not cached: asked again next time
-        info = found.get("channel") or {}
-        private = bool(info.get("is_private") or info.get("is_im") or info.get("is_mpim") or info.get("is_group"))
-        remember_in(self._private, channel, (private, time.monotonic()))
-        return private
+        return self._remember_info(channel, found.get("channel") or {})
 
     async def channel_name(self, client: AsyncWebClient, channel: str) -> str | None:
         """A public channel's name (``conversations.info``), cached; ``None`` for a private
@@ -194,13 +191,20 @@ class SlackWeb:
         except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
             log.info("slack_channel_lookup_failed", channel=channel, error=str(exc)[:200])
         else:
-            info = found.get("channel") or {}
-            private = any(info.get(k) for k in ("is_private", "is_im", "is_mpim", "is_group"))
-            candidate = info.get("name")
-            if not private and isinstance(candidate, str) and candidate.strip():
-                name = candidate.strip()
+            self._remember_info(channel, found.get("channel") or {})
+            return self._channel_names[channel]
         remember_in(self._channel_names, channel, name)
         return name
+
+    def _remember_info(self, channel: str, info: Mapping[str, Any]) -> bool:
+        """What one ``conversations.info`` answer says, kept for both lookups (so neither asks
+        again): whether the conversation is private, and a public channel's name. Returns the first."""
+        private = any(info.get(k) for k in ("is_private", "is_im", "is_mpim", "is_group"))
+        remember_in(self._private, channel, (private, time.monotonic()))
+        candidate = info.get("name")
+        name = candidate.strip() if not private and isinstance(candidate, str) and candidate.strip() else None
+        remember_in(self._channel_names, channel, name)
+        return private
 
     async def channel_names(self, client: AsyncWebClient, channel_ids: Iterable[str]) -> dict[str, str]:
         """Names of the public channels among ``channel_ids``."""
